@@ -1,0 +1,50 @@
+"""Packaging of warpdrive-marl (import name: warp_drive)."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).parent
+version = {}
+for line in (ROOT / "warp_drive" / "__init__.py").read_text().splitlines():
+    if line.startswith("__version__"):
+        version["v"] = line.split("=")[1].strip().strip('"')
+
+setup(
+    name="warpdrive-marl",
+    version=version["v"],
+    description="End-to-end multi-agent reinforcement learning on one GPU: CUDA C env steps, "
+    "in-kernel sampling and resets, PyTorch A2C/PPO, all on the device.",
+    long_description=(ROOT / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.9",
+    packages=find_packages(include=["warp_drive", "warp_drive.*", "example_envs", "example_envs.*"]),
+    package_data={
+        "warp_drive": ["cuda/core/*.cuh", "config/*.yaml", "training/run_configs/*.yaml", "py.typed"],
+        "example_envs": ["**/*.cu", "**/*.cuh", "**/*.yaml", "**/*.md"],
+    },
+    include_package_data=True,
+    install_requires=[
+        "numpy>=1.23",
+        "torch>=2.1",
+        "gymnasium>=1.0",
+        "pyyaml>=6.0",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "cuda": ["pycuda>=2024.1"],
+        "viz": ["matplotlib>=3.6", "pillow>=9.0"],
+        "lightning": ["lightning>=2.0"],
+        "interop": ["pettingzoo>=1.24"],
+        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10"],
+    },
+    entry_points={"console_scripts": ["warp-drive-train=warp_drive.training.example_training_script:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: BSD License",
+        "Operating System :: POSIX :: Linux",
+        "Environment :: GPU :: NVIDIA CUDA",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

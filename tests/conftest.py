@@ -1,0 +1,39 @@
+"""Test configuration: the `gpu` marker skips cleanly where no CUDA device/pycuda is present."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+# Kernels compiled by tests go to a throwaway cache unless the caller chose one.
+os.environ.setdefault("WARP_DRIVE_CACHE_DIR", os.path.join(tempfile.gettempdir(), "warp_drive_test_cache"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+
+
+def _gpu_skip_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA device visible to PyTorch"
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError:
+        return "pycuda is not installed (pip install 'warpdrive-marl[cuda]')"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [i for i in items if "gpu" in i.keywords]
+    reason = _gpu_skip_reason() if gpu_items else None
+    for item in items:
+        if reason and "gpu" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        if "slow" in item.keywords and not config.getoption("--run-slow"):
+            item.add_marker(pytest.mark.skip(reason="slow test; pass --run-slow"))

@@ -1,0 +1,39 @@
+"""warp_drive: end-to-end multi-agent reinforcement learning on one GPU.
+
+Importing this package has no side effects: it creates no CUDA context, compiles nothing and
+writes no files. pycuda is imported only when the pycuda backend is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "EnvWrapper": "warp_drive.env_wrapper",
+    "DataFeed": "warp_drive.utils.data_feed",
+    "Constants": "warp_drive.utils.constants",
+    "CUDAEnvironmentContext": "warp_drive.utils.gpu_environment_context",
+    "EnvironmentRegistrar": "warp_drive.utils.env_registrar",
+    "DataManager": "warp_drive.managers.data_manager",
+    "CPUDataManager": "warp_drive.managers.data_manager",
+    "FunctionManager": "warp_drive.managers.function_manager",
+    "CPUFunctionManager": "warp_drive.managers.function_manager",
+    "FunctionFeed": "warp_drive.managers.function_manager",
+    "PyCUDADataManager": "warp_drive.managers.pycuda_data_manager",
+    "PyCUDAFunctionManager": "warp_drive.managers.pycuda_function_manager",
+    "Sampler": "warp_drive.managers.sampler",
+    "EnvironmentReset": "warp_drive.managers.environment_reset",
+    "LogController": "warp_drive.managers.log_controller",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'warp_drive' has no attribute '{name}'")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,58 @@
+"""Exception hierarchy of warp_drive.
+
+Every error raised on bad user input is one of these types; each message names the value seen,
+the value expected and the fix.
+"""
+
+from __future__ import annotations
+
+
+class WarpDriveError(Exception):
+    """Base class of every error raised by warp_drive."""
+
+
+class ConfigError(WarpDriveError, ValueError):
+    """A run configuration or env configuration is invalid."""
+
+
+class CUDACompileError(WarpDriveError, RuntimeError):
+    """nvcc failed; the message holds the command and the tail of its stderr."""
+
+
+class KernelSignatureError(WarpDriveError, TypeError):
+    """Kernel arguments bound by name do not match the kernel's CUDA signature."""
+
+
+class DeviceUnavailableError(WarpDriveError, RuntimeError):
+    """The pycuda backend was requested but pycuda or a CUDA device is missing."""
+
+
+class DataNotFoundError(WarpDriveError, KeyError):
+    """A data name is not known to the data manager."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class DataTypeError(WarpDriveError, TypeError):
+    """An array has a dtype that cannot cross to the device."""
+
+
+class DataShapeError(WarpDriveError, ValueError):
+    """An array has a shape that does not fit its use."""
+
+
+class DuplicateDataError(WarpDriveError, ValueError):
+    """A data name was pushed twice."""
+
+
+class ConsistencyError(WarpDriveError, AssertionError):
+    """The CUDA and NumPy implementations of an env disagree."""
+
+
+class SamplerError(WarpDriveError, ValueError):
+    """Action probabilities are NaN, negative, or do not sum to about 1."""
+
+
+class GeometryError(WarpDriveError, ValueError):
+    """Launch geometry impossible on this device (e.g. too many agents for one block)."""

@@ -1,0 +1,1 @@
+"""Data and function managers, and the services built on them (sampler, reset, logging)."""

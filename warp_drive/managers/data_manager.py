@@ -1,0 +1,375 @@
+"""DataManager: one store of named arrays shared by kernels and PyTorch.
+
+Every array lives in one torch tensor on the backend's device (CUDA for pycuda, CPU for the cpu
+backend). Kernels receive the tensor's memory (a raw pointer on the GPU, a NumPy view on the CPU),
+so PyTorch and the kernels always see the same bytes: nothing is copied between them.
+
+dtype rules (enforced on every push):
+
+- float32 and int32 arrays are stored as they are;
+- float64 is cast to float32 and int64 to int32 (values outside the int32 range are refused);
+- any other dtype (bool, uint8, float16, complex, object, ...) is refused with
+  :class:`~warp_drive.errors.DataTypeError` saying which cast to apply;
+- Python and NumPy scalars (bools included) become int32 / float32 values passed by value to
+  kernels.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import torch
+
+from warp_drive.errors import (
+    ConfigError,
+    DataNotFoundError,
+    DataShapeError,
+    DataTypeError,
+    DuplicateDataError,
+)
+from warp_drive.utils.constants import Constants
+from warp_drive.utils.data_feed import DataFeed
+
+logger = logging.getLogger(__name__)
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def to_device_array(name: str, data: Any) -> np.ndarray:
+    """Convert ``data`` to a C-contiguous float32/int32 array under the dtype rules."""
+    if isinstance(data, torch.Tensor):
+        data = data.detach().cpu().numpy()
+    arr = np.asarray(data)
+    if arr.dtype == np.float64:
+        arr = arr.astype(np.float32)
+    elif arr.dtype == np.int64:
+        if arr.size and (arr.min() < _INT32.min or arr.max() > _INT32.max):
+            raise DataTypeError(f"'{name}' has int64 values outside the int32 range; rescale them")
+        arr = arr.astype(np.int32)
+    elif arr.dtype not in (np.float32, np.int32):
+        fix = "np.int32" if arr.dtype.kind in "biu" else "np.float32"
+        raise DataTypeError(
+            f"'{name}' has dtype {arr.dtype}; only float32 and int32 cross to the device "
+            f"(float64 and int64 are cast). Cast it with .astype({fix})"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def to_scalar(name: str, value: Any) -> np.generic:
+    """Convert a Python/NumPy scalar to np.int32 or np.float32."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.int32(int(value))
+    if isinstance(value, (int, np.integer)):
+        if not _INT32.min <= int(value) <= _INT32.max:
+            raise DataTypeError(f"scalar '{name}'={value} does not fit in int32")
+        return np.int32(value)
+    if isinstance(value, (float, np.floating)):
+        return np.float32(value)
+    raise DataTypeError(f"'{name}' is a {type(value).__name__}; expected an array or a number")
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.generic)) or (
+        isinstance(value, np.ndarray) and value.ndim == 0
+    )
+
+
+class DataManager:
+    """Named arrays on one device, visible to kernels and to PyTorch.
+
+    Args:
+        num_agents: agents per env (N).
+        num_envs: env replicas (E).
+        episode_length: steps per episode (T).
+        blocks_per_env: CUDA blocks per env (for more than 1024 agents).
+
+    Subclasses choose the device: :class:`CPUDataManager` and
+    :class:`~warp_drive.managers.pycuda_data_manager.PyCUDADataManager`.
+    """
+
+    backend = "abstract"
+
+    def __init__(
+        self,
+        num_agents: int = 1,
+        num_envs: int = 1,
+        episode_length: int = 1,
+        blocks_per_env: int = 1,
+    ) -> None:
+        self._meta_info: dict[str, np.generic] = {}
+        self._host_data: dict[str, Any] = {}
+        self._tensors: dict[str, torch.Tensor] = {}
+        self._numpy_views: dict[str, np.ndarray] = {}
+        self._torch_accessible: set[str] = set()
+        self._scalar_data_list: list[str] = []
+        self._reset_data_list: list[str] = []
+        self._reset_target_to_pool: dict[str, str] = {}
+        self._log_data_list: list[str] = []
+        self._shared_constants: dict[str, Any] = {}
+        self.version = 0  # bumped whenever the set of arrays changes
+        self.add_meta_info(
+            {
+                "n_agents": _positive_int("num_agents", num_agents),
+                "episode_length": _positive_int("episode_length", episode_length),
+                "n_envs": _positive_int("num_envs", num_envs),
+                "blocks_per_env": _positive_int("blocks_per_env", blocks_per_env),
+            }
+        )
+        T, E = self.episode_length, self.num_envs
+        self._push_array(Constants.LOG_MASK, np.zeros(T + 1, np.int32), torch_accessible=False)
+        self._push_array(Constants.DONE, np.zeros(E, np.int32), torch_accessible=True)
+        self._push_array(Constants.TIMESTEP, np.zeros(E, np.int32), torch_accessible=True)
+
+    # ------------------------------------------------------------------ device (subclass)
+    @property
+    def device(self) -> torch.device:
+        """The torch device holding the arrays."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ meta information
+    @property
+    def num_agents(self) -> int:
+        return int(self._meta_info["n_agents"])
+
+    @property
+    def num_envs(self) -> int:
+        return int(self._meta_info["n_envs"])
+
+    @property
+    def episode_length(self) -> int:
+        return int(self._meta_info["episode_length"])
+
+    @property
+    def blocks_per_env(self) -> int:
+        return int(self._meta_info["blocks_per_env"])
+
+    def add_meta_info(self, meta: Mapping[str, Any]) -> None:
+        """Add named scalars usable as kernel arguments through ``(name, "meta")``."""
+        for name, value in meta.items():
+            if name in self._meta_info:
+                raise DuplicateDataError(f"meta info '{name}' already exists")
+            if not _is_scalar(value):
+                raise DataTypeError(f"meta info '{name}' must be a scalar, got {type(value).__name__}")
+            self._meta_info[name] = to_scalar(name, value.item() if isinstance(value, np.ndarray) else value)
+
+    def meta_info(self, name: str) -> np.generic:
+        if name not in self._meta_info:
+            raise DataNotFoundError(f"meta info '{name}' does not exist; known: {', '.join(self._meta_info)}")
+        return self._meta_info[name]
+
+    def add_shared_constants(self, constants: Mapping[str, Any]) -> None:
+        """Host-side constants later copied into ``__constant__`` symbols of the same name."""
+        for name, value in constants.items():
+            if name in self._shared_constants:
+                raise DuplicateDataError(f"shared constant '{name}' already exists")
+            self._shared_constants[name] = to_scalar(name, value) if _is_scalar(value) else to_device_array(name, value)
+
+    def shared_constant(self, name: str) -> Any:
+        if name not in self._shared_constants:
+            raise DataNotFoundError(f"shared constant '{name}' does not exist; known: {', '.join(self._shared_constants) or 'none'}")
+        return self._shared_constants[name]
+
+    # ------------------------------------------------------------------ pushing
+    def push_data_to_device(self, data: Mapping[str, Any], torch_accessible: bool = False) -> None:
+        """Push every entry of a :class:`DataFeed` (or a plain ``{name: value}`` dict)."""
+        if not isinstance(data, DataFeed):
+            feed = DataFeed()
+            for name, value in data.items():
+                feed.add_data(name, value)
+            data = feed
+        for name, entry in data.items():
+            attrs = entry.get("attributes", {})
+            value = entry["data"]
+            if name in Constants.RESERVED:
+                raise DuplicateDataError(f"'{name}' is reserved by warp_drive; choose another name")
+            if attrs.get("is_reset_pool", False):
+                self._push_pool(name, value, attrs.get("reset_target"))
+            elif _is_scalar(value):
+                self._push_scalar(name, value)
+            else:
+                self._push_array(
+                    name,
+                    value,
+                    torch_accessible=torch_accessible,
+                    save_copy=attrs.get("save_copy_and_apply_at_reset", False),
+                    log=attrs.get("log_data_across_episode", False),
+                )
+
+    def _check_new(self, name: str) -> None:
+        if name in self._host_data:
+            raise DuplicateDataError(
+                f"'{name}' is already on the device; push it once (use assign() to change its values)"
+            )
+
+    def _push_scalar(self, name: str, value: Any) -> None:
+        self._check_new(name)
+        self._host_data[name] = to_scalar(name, value.item() if isinstance(value, np.ndarray) else value)
+        self._scalar_data_list.append(name)
+
+    def _push_array(
+        self,
+        name: str,
+        value: Any,
+        torch_accessible: bool,
+        save_copy: bool = False,
+        log: bool = False,
+    ) -> None:
+        self._check_new(name)
+        host = to_device_array(name, value)
+        if save_copy and (host.ndim == 0 or host.shape[0] != self.num_envs):
+            raise DataShapeError(
+                f"'{name}' has shape {host.shape} but save_copy_and_apply_at_reset needs a leading "
+                f"env axis of size num_envs={self.num_envs} (EnvWrapper adds it for env data)"
+            )
+        if log and (host.ndim < 2 or host.shape[:2] != (self.num_envs, self.num_agents)):
+            raise DataShapeError(
+                f"'{name}' has shape {host.shape}; log_data_across_episode needs "
+                f"(num_envs={self.num_envs}, num_agents={self.num_agents}, ...)"
+            )
+        self._host_data[name] = host
+        self._store(name, host)
+        if torch_accessible:
+            self._torch_accessible.add(name)
+        if save_copy:
+            self._reset_data_list.append(name)
+            self._store(name + Constants.AT_RESET_SUFFIX, host)
+        if log:
+            log_name = name + Constants.LOG_SUFFIX
+            log_host = np.zeros((self.episode_length + 1, *host.shape[1:]), host.dtype)
+            self._host_data[log_name] = log_host
+            self._store(log_name, log_host)
+            self._log_data_list.append(name)
+        self.version += 1
+
+    def _push_pool(self, name: str, value: Any, target: str | None) -> None:
+        if not target:
+            raise ConfigError(f"reset pool '{name}' needs a reset_target")
+        if target in self._reset_target_to_pool:
+            raise DuplicateDataError(f"'{target}' already has the reset pool '{self._reset_target_to_pool[target]}'")
+        host = to_device_array(name, value)
+        if host.ndim == 0 or host.shape[0] < 2:
+            raise DataShapeError(f"reset pool '{name}' has shape {host.shape}; it needs at least 2 rows")
+        self._push_array(name, host, torch_accessible=False)
+        self._reset_target_to_pool[target] = name
+
+    def _store(self, name: str, host: np.ndarray) -> None:
+        tensor = torch.from_numpy(host.copy()).to(self.device)
+        self._tensors[name] = tensor
+        if tensor.device.type == "cpu":
+            self._numpy_views[name] = tensor.numpy()
+
+    # ------------------------------------------------------------------ access
+    def _tensor(self, name: str) -> torch.Tensor:
+        try:
+            return self._tensors[name]
+        except KeyError:
+            known = ", ".join(n for n in self._tensors if not n.endswith(Constants.AT_RESET_SUFFIX))
+            raise DataNotFoundError(f"'{name}' is not on the device; pushed: {known}") from None
+
+    def data_on_device_via_torch(self, name: str) -> torch.Tensor:
+        """The live tensor of ``name`` (writes are seen by kernels)."""
+        return self._tensor(name)
+
+    def device_data(self, name: str) -> Any:
+        """Kernel argument for ``name``: the tensor of an array or the value of a scalar."""
+        if name in self._scalar_data_list:
+            return self._host_data[name]
+        return self._tensor(name)
+
+    def pull_data_from_device(self, name: str) -> Any:
+        """A host copy of ``name`` (a NumPy array, or the scalar's value)."""
+        if name in self._scalar_data_list:
+            return self._host_data[name]
+        return self._tensor(name).detach().cpu().numpy().copy()
+
+    def assign(self, name: str, values: Any) -> None:
+        """Overwrite the contents of array ``name`` in place (shape and dtype must match)."""
+        t = self._tensor(name)
+        src = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(np.asarray(values)))
+        if tuple(src.shape) != tuple(t.shape):
+            raise DataShapeError(f"cannot assign shape {tuple(src.shape)} to '{name}' of shape {tuple(t.shape)}")
+        if src.dtype.is_floating_point != t.dtype.is_floating_point:
+            raise DataTypeError(f"cannot assign {src.dtype} values to '{name}' of dtype {t.dtype}")
+        t.copy_(src.to(t.device, t.dtype))
+
+    def reset_device(self, name: str | None = None) -> None:
+        """Re-upload the host values pushed originally (all arrays when ``name`` is None)."""
+        names = [name] if name else [n for n in self._host_data if n not in self._scalar_data_list]
+        for n in names:
+            if n in self._scalar_data_list:
+                continue
+            self._tensor(n).copy_(torch.from_numpy(self._host_data[n]))
+
+    def host_view(self) -> dict[str, Any]:
+        """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
+        if self.device.type != "cpu":
+            raise RuntimeError("host_view() is only available on the cpu backend")
+        view: dict[str, Any] = dict(self._meta_info)
+        view.update({n: self._host_data[n] for n in self._scalar_data_list})
+        view.update(self._numpy_views)
+        return view
+
+    def is_data_on_device(self, name: str) -> bool:
+        return name in self._tensors or name in self._scalar_data_list
+
+    def is_data_on_device_via_torch(self, name: str) -> bool:
+        return name in self._torch_accessible
+
+    def get_shape(self, name: str) -> tuple[int, ...]:
+        if name in self._scalar_data_list:
+            return ()
+        return tuple(self._tensor(name).shape)
+
+    def get_dtype(self, name: str) -> str:
+        if name in self._scalar_data_list:
+            return str(self._host_data[name].dtype)
+        return str(self._tensor(name).dtype).replace("torch.", "")
+
+    def get_reset_pool(self, target: str) -> str | None:
+        return self._reset_target_to_pool.get(target)
+
+    @property
+    def host_data(self) -> dict[str, Any]:
+        return self._host_data
+
+    @property
+    def scalar_data_list(self) -> list[str]:
+        return list(self._scalar_data_list)
+
+    @property
+    def reset_data_list(self) -> list[str]:
+        return list(self._reset_data_list)
+
+    @property
+    def reset_target_to_pool(self) -> dict[str, str]:
+        return dict(self._reset_target_to_pool)
+
+    @property
+    def log_data_list(self) -> list[str]:
+        return list(self._log_data_list)
+
+    @property
+    def device_data_via_torch(self) -> dict[str, torch.Tensor]:
+        return {n: self._tensors[n] for n in self._torch_accessible}
+
+    def names(self) -> Iterable[str]:
+        """Every array and scalar name pushed so far."""
+        return list(self._host_data)
+
+
+class CPUDataManager(DataManager):
+    """Arrays in CPU memory, shared between NumPy views (kernels) and torch tensors."""
+
+    backend = "cpu"
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")

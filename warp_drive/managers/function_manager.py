@@ -1,0 +1,268 @@
+"""FunctionManager (launch geometry, function registry, argument checks) and FunctionFeed.
+
+Backends: :class:`CPUFunctionManager` (NumPy twins of the core kernels, here) and
+:class:`~warp_drive.managers.pycuda_function_manager.PyCUDAFunctionManager` (nvcc + PyCUDA).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from warp_drive.cuda.signature import KernelParam
+from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
+
+logger = logging.getLogger(__name__)
+
+#: Names of the core service kernels (CUDA ``core_service.cuh`` and ``cpu_kernels.py``).
+DEFAULT_FUNCTIONS: tuple[str, ...] = (
+    "sample_actions",
+    "sample_gaussian_actions",
+    "reset_when_done",
+    "undo_done_flag_and_reset_timestep",
+    "log_one_step",
+    "reset_log_mask",
+    "update_log_mask",
+)
+
+_SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
+
+
+def arg_name(spec: Any) -> str:
+    """The data name of an argument spec (``"x"`` or ``("x", "meta")``)."""
+    return spec if isinstance(spec, str) else spec[0]
+
+
+class FunctionFeed:
+    """Binds kernel arguments by data name.
+
+    ``feed(["loc_x", ("episode_length", "meta"), ("kTable", "shared")])`` returns the kernel
+    arguments: tensors for arrays, values for scalars, meta info and shared constants. Results are
+    cached per argument list and invalidated whenever the data manager gains arrays, so later
+    changes are never ignored.
+    """
+
+    def __init__(self, data_manager: Any) -> None:
+        self._dm = data_manager
+        self._cache: dict[tuple, tuple[int, list[Any]]] = {}
+
+    def resolve(self, spec: Any) -> Any:
+        """Value of one argument spec."""
+        if isinstance(spec, str):
+            return self._dm.device_data(spec)
+        if isinstance(spec, (tuple, list)) and len(spec) == 2 and spec[1] in _SOURCES:
+            name, source = spec[0], _SOURCES[spec[1]]
+            if source == "device":
+                return self._dm.device_data(name)
+            if source == "meta":
+                return self._dm.meta_info(name)
+            return self._dm.shared_constant(name)
+        raise ConfigError(
+            f"kernel argument spec {spec!r} is not understood; use 'name' or (name, 'device'|'meta'|'shared')"
+        )
+
+    def __call__(self, arguments: Sequence[Any]) -> list[Any]:
+        key = tuple(a if isinstance(a, str) else tuple(a) for a in arguments)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == self._dm.version:
+            return hit[1]
+        values = [self.resolve(a) for a in arguments]
+        self._cache[key] = (self._dm.version, values)
+        return values
+
+
+class FunctionManager:
+    """Launch geometry and a registry of functions, shared by both backends.
+
+    Args:
+        num_agents: agents per env (N).
+        num_envs: env replicas (E).
+        blocks_per_env: CUDA blocks per env; each holds ceil(N / blocks_per_env) threads.
+        process_id: rank of this process (for logging).
+    """
+
+    has_kernels = False  # True when functions are compiled CUDA kernels
+
+    def __init__(self, num_agents: int = 1, num_envs: int = 1, blocks_per_env: int = 1, process_id: int = 0) -> None:
+        for name, value in (("num_agents", num_agents), ("num_envs", num_envs), ("blocks_per_env", blocks_per_env)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if blocks_per_env > num_agents:
+            raise GeometryError(
+                f"blocks_per_env={blocks_per_env} exceeds num_agents={num_agents}; use at most one block per agent"
+            )
+        self._num_agents = int(num_agents)
+        self._num_envs = int(num_envs)
+        self._blocks_per_env = int(blocks_per_env)
+        self._process_id = process_id
+        self._functions: dict[str, Any] = {}
+        self._signatures: dict[str, list[KernelParam]] = {}
+
+    # ------------------------------------------------------------------ geometry
+    @property
+    def num_agents(self) -> int:
+        return self._num_agents
+
+    @property
+    def num_envs(self) -> int:
+        return self._num_envs
+
+    @property
+    def blocks_per_env(self) -> int:
+        return self._blocks_per_env
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """Threads per block: ceil(num_agents / blocks_per_env)."""
+        return (math.ceil(self._num_agents / self._blocks_per_env), 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Blocks: num_envs * blocks_per_env."""
+        return (self._num_envs * self._blocks_per_env, 1)
+
+    # ------------------------------------------------------------------ registry
+    @property
+    def get_function(self) -> Callable[[str], Any]:
+        """``fm.get_function(name)`` returns a loaded function (property, as in the reference)."""
+        return self._get_function
+
+    def _get_function(self, name: str) -> Any:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise DataNotFoundError(
+                f"function '{name}' is not initialized; initialized: {', '.join(self._functions) or 'none'}. "
+                f"Call initialize_functions(['{name}'])"
+            ) from None
+
+    def is_initialized(self, name: str) -> bool:
+        return name in self._functions
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self._functions)
+
+    def initialize_default_functions(self) -> None:
+        """Load every core service kernel."""
+        self.initialize_functions([n for n in DEFAULT_FUNCTIONS if n not in self._functions])
+
+    def initialize_functions(self, func_names: Sequence[str]) -> None:
+        for name in func_names:
+            if name not in self._functions:
+                self._functions[name] = self._load_function(name)
+
+    def _load_function(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
+        """Run function ``name`` on ``args`` (default geometry: one env per block)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ argument checks
+    def check_arguments(self, name: str, specs: Sequence[Any], data_manager: Any) -> None:
+        """Check data-name bound arguments against the kernel's parsed signature.
+
+        Raises:
+            KernelSignatureError: wrong count, pointer where a scalar is expected (or the
+                reverse), float data for an int parameter (or the reverse), or arguments that
+                appear in a different position than the kernel's parameter of the same name.
+        """
+        params = self._signatures.get(name)
+        if params is None:
+            return
+        names = [arg_name(s) for s in specs]
+        if len(specs) != len(params):
+            missing = [p.name for p in params[len(specs):]]
+            extra = names[len(params):]
+            detail = f"; missing: {missing}" if missing else f"; extra: {extra}"
+            raise KernelSignatureError(f"{name} expects {len(params)} args, got {len(specs)}{detail}")
+        feed = FunctionFeed(data_manager)
+        norm = {_normalize(n): i for i, n in enumerate(names)}
+        for i, (spec, param) in enumerate(zip(specs, params)):
+            j = norm.get(_normalize(param.name))
+            if j is not None and j != i:
+                raise KernelSignatureError(
+                    f"{name}: parameter {i} '{param.name}' is bound to '{names[i]}', but '{names[j]}' is "
+                    f"passed at position {j}; the argument order does not match the kernel"
+                )
+            _check_one(name, i, names[i], feed.resolve(spec), param)
+
+
+def _normalize(name: str) -> str:
+    name = re.sub(r"_arr$", "", name)
+    return name.strip("_").lower()
+
+
+def _check_one(kernel: str, i: int, data_name: str, value: Any, param: KernelParam) -> None:
+    where = f"{kernel}: parameter {i} '{param.ctype}{' *' if param.is_pointer else ''} {param.name}' bound to '{data_name}'"
+    if param.is_pointer:
+        if not isinstance(value, torch.Tensor):
+            raise KernelSignatureError(f"{where} expects an array, got the scalar {value!r}")
+        kind = param.base_kind
+        if kind == "float" and value.dtype != torch.float32 or kind in ("int", "uint") and value.dtype != torch.int32:
+            raise KernelSignatureError(f"{where} expects {param.ctype} data, got {value.dtype}")
+    else:
+        if isinstance(value, torch.Tensor):
+            raise KernelSignatureError(f"{where} expects a scalar, got an array of shape {tuple(value.shape)}")
+        is_float = isinstance(value, (float, np.floating))
+        if param.code in ("f", "d") and not is_float or param.code not in ("f", "d") and is_float:
+            raise KernelSignatureError(f"{where} expects {param.ctype}, got {type(value).__name__} {value!r}")
+
+
+class CPUFunctionManager(FunctionManager):
+    """Runs the NumPy twins of the core kernels (``cpu_kernels.CORE_KERNELS``).
+
+    Env steps on this backend are the env's ``numpy_step``; extra Python functions can be added
+    with :meth:`register_function`.
+    """
+
+    backend = "cpu"
+
+    def __init__(self, num_agents: int = 1, num_envs: int = 1, blocks_per_env: int = 1, process_id: int = 0) -> None:
+        super().__init__(num_agents, num_envs, blocks_per_env, process_id)
+        self._python_functions: dict[str, Callable[..., Any]] = {}
+
+    def register_function(self, name: str, fn: Callable[..., Any]) -> None:
+        """Make a Python function launchable by name."""
+        self._python_functions[name] = fn
+
+    def _load_function(self, name: str) -> Any:
+        from warp_drive.managers.cpu_kernels import CORE_KERNELS
+
+        fn = self._python_functions.get(name) or CORE_KERNELS.get(name)
+        if fn is None:
+            raise DataNotFoundError(f"no CPU function named '{name}'; register it with register_function()")
+        return fn
+
+    def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
+        fn = self._get_function(name)
+        fn(*[_to_numpy(a) for a in args])
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, (list, tuple)):
+        return [_to_numpy(v) for v in value]
+    return value
+
+
+def make_function_manager(backend: str, **kwargs: Any) -> FunctionManager:
+    """Construct the function manager of ``backend`` ('cpu' or 'pycuda')."""
+    if backend == "cpu":
+        return CPUFunctionManager(**kwargs)
+    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+
+    return PyCUDAFunctionManager(**kwargs)
+
+
+def check_known(mapping: Mapping[str, Any], name: str, what: str) -> None:
+    """Raise DataNotFoundError naming the known keys when ``name`` is missing."""
+    if name not in mapping:
+        raise DataNotFoundError(f"unknown {what} '{name}'; known: {', '.join(mapping)}")

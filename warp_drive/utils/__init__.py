@@ -1,0 +1,1 @@
+"""Utilities: constants, DataFeed, env context and registry, Philox, device helpers."""

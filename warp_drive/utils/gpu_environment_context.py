@@ -1,0 +1,149 @@
+"""CUDAEnvironmentContext: the base class every warp_drive environment derives from.
+
+An env is *dual mode*: the same class runs on the ``pycuda`` backend (its CUDA step kernel) and on
+the ``cpu`` backend (its vectorised NumPy reference step). Both operate in place on the arrays of
+the data manager, with identical names, shapes and dtypes.
+
+The contract (see ``docs/adding_an_env.md``)::
+
+    class MyEnv(CUDAEnvironmentContext):
+        name = "MyEnv"                       # step kernel: CudaMyEnvStep
+        cuda_source = Path(__file__).with_name("my_env_step.cu")
+        step_kernel_args = ("loc_x", "loc_y", Constants.ACTIONS, ..., ("episode_length", "meta"))
+
+        def reset(self): ...                 # host reset of one env; returns {agent_id: obs}
+        def get_data_dictionary(self): ...   # DataFeed of state arrays and parameters
+        def get_tensor_dictionary(self): ... # DataFeed of torch-visible arrays (optional)
+        def cuda_constants(self): ...        # {"kNumActions": 5, ...} -> constexpr in the prelude
+        def numpy_step(self, data): ...      # CPU backend: vectorised over envs and agents
+
+``observation_space`` and ``action_space`` are dicts ``agent_id -> gymnasium.Space``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+
+from warp_drive.utils.data_feed import DataFeed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_drive.managers.data_manager import DataManager
+    from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
+
+
+class CUDAEnvironmentContext:
+    """Mixin giving an env access to the data store and the compiled kernels.
+
+    Attributes set by :class:`~warp_drive.env_wrapper.EnvWrapper`:
+        cuda_data_manager: the data manager of the backend in use.
+        cuda_function_manager: the function manager of the backend in use.
+        cuda_step_function_feed: a FunctionFeed bound to the data manager.
+        env_backend: ``"pycuda"`` or ``"cpu"``.
+    """
+
+    name: ClassVar[str] = ""
+    #: Path of the env's CUDA source (the step kernel and any helper kernels).
+    cuda_source: ClassVar[Path | None] = None
+    #: Arguments of the step kernel, bound by name: "name" or (name, "device"|"meta"|"shared").
+    step_kernel_args: ClassVar[Sequence[Any]] = ()
+
+    env_backend: str = "cpu"
+    cuda_data_manager: "DataManager | None" = None
+    cuda_function_manager: "FunctionManager | None" = None
+    cuda_step_function_feed: "FunctionFeed | None" = None
+    cuda_step: Any = None
+
+    # ----------------------------------------------------------------- data the env provides
+    def get_data_dictionary(self) -> DataFeed:
+        """State arrays and parameters pushed to the device (not visible to torch by default)."""
+        return DataFeed()
+
+    def get_tensor_dictionary(self) -> DataFeed:
+        """Arrays pushed to the device and exposed to torch."""
+        return DataFeed()
+
+    def get_reset_pool_dictionary(self) -> DataFeed:
+        """Reset pools (``DataFeed.add_pool_for_reset``); one row is drawn per env at each reset."""
+        return DataFeed()
+
+    def cuda_constants(self) -> dict[str, int | float]:
+        """Compile-time constants rendered as ``constexpr`` into the kernel prelude."""
+        return {}
+
+    @property
+    def step_function_name(self) -> str:
+        """Name of the CUDA step kernel: ``Cuda<name>Step``."""
+        return f"Cuda{self.name}Step"
+
+    @property
+    def reset_function_name(self) -> str:
+        """Name of the optional custom reset kernel: ``Cuda<name>Reset``."""
+        return f"Cuda{self.name}Reset"
+
+    # ----------------------------------------------------------------- wiring by the wrapper
+    def initialize_step_function_context(
+        self,
+        cuda_data_manager: "DataManager",
+        cuda_function_manager: "FunctionManager",
+        cuda_step_function_feed: "FunctionFeed",
+        step_function_name: str | None = None,
+    ) -> bool:
+        """Bind the env to a data manager and function manager.
+
+        On the pycuda backend the step kernel is looked up and its signature checked against
+        ``step_kernel_args`` (errors propagate; nothing is swallowed). Returns True.
+        """
+        self.cuda_data_manager = cuda_data_manager
+        self.cuda_function_manager = cuda_function_manager
+        self.cuda_step_function_feed = cuda_step_function_feed
+        name = step_function_name or self.step_function_name
+        if cuda_function_manager.has_kernels:
+            cuda_function_manager.initialize_functions([name])
+            self.cuda_step = cuda_function_manager.get_function(name)
+            if self.step_kernel_args:
+                cuda_function_manager.check_arguments(name, self.step_kernel_args, cuda_data_manager)
+        return True
+
+    # ----------------------------------------------------------------- stepping
+    def step(self, actions: Any = None) -> None:
+        """Advance every env replica by one step, in place on the data store.
+
+        Args:
+            actions: optional array (num_envs, num_agents, num_heads) written to
+                ``sampled_actions`` before stepping (handy for tests and custom loops).
+        """
+        dm = self.cuda_data_manager
+        if dm is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.step() needs a data store; wrap the env in an EnvWrapper"
+            )
+        if actions is not None:
+            from warp_drive.utils.constants import Constants
+
+            dm.assign(Constants.ACTIONS, actions)
+        if self.cuda_function_manager.has_kernels:
+            self.cuda_step_kernel()
+        else:
+            self.numpy_step(dm.host_view())
+
+    def cuda_step_kernel(self) -> None:
+        """Launch the step kernel(s). Override to chain several phase kernels."""
+        self.launch(self.step_function_name, self.step_kernel_args)
+
+    def launch(
+        self,
+        kernel_name: str,
+        args: Sequence[Any],
+        grid: tuple[int, ...] | None = None,
+        block: tuple[int, ...] | None = None,
+    ) -> None:
+        """Launch ``kernel_name`` with arguments bound by data name (default env geometry)."""
+        fm = self.cuda_function_manager
+        fm.launch(kernel_name, self.cuda_step_function_feed(args), grid=grid, block=block)
+
+    def numpy_step(self, data: Mapping[str, Any]) -> None:
+        """CPU reference step, vectorised over envs and agents; mutates ``data`` in place."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no NumPy step; it cannot run on the cpu backend"
+        )
