@@ -186,7 +186,7 @@ class FunctionManager:
         norm = {_normalize(n): i for i, n in enumerate(names)}
         for i, (spec, param) in enumerate(zip(specs, params)):
             j = norm.get(_normalize(param.name))
-            if j is not None and j != i:
+            if j is not None and j != i and _normalize(names[i]) != _normalize(param.name):
                 raise KernelSignatureError(
                     f"{name}: parameter {i} '{param.name}' is bound to '{names[i]}', but '{names[j]}' is "
                     f"passed at position {j}; the argument order does not match the kernel"

@@ -1,0 +1,20 @@
+// warp_drive core service layer: include once after the rendered prelude
+// (which defines constexpr int wkNumberEnvs, wkNumberAgents, wkBlocksPerEnv).
+//
+// Kernels (extern "C", signatures in docs/architecture.md; NumPy twins in
+// warp_drive/managers/cpu_kernels.py):
+//   sample_actions, sample_gaussian_actions          (sampler.cuh)
+//   reset_when_done, undo_done_flag_and_reset_timestep (reset.cuh)
+//   log_one_step, reset_log_mask, update_log_mask     (log.cuh)
+#pragma once
+
+#ifndef WK_CORE_SERVICE_CUH_
+#define WK_CORE_SERVICE_CUH_
+
+#include "philox.cuh"
+#include "index.cuh"
+#include "sampler.cuh"
+#include "reset.cuh"
+#include "log.cuh"
+
+#endif  // WK_CORE_SERVICE_CUH_

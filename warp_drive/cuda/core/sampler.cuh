@@ -1,0 +1,156 @@
+// Action samplers: categorical (discrete heads) and Gaussian (continuous).
+//
+// One thread per row (row = env * num_agents + agent); any block size, rows
+// beyond num_rows do nothing. Randomness is Philox4x32-10 with
+// key = (seed, stream_id) and ctr = (row, counters[row], word_block, 0); each
+// sampling call advances counters[row] by one (argmax / deterministic calls
+// draw nothing and leave the counters alone).
+//
+// The per-row logic lives in __host__ __device__ functions so that a host
+// program compiled by nvcc can check it bit for bit against the NumPy twins in
+// warp_drive/managers/cpu_kernels.py.
+#pragma once
+
+#ifndef WK_SAMPLER_CUH_
+#define WK_SAMPLER_CUH_
+
+#include "philox.cuh"
+
+// Error bits ORed into error_flag[0].
+#define WK_ERROR_BAD_VALUE 1  // NaN / negative probability, NaN mean or std, std < 0
+#define WK_ERROR_BAD_SUM 2    // |sum(probs) - 1| > WK_PROB_SUM_TOLERANCE
+
+#define WK_PROB_SUM_TOLERANCE 1e-3f
+
+// First index of the maximum of p[0 .. n-1] (0 when n <= 0).
+__host__ __device__ inline int wkArgmaxRow(const float* p, int n) {
+  if (n <= 0) return 0;
+  int best_index = 0;
+  float best = p[0];
+  for (int i = 1; i < n; ++i) {
+    const float v = p[i];
+    if (v > best) {
+      best = v;
+      best_index = i;
+    }
+  }
+  return best_index;
+}
+
+// Samples one action index from the (unnormalised) probabilities p[0 .. n-1].
+//
+// Pass 1 sums p sequentially in float32 (round-to-nearest, no FMA) and checks
+// it; pass 2 draws u in [0, 1), sets x = u * total and returns the first i whose
+// running sum exceeds x. When no running sum exceeds x (rounding, NaN) it
+// returns the last i with p[i] > 0, or 0 when there is none. With use_argmax
+// it returns the first maximum and draws nothing. Error bits are ORed into
+// *error_bits in both modes.
+//
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_actions.
+__host__ __device__ inline int wkSampleCategoricalRow(const float* p, int n, unsigned int row,
+                                                      unsigned int call_count, unsigned int seed,
+                                                      unsigned int stream, int use_argmax,
+                                                      int* error_bits) {
+  // Pass 1: running total and sanity checks.
+  float total = 0.0f;
+  int errors = 0;
+  for (int i = 0; i < n; ++i) {
+    const float v = p[i];
+    if (!(v >= 0.0f)) errors |= WK_ERROR_BAD_VALUE;  // NaN or negative
+    total = wkAddRn(total, v);
+  }
+  if (fabsf(wkSubRn(total, 1.0f)) > WK_PROB_SUM_TOLERANCE) errors |= WK_ERROR_BAD_SUM;
+  *error_bits |= errors;
+
+  if (use_argmax) return wkArgmaxRow(p, n);
+
+  // Pass 2: inverse CDF on the same float32 running sums.
+  const uint4 bits =
+      wkPhilox4x32_10(make_uint4(row, call_count, 0u, 0u), make_uint2(seed, stream));
+  const float x = wkMulRn(wkUniformFromBits(bits.x), total);
+  float running = 0.0f;
+  int last_positive = 0;
+  for (int i = 0; i < n; ++i) {
+    const float v = p[i];
+    running = wkAddRn(running, v);
+    if (running > x) return i;
+    if (v > 0.0f) last_positive = i;
+  }
+  return last_positive;
+}
+
+// Samples one row of a diagonal Gaussian: out[j] = mean[j] + std[j] * z_j.
+//
+// Dimensions 2k and 2k+1 use Box-Muller on output words 0 and 1 of
+// Philox(ctr=(row, call_count, k, 0), key=(seed, stream)). With deterministic
+// it writes out[j] = mean[j] and draws nothing. Returns the error bits
+// (WK_ERROR_BAD_VALUE for NaN mean or std, or std < 0).
+//
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_gaussian_actions.
+__host__ __device__ inline int wkSampleGaussianRow(const float* mean, const float* stdev,
+                                                   float* out, int d, unsigned int row,
+                                                   unsigned int call_count, unsigned int seed,
+                                                   unsigned int stream, int deterministic) {
+  int errors = 0;
+  float2 z = make_float2(0.0f, 0.0f);
+  for (int j = 0; j < d; ++j) {
+    const float m = mean[j];
+    const float s = stdev[j];
+    if (m != m || !(s >= 0.0f)) errors |= WK_ERROR_BAD_VALUE;  // NaN mean, NaN or negative std
+    if (deterministic) {
+      out[j] = m;
+      continue;
+    }
+    if ((j & 1) == 0) {
+      const uint4 bits = wkPhilox4x32_10(
+          make_uint4(row, call_count, static_cast<unsigned int>(j >> 1), 0u),
+          make_uint2(seed, stream));
+      z = wkBoxMuller(bits.x, bits.y);
+    }
+    out[j] = wkAddRn(m, wkMulRn(s, (j & 1) ? z.y : z.x));
+  }
+  return errors;
+}
+
+// Categorical sampling, one thread per row.
+// probs: (num_rows, num_actions) float32; actions[r * action_stride + action_offset]
+// receives the index (action_stride = number of heads, action_offset = head).
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_actions.
+extern "C" __global__ void sample_actions(const float* probs, int* actions,
+                                          unsigned int* counters, int* error_flag,
+                                          int num_rows, int num_actions, int action_stride,
+                                          int action_offset, int seed, int stream_id,
+                                          int use_argmax) {
+  const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= num_rows) return;
+  const unsigned int call_count = use_argmax ? 0u : counters[r];
+  int errors = 0;
+  const int action = wkSampleCategoricalRow(
+      probs + r * num_actions, num_actions, static_cast<unsigned int>(r), call_count,
+      static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id), use_argmax, &errors);
+  actions[r * action_stride + action_offset] = action;
+  if (!use_argmax) counters[r] = call_count + 1u;
+  if (errors != 0) atomicOr(error_flag, errors);
+}
+
+// Diagonal Gaussian sampling, one thread per row.
+// mean, std, actions: (num_rows, action_dim) float32.
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_gaussian_actions.
+extern "C" __global__ void sample_gaussian_actions(const float* mean, const float* std,
+                                                   float* actions, unsigned int* counters,
+                                                   int* error_flag, int num_rows,
+                                                   int action_dim, int seed, int stream_id,
+                                                   int deterministic) {
+  const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= num_rows) return;
+  const unsigned int call_count = deterministic ? 0u : counters[r];
+  const long long base = r * action_dim;
+  const int errors = wkSampleGaussianRow(
+      mean + base, std + base, actions + base, action_dim, static_cast<unsigned int>(r),
+      call_count, static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id),
+      deterministic);
+  if (!deterministic) counters[r] = call_count + 1u;
+  if (errors != 0) atomicOr(error_flag, errors);
+}
+
+#endif  // WK_SAMPLER_CUH_

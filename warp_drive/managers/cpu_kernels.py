@@ -1,0 +1,424 @@
+"""NumPy twins of the core CUDA kernels (``warp_drive/cuda/core/*.cuh``) for the CPU backend.
+
+Every function has the name and argument order of its CUDA kernel. Pointer
+arguments are C-contiguous NumPy arrays (or objects ``np.asarray`` maps onto
+their memory, such as CPU torch tensors); they are treated as flat word arrays
+and written in place. The one difference is ``reset_when_done``, which takes
+Python lists of arrays instead of device pointer tables.
+
+Results are bit-identical to the CUDA kernels for categorical sampling, resets
+and logging (same Philox draws, same float32 sums without FMA); Gaussian samples
+agree within the float32 rounding of the device's transcendental functions.
+All work is vectorised over rows / envs; loops run only over action indices or
+registered entries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from warp_drive.utils.philox import (
+    box_muller,
+    philox_words,
+    scale_bits_to_range,
+    uniform_from_bits,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CORE_KERNELS",
+    "ERROR_BAD_SUM",
+    "ERROR_BAD_VALUE",
+    "POOL_STREAM",
+    "PROB_SUM_TOLERANCE",
+    "log_one_step",
+    "reset_log_mask",
+    "reset_when_done",
+    "sample_actions",
+    "sample_gaussian_actions",
+    "undo_done_flag_and_reset_timestep",
+    "update_log_mask",
+]
+
+#: Error bit: NaN / negative probability, NaN mean or std, or std < 0 (WK_ERROR_BAD_VALUE).
+ERROR_BAD_VALUE = 1
+#: Error bit: |sum(probs) - 1| > PROB_SUM_TOLERANCE (WK_ERROR_BAD_SUM).
+ERROR_BAD_SUM = 2
+#: Tolerance on a probability row's float32 sum (WK_PROB_SUM_TOLERANCE).
+PROB_SUM_TOLERANCE = np.float32(1e-3)
+#: Philox stream (key word 1) of the reset pools, "pool" in ASCII (WK_POOL_STREAM).
+POOL_STREAM = 0x706F6F6C
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _words(arr: Any, dtype: type[np.generic]) -> np.ndarray:
+    """Flat, writable view of a C-contiguous 4-byte array reinterpreted as ``dtype``.
+
+    Args:
+        arr: A NumPy array (or anything ``np.asarray`` maps without copying).
+        dtype: One of ``np.float32``, ``np.int32``, ``np.uint32``.
+
+    Returns:
+        A 1-D view sharing memory with ``arr``.
+
+    Raises:
+        ValueError: If ``arr`` is not C-contiguous or its items are not 4 bytes.
+    """
+    a = np.asarray(arr)
+    if not a.flags.c_contiguous:
+        raise ValueError("kernel arguments must be C-contiguous (writes would be lost)")
+    if a.dtype.itemsize != 4:
+        raise ValueError(f"kernel arguments must have 4-byte items, got {a.dtype}")
+    flat = a.reshape(-1)
+    return flat if flat.dtype == dtype else flat.view(dtype)
+
+
+def _rows(arr: Any, dtype: type[np.generic], num_rows: int, row_size: int) -> np.ndarray:
+    """``(num_rows, row_size)`` view of the first ``num_rows * row_size`` words of ``arr``."""
+    return _words(arr, dtype)[: num_rows * row_size].reshape(num_rows, row_size)
+
+
+def _or_error_flag(error_flag: Any, bits: int) -> None:
+    """``atomicOr(error_flag, bits)`` twin."""
+    if bits:
+        flag = _words(error_flag, np.int32)
+        flag[0] |= np.int32(bits)
+        logger.debug("core kernel raised error bits %d", bits)
+
+
+def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int]:
+    """Pass 1 of the categorical sampler: float32 sequential row sums and error bits.
+
+    Args:
+        p: ``(rows, actions)`` float32 probabilities.
+
+    Returns:
+        ``(total, bits)``: per-row float32 sums (summed left to right, as on
+        the device) and the ORed error bits over all rows.
+    """
+    total = np.zeros(p.shape[0], dtype=np.float32)
+    for i in range(p.shape[1]):
+        total = total + p[:, i]
+    bits = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        if np.any(~(p >= np.float32(0.0))):  # NaN or negative
+            bits |= ERROR_BAD_VALUE
+        if np.any(np.abs(total - np.float32(1.0)) > PROB_SUM_TOLERANCE):
+            bits |= ERROR_BAD_SUM
+    return total, bits
+
+
+def _argmax_rows(p: np.ndarray) -> np.ndarray:
+    """First index of each row's maximum with the device's strict ``>`` scan."""
+    index = np.zeros(p.shape[0], dtype=np.int32)
+    if p.shape[1] == 0:
+        return index
+    best = p[:, 0].copy()
+    for i in range(1, p.shape[1]):
+        better = p[:, i] > best
+        best = np.where(better, p[:, i], best)
+        index[better] = i
+    return index
+
+
+def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
+
+    Args:
+        p: ``(rows, actions)`` float32 probabilities.
+        total: Per-row float32 sums from pass 1.
+        u: Per-row float32 uniforms in ``[0, 1)``.
+
+    Returns:
+        int32 action per row: first ``i`` with running sum ``> u * total``,
+        else the last ``i`` with ``p[i] > 0``, else 0.
+    """
+    rows = p.shape[0]
+    x = u * total  # float32 multiply, round to nearest
+    running = np.zeros(rows, dtype=np.float32)
+    action = np.zeros(rows, dtype=np.int32)
+    found = np.zeros(rows, dtype=bool)
+    last_positive = np.zeros(rows, dtype=np.int32)
+    for i in range(p.shape[1]):
+        running = running + p[:, i]
+        hit = ~found & (running > x)
+        action[hit] = i
+        found |= hit
+        last_positive[p[:, i] > np.float32(0.0)] = i
+    return np.where(found, action, last_positive)
+
+
+# --------------------------------------------------------------------------- samplers
+
+
+def sample_actions(
+    probs: np.ndarray,
+    actions: np.ndarray,
+    counters: np.ndarray,
+    error_flag: np.ndarray,
+    num_rows: int,
+    num_actions: int,
+    action_stride: int,
+    action_offset: int,
+    seed: int,
+    stream_id: int,
+    use_argmax: int,
+) -> None:
+    """Categorical sampling; twin of the ``sample_actions`` kernel (``sampler.cuh``).
+
+    Row ``r`` draws ``u`` from Philox(key=(seed, stream_id), ctr=(r, counters[r], 0, 0))
+    word 0 and writes ``actions[r * action_stride + action_offset]``.
+
+    Args:
+        probs: ``(num_rows, num_actions)`` float32 probabilities (any shape, flat order).
+        actions: int32 action buffer, ``num_rows * action_stride`` words.
+        counters: uint32 (or int32) per-row call counters, advanced by one unless argmax.
+        error_flag: int32 word; bit 1 = NaN / negative prob, bit 2 = sum off by > 1e-3.
+        num_rows: Number of rows (envs x agents).
+        num_actions: Actions in this head.
+        action_stride: Words between consecutive rows in ``actions`` (number of heads).
+        action_offset: This head's column in ``actions``.
+        seed: Philox key word 0.
+        stream_id: Philox key word 1 (one stream per action head).
+        use_argmax: Nonzero: take the first maximum, draw nothing.
+    """
+    p = _rows(probs, np.float32, num_rows, num_actions)
+    out = _words(actions, np.int32)
+    total, bits = _categorical_errors(p)
+    if use_argmax:
+        chosen = _argmax_rows(p)
+    else:
+        calls = _words(counters, np.uint32)[:num_rows]
+        words = philox_words(seed, stream_id, np.arange(num_rows, dtype=np.uint32), calls)
+        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]))
+        calls += np.uint32(1)
+    out[np.arange(num_rows, dtype=np.int64) * action_stride + action_offset] = chosen
+    _or_error_flag(error_flag, bits)
+
+
+def sample_gaussian_actions(
+    mean: np.ndarray,
+    std: np.ndarray,
+    actions: np.ndarray,
+    counters: np.ndarray,
+    error_flag: np.ndarray,
+    num_rows: int,
+    action_dim: int,
+    seed: int,
+    stream_id: int,
+    deterministic: int,
+) -> None:
+    """Diagonal Gaussian sampling; twin of ``sample_gaussian_actions`` (``sampler.cuh``).
+
+    ``actions[r, j] = mean[r, j] + std[r, j] * z_j`` in float32, where dims
+    ``2k, 2k+1`` take Box-Muller normals from words 0, 1 of
+    Philox(key=(seed, stream_id), ctr=(r, counters[r], k, 0)).
+
+    Args:
+        mean: ``(num_rows, action_dim)`` float32.
+        std: ``(num_rows, action_dim)`` float32.
+        actions: ``(num_rows, action_dim)`` float32 output.
+        counters: uint32 (or int32) per-row call counters, advanced by one unless deterministic.
+        error_flag: int32 word; bit 1 = NaN mean or std, or std < 0.
+        num_rows: Number of rows.
+        action_dim: Action dimensions per row.
+        seed: Philox key word 0.
+        stream_id: Philox key word 1.
+        deterministic: Nonzero: write the mean, draw nothing.
+    """
+    m = _rows(mean, np.float32, num_rows, action_dim)
+    s = _rows(std, np.float32, num_rows, action_dim)
+    out = _rows(actions, np.float32, num_rows, action_dim)
+    bits = ERROR_BAD_VALUE if np.any(np.isnan(m) | ~(s >= np.float32(0.0))) else 0
+    if deterministic:
+        out[...] = m
+    else:
+        calls = _words(counters, np.uint32)[:num_rows]
+        blocks = (action_dim + 1) // 2
+        words = philox_words(
+            seed,
+            stream_id,
+            np.arange(num_rows, dtype=np.uint32)[:, None],
+            calls[:, None],
+            np.arange(blocks, dtype=np.uint32)[None, :],
+        )  # (rows, blocks, 4)
+        z0, z1 = box_muller(words[..., 0], words[..., 1])
+        z = np.stack([z0, z1], axis=-1).reshape(num_rows, 2 * blocks)[:, :action_dim]
+        with np.errstate(invalid="ignore", over="ignore"):
+            out[...] = m + s * z  # float32, no FMA (as __fadd_rn(m, __fmul_rn(s, z)))
+        calls += np.uint32(1)
+    _or_error_flag(error_flag, bits)
+
+
+# --------------------------------------------------------------------------- resets
+
+
+def reset_when_done(
+    dst: Sequence[np.ndarray],
+    src: Sequence[np.ndarray],
+    sizes: Sequence[int],
+    pool_sizes: Sequence[int],
+    num_entries: int,
+    done: np.ndarray,
+    timestep: np.ndarray,
+    pool_counters: np.ndarray,
+    seed: int,
+    force_reset: int,
+    undo_done: int,
+) -> None:
+    """Restores every registered array of every done env.
+
+    Twin of the ``reset_when_done`` kernel (``reset.cuh``).
+
+    Env ``e`` resets when ``force_reset`` or ``done[e] > 0``. For entry ``k``,
+    ``sizes[k]`` 4-byte words are copied: ``dst[k][e] = src[k][row]`` with
+    ``row = e`` (saved copy, ``pool_sizes[k] == 0``) or
+    ``row = floor(u_e * pool_sizes[k])`` (pool). ``u_e`` is one draw per env
+    and reset from Philox(key=(seed, POOL_STREAM), ctr=(e, pool_counters[e], 0, 0)),
+    shared by all pool entries so pools stay aligned; ``pool_counters[e]``
+    then advances by one. With ``undo_done``, ``done[e]`` and ``timestep[e]``
+    are cleared.
+
+    Args:
+        dst: Live arrays, ``num_envs * sizes[k]`` words each (float32 or int32).
+        src: Saved copies (``num_envs`` rows) or pools (``pool_sizes[k]`` rows).
+        sizes: Words per env row of each entry.
+        pool_sizes: 0 for a saved copy, else the number of pool rows.
+        num_entries: Number of entries used from the lists.
+        done: int32 ``(num_envs,)`` done flags; its length is the number of envs.
+        timestep: int32 ``(num_envs,)``.
+        pool_counters: uint32 (or int32) ``(num_envs,)`` reset counters.
+        seed: Philox key word 0.
+        force_reset: Nonzero: reset every env.
+        undo_done: Nonzero: clear ``done`` and ``timestep`` of reset envs.
+    """
+    done_w = _words(done, np.int32)
+    num_envs = done_w.size
+    envs = np.arange(num_envs) if force_reset else np.flatnonzero(done_w > 0)
+    if envs.size == 0:
+        return
+    calls = _words(pool_counters, np.uint32)[:num_envs]
+    pool_bits = philox_words(seed, POOL_STREAM, envs.astype(np.uint32), calls[envs])[:, 0]
+    for k in range(num_entries):
+        _reset_entry(dst[k], src[k], int(sizes[k]), int(pool_sizes[k]), num_envs, envs, pool_bits)
+    calls[envs] += np.uint32(1)
+    if undo_done:
+        done_w[envs] = 0
+        _words(timestep, np.int32)[envs] = 0
+
+
+def _reset_entry(
+    dst: np.ndarray,
+    src: np.ndarray,
+    size: int,
+    pool_size: int,
+    num_envs: int,
+    envs: np.ndarray,
+    pool_bits: np.ndarray,
+) -> None:
+    """Copies one entry's rows for the reset envs as raw 32-bit words."""
+    if size <= 0:
+        return
+    src_rows = pool_size if pool_size > 0 else num_envs
+    rows = scale_bits_to_range(pool_bits, pool_size) if pool_size > 0 else envs
+    target = _rows(dst, np.uint32, num_envs, size)
+    target[envs] = _rows(src, np.uint32, src_rows, size)[rows]
+
+
+def undo_done_flag_and_reset_timestep(
+    done: np.ndarray, timestep: np.ndarray, force_reset: int
+) -> None:
+    """Clears ``done[e]`` and ``timestep[e]`` where forced or ``done[e] > 0``.
+
+    Twin of ``undo_done_flag_and_reset_timestep`` (``reset.cuh``).
+
+    Args:
+        done: int32 ``(num_envs,)``.
+        timestep: int32 ``(num_envs,)``.
+        force_reset: Nonzero: clear every env.
+    """
+    done_w = _words(done, np.int32)
+    ts = _words(timestep, np.int32)
+    mask = slice(None) if force_reset else done_w > 0
+    ts[: done_w.size][mask] = 0
+    done_w[mask] = 0
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def log_one_step(
+    log: np.ndarray,
+    data: np.ndarray,
+    feature_size: int,
+    t: int,
+    env_id: int,
+    episode_length: int,
+) -> None:
+    """Copies env ``env_id``'s row of ``data`` into row ``t`` of ``log``.
+
+    Twin of the ``log_one_step`` kernel (``log.cuh``).
+
+    Args:
+        log: ``(episode_length + 1, feature_size)`` 4-byte words.
+        data: ``(num_envs, feature_size)`` 4-byte words.
+        feature_size: Words per env row.
+        t: Step to log; nothing happens unless ``0 <= t <= episode_length``.
+        env_id: Logged env; nothing happens unless ``0 <= env_id < num_envs``.
+        episode_length: Episode length ``T``.
+    """
+    if not 0 <= t <= episode_length or feature_size <= 0:
+        return
+    words = _words(data, np.uint32)
+    if not 0 <= env_id < words.size // feature_size:
+        return
+    out = _words(log, np.uint32)
+    out[t * feature_size : (t + 1) * feature_size] = words[
+        env_id * feature_size : (env_id + 1) * feature_size
+    ]
+
+
+def reset_log_mask(mask: np.ndarray, episode_length: int) -> None:
+    """Clears ``mask[0 .. episode_length]``; twin of ``reset_log_mask`` (``log.cuh``).
+
+    Args:
+        mask: int32 ``(episode_length + 1,)``.
+        episode_length: Episode length ``T``.
+    """
+    _words(mask, np.int32)[: episode_length + 1] = 0
+
+
+def update_log_mask(mask: np.ndarray, t: int, episode_length: int) -> None:
+    """Marks log row ``t`` valid if rows ``0 .. t-1`` are.
+
+    Twin of the ``update_log_mask`` kernel (``log.cuh``).
+
+    Args:
+        mask: int32 ``(episode_length + 1,)``.
+        t: Step; nothing happens unless ``0 <= t <= episode_length``.
+        episode_length: Episode length ``T``.
+    """
+    if not 0 <= t <= episode_length:
+        return
+    m = _words(mask, np.int32)
+    if t == 0 or m[t - 1] == 1:
+        m[t] = 1
+
+
+#: Kernel name -> NumPy twin, for the CPU function manager.
+CORE_KERNELS: dict[str, Callable[..., None]] = {
+    "sample_actions": sample_actions,
+    "sample_gaussian_actions": sample_gaussian_actions,
+    "reset_when_done": reset_when_done,
+    "undo_done_flag_and_reset_timestep": undo_done_flag_and_reset_timestep,
+    "log_one_step": log_one_step,
+    "reset_log_mask": reset_log_mask,
+    "update_log_mask": update_log_mask,
+}
