@@ -1,0 +1,40 @@
+"""Validated run configuration (frozen dataclasses parsed from WarpDrive-shaped YAML).
+
+Typical use::
+
+    from warp_drive.config import load_run_config, check_env_kwargs
+
+    cfg = load_run_config("tag_continuous.yaml", overrides=["trainer.num_envs=500"])
+    check_env_kwargs(TagContinuous, cfg.env, supplied_by_caller=("env_backend",))
+    cfg.trainer.batch_size_per_env      # derived, read-only
+
+Importing this package has no side effects (``defaults.yaml`` is read on first use).
+"""
+
+from warp_drive.config.env_kwargs import check_env_kwargs
+from warp_drive.config.load import apply_override, load_run_config, parse_override
+from warp_drive.config.schema import (
+    ALGORITHMS,
+    ENV_BACKENDS,
+    ModelConfig,
+    PolicyConfig,
+    RunConfig,
+    SamplerConfig,
+    SavingConfig,
+    TrainerConfig,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "ENV_BACKENDS",
+    "ModelConfig",
+    "PolicyConfig",
+    "RunConfig",
+    "SamplerConfig",
+    "SavingConfig",
+    "TrainerConfig",
+    "apply_override",
+    "check_env_kwargs",
+    "load_run_config",
+    "parse_override",
+]

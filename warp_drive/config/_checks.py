@@ -1,0 +1,181 @@
+"""Small validators shared by the config schema and loader.
+
+Every function raises :class:`~warp_drive.errors.ConfigError` whose message names the dotted key,
+the value seen, the value expected and the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from warp_drive.errors import ConfigError
+
+Schedule = tuple[tuple[float, float], ...]
+
+
+def closest_match(word: str, choices: Iterable[str]) -> str | None:
+    """Returns the closest of ``choices`` to ``word`` (difflib), or None if none is close."""
+    matches = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def join_key(prefix: str, key: str) -> str:
+    """Joins a dotted prefix and a key (``"trainer"``, ``"num_envs"`` -> ``trainer.num_envs``)."""
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def reject_unknown_keys(section: Mapping[str, Any], known: Iterable[str], prefix: str) -> None:
+    """Raises ConfigError for the first key of ``section`` not in ``known``.
+
+    Args:
+        section: The user's mapping.
+        known: Accepted key names.
+        prefix: Dotted path of ``section`` (``""`` for the top level).
+    """
+    known = list(known)
+    for key in section:
+        if key not in known:
+            match = closest_match(key, known)
+            hint = f"did you mean `{join_key(prefix, match)}`?" if match else "no close match."
+            raise ConfigError(
+                f"unknown key `{join_key(prefix, key)}`; {hint} "
+                f"Known keys{' of `' + prefix + '`' if prefix else ''}: {', '.join(sorted(known))}."
+            )
+
+
+def require_mapping(value: Any, key: str) -> Mapping[str, Any]:
+    """Returns ``value`` if it is a mapping (None counts as empty), else raises ConfigError."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"`{key}`={value!r} must be a mapping of keys to values; "
+            f"got {type(value).__name__}. Write it as a YAML block (`{key}:` then indented keys)."
+        )
+    return value
+
+
+def as_bool(value: Any, key: str) -> bool:
+    """Checks a boolean (YAML true/false)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"`{key}`={value!r} must be a boolean; set `{key}` to true or false.")
+    return value
+
+
+def as_int(value: Any, key: str, *, minimum: int | None = None) -> int:
+    """Checks an integer (bools are refused) and an optional lower bound."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ConfigError(
+                f"`{key}`={value!r} must be an integer; set `{key}` to a whole number."
+            )
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"`{key}`={value} is too small; expected `{key}` >= {minimum}.")
+    return int(value)
+
+
+def as_float(value: Any, key: str) -> float:
+    """Checks a finite real number (ints are converted; bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(
+            f"`{key}`={value!r} must be a number; set `{key}` to e.g. 0.5 "
+            "(YAML reads `1e-3` as a number only through warp_drive's loader)."
+        )
+    value = float(value)
+    if not math.isfinite(value):
+        raise ConfigError(f"`{key}`={value} must be finite; set `{key}` to a finite number.")
+    return value
+
+
+def as_str(value: Any, key: str) -> str:
+    """Checks a string."""
+    if not isinstance(value, str):
+        raise ConfigError(f"`{key}`={value!r} must be a string; quote it in the YAML file.")
+    return value
+
+
+def as_positive(value: Any, key: str) -> float:
+    """Checks a number > 0."""
+    value = as_float(value, key)
+    if value <= 0:
+        raise ConfigError(f"`{key}`={value} must be > 0; set `{key}` to a positive number.")
+    return value
+
+
+def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Schedule:
+    """Checks a number or a piecewise-linear schedule ``[[t0, v0], [t1, v1], ...]``.
+
+    Args:
+        value: The user's value.
+        key: Dotted key for messages.
+        positive_number: If True a plain number must be > 0, else >= 0. Schedule values must be
+            >= 0 either way.
+
+    Returns:
+        A float, or a tuple of ``(timestep, value)`` float pairs.
+    """
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ConfigError(
+                f"`{key}`=[] is an empty schedule; give a number or [[timestep, value], ...]."
+            )
+        pairs: list[tuple[float, float]] = []
+        for i, pair in enumerate(value):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ConfigError(
+                    f"`{key}`[{i}]={pair!r} must be a [timestep, value] pair; write the schedule "
+                    f"as [[0, 0.5], [1000000, 0.05]]."
+                )
+            t = as_float(pair[0], f"{key}[{i}][0]")
+            v = as_float(pair[1], f"{key}[{i}][1]")
+            if t < 0:
+                raise ConfigError(f"`{key}`[{i}] has timestep {t} < 0; timesteps must be >= 0.")
+            if v < 0:
+                raise ConfigError(f"`{key}`[{i}] has value {v} < 0; schedule values must be >= 0.")
+            if pairs and t < pairs[-1][0]:
+                raise ConfigError(
+                    f"`{key}` timesteps are not sorted ({pairs[-1][0]} then {t}); "
+                    "order the [timestep, value] pairs by increasing timestep."
+                )
+            pairs.append((t, v))
+        return tuple(pairs)
+    number = as_float(value, key)
+    if positive_number and number <= 0:
+        raise ConfigError(f"`{key}`={number} must be > 0; set `{key}` to a positive number.")
+    if number < 0:
+        raise ConfigError(f"`{key}`={number} must be >= 0; set `{key}` to a non-negative number.")
+    return number
+
+
+def schedule_to_plain(value: float | Schedule) -> float | list[list[float]]:
+    """Converts a checked schedule back to YAML-friendly lists."""
+    if isinstance(value, tuple):
+        return [[t, v] for t, v in value]
+    return value
+
+
+def merged_section(section: Any, defaults: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """Checks ``section`` is a mapping without unknown keys; returns defaults updated by it."""
+    section = require_mapping(section, prefix)
+    reject_unknown_keys(section, defaults.keys(), prefix)
+    out = copy.deepcopy(dict(defaults))
+    out.update(copy.deepcopy(dict(section)))
+    return out
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclass -> dict, tuples -> lists, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value

@@ -1,0 +1,155 @@
+"""Loading run configs from YAML files or dicts, with dotted command-line overrides."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from warp_drive.config import _checks as chk
+from warp_drive.config._yaml import load_defaults, yaml_loads
+from warp_drive.config.schema import RunConfig
+from warp_drive.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+#: Sections whose keys are free (not checked against ``defaults.yaml``).
+_FREE_PATHS = ("env", "policy.*.model.kwargs")
+
+
+def load_run_config(
+    path_or_dict: str | os.PathLike[str] | Mapping[str, Any],
+    overrides: Iterable[str] = (),
+) -> RunConfig:
+    """Loads, overrides, fills defaults and validates a run config.
+
+    Args:
+        path_or_dict: A YAML file path or an already-parsed mapping (not modified).
+        overrides: ``"dotted.key=value"`` strings applied in order before validation, e.g.
+            ``"trainer.num_envs=500"`` or ``"policy.runner.model.fc_dims=[32, 32]"``. The value
+            is parsed as YAML (so ``1e-3`` is a float, ``[1, 2]`` a list, ``null`` None).
+
+    Returns:
+        The validated, frozen :class:`RunConfig`.
+
+    Raises:
+        ConfigError: Unreadable file, unknown key (in the file or an override) or invalid value.
+    """
+    if isinstance(path_or_dict, Mapping):
+        raw = copy.deepcopy(dict(path_or_dict))
+    else:
+        path = Path(path_or_dict)
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise ConfigError(
+                f"cannot read run config {str(path)!r}: {err}; check the path."
+            ) from err
+        try:
+            raw = yaml_loads(text)
+        except Exception as err:  # yaml.YAMLError and friends
+            raise ConfigError(f"run config {str(path)!r} is not valid YAML: {err}") from err
+        raw = dict(chk.require_mapping(raw, str(path)))
+    for override in overrides:
+        apply_override(raw, override)
+    return RunConfig.from_dict(raw)
+
+
+def parse_override(override: str) -> tuple[list[str], Any]:
+    """Splits ``"a.b.c=value"`` into ``(["a", "b", "c"], parsed_value)``.
+
+    Raises:
+        ConfigError: If there is no ``=`` or the key is empty.
+    """
+    if "=" not in override:
+        raise ConfigError(
+            f"override {override!r} has no '='; write it as dotted.key=value, "
+            "e.g. trainer.num_envs=500."
+        )
+    key, _, text = override.partition("=")
+    key = key.strip()
+    parts = key.split(".")
+    if not key or any(not p for p in parts):
+        raise ConfigError(
+            f"override {override!r} has an empty key part; e.g. trainer.num_envs=500."
+        )
+    try:
+        value = yaml_loads(text) if text.strip() else ""
+    except Exception as err:
+        raise ConfigError(
+            f"override {override!r}: value {text!r} is not valid YAML: {err}"
+        ) from err
+    return parts, value
+
+
+def _is_free(parts: list[str]) -> bool:
+    for pattern in _FREE_PATHS:
+        pat = pattern.split(".")
+        if len(parts) > len(pat) and all(p == "*" or p == q for p, q in zip(pat, parts)):
+            return True
+    return False
+
+
+def apply_override(raw: dict[str, Any], override: str) -> None:
+    """Applies one ``dotted.key=value`` override to a raw (unvalidated) config dict in place.
+
+    Keys are checked against ``defaults.yaml`` (``env.*`` and ``policy.<tag>.model.kwargs.*``
+    are free); ``policy.<tag>`` must name a tag present in the config.
+
+    Raises:
+        ConfigError: Unknown key (with a did-you-mean hint) or malformed override.
+    """
+    parts, value = parse_override(override)
+    template: Any = load_defaults()
+    node: dict[str, Any] = raw
+    for depth, part in enumerate(parts):
+        dotted = ".".join(parts[: depth + 1])
+        is_last = depth == len(parts) - 1
+        if _is_free(parts[: depth + 1]):
+            template = None
+        elif depth == 1 and parts[0] == "policy":
+            tags = list(chk.require_mapping(raw.get("policy"), "policy"))
+            if part not in tags:
+                match = chk.closest_match(part, tags)
+                hint = f"did you mean `policy.{match}`?" if match else "no close match."
+                raise ConfigError(
+                    f"unknown override key `{'.'.join(parts)}`: policy tag `{part}` is not in the "
+                    f"config; {hint} Tags: {', '.join(map(str, tags)) or '(none)'}."
+                )
+            template = load_defaults()["policy"]
+        else:
+            if not isinstance(template, Mapping):
+                parent = ".".join(parts[:depth])
+                raise ConfigError(
+                    f"override {override!r}: `{parent}` is a value, not a section; "
+                    f"override `{parent}` itself (e.g. {parent}=...)."
+                )
+            known = list(template)
+            if part not in known:
+                match = chk.closest_match(part, known)
+                hint = (
+                    f"did you mean `{'.'.join(parts[:depth] + [match])}`?"
+                    if match
+                    else "no close match."
+                )
+                raise ConfigError(
+                    f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}"
+                )
+            template = template[part]
+        if is_last:
+            node[part] = value
+        else:
+            child = node.get(part)
+            if child is None:
+                child = {}
+                node[part] = child
+            elif not isinstance(child, dict):
+                raise ConfigError(
+                    f"override {override!r}: `{dotted}`={child!r} is not a mapping, so "
+                    f"`{'.'.join(parts)}` cannot be set; override `{dotted}` itself."
+                )
+            node = child
+    logger.debug("config override %s", override)

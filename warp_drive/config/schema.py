@@ -1,0 +1,398 @@
+"""Run configuration: frozen dataclasses parsed and validated by hand-written ``from_dict``.
+
+The YAML shape is WarpDrive 2.x's (``name``, ``env``, ``trainer``, ``policy.<tag>``, ``saving``,
+optional ``sampler``), so the reference run configs load unchanged. ``from_dict``
+
+1. rejects unknown keys with a "did you mean" hint naming the dotted key,
+2. fills missing keys from ``defaults.yaml``,
+3. validates types, ranges and divisibility once, raising :class:`ConfigError`,
+4. exposes derived values as read-only properties (the config is never mutated).
+
+``to_dict`` returns plain Python data that ``from_dict`` accepts again (round trip).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from warp_drive.config import _checks as chk
+from warp_drive.config._yaml import load_defaults
+from warp_drive.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+ALGORITHMS = ("A2C", "PPO")
+ENV_BACKENDS = ("pycuda", "cpu")
+INIT_METHODS = ("default", "xavier", "orthogonal")
+#: num_epochs used when the config leaves it null.
+DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """The ``trainer`` section.
+
+    Attributes:
+        num_gpus: Number of GPUs (one process each).
+        num_envs: Env replicas E.
+        num_episodes: Episodes per replica to train for.
+        train_batch_size: Env steps per iteration summed over replicas (B * E).
+        env_backend: ``"pycuda"`` or ``"cpu"``.
+        seed: Base seed, or None to let the trainer pick one.
+    """
+
+    num_gpus: int
+    num_envs: int
+    num_episodes: int
+    train_batch_size: int
+    env_backend: str
+    seed: int | None
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
+        """Parses and validates a (partial) ``trainer`` mapping."""
+        d = chk.merged_section(section, load_defaults()["trainer"], prefix)
+        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
+        num_envs = chk.as_int(d["num_envs"], key("num_envs"), minimum=1)
+        batch = chk.as_int(d["train_batch_size"], key("train_batch_size"), minimum=1)
+        if batch % num_envs != 0:
+            raise ConfigError(
+                f"`{key('train_batch_size')}`={batch} is not a multiple of "
+                f"`{key('num_envs')}`={num_envs}; expected train_batch_size = B * num_envs. "
+                f"Set `{key('train_batch_size')}` to e.g. {max(1, batch // num_envs) * num_envs}."
+            )
+        backend = chk.as_str(d["env_backend"], key("env_backend")).lower()
+        if backend not in ENV_BACKENDS:
+            raise ConfigError(
+                f"`{key('env_backend')}`={d['env_backend']!r} is not supported; expected one of "
+                f"{', '.join(ENV_BACKENDS)} (the numba backend was dropped; use pycuda)."
+            )
+        seed = d["seed"]
+        if seed is not None:
+            seed = chk.as_int(seed, key("seed"), minimum=0)
+            if seed >= 2**31:
+                raise ConfigError(
+                    f"`{key('seed')}`={seed} does not fit in int32; use a seed below 2**31."
+                )
+        return cls(
+            num_gpus=chk.as_int(d["num_gpus"], key("num_gpus"), minimum=1),
+            num_envs=num_envs,
+            num_episodes=chk.as_int(d["num_episodes"], key("num_episodes"), minimum=1),
+            train_batch_size=batch,
+            env_backend=backend,
+            seed=seed,
+        )
+
+    @property
+    def batch_size_per_env(self) -> int:
+        """Rollout length B: env steps stored per replica per iteration."""
+        return self.train_batch_size // self.num_envs
+
+    def num_iterations(self, episode_length: int) -> int:
+        """Training iterations: ``episode_length * num_episodes // train_batch_size``.
+
+        Raises:
+            ConfigError: If that is < 1.
+        """
+        total = int(episode_length) * self.num_episodes
+        iters = total // self.train_batch_size
+        if iters < 1:
+            raise ConfigError(
+                f"`trainer.num_episodes`={self.num_episodes} x episode_length={episode_length} = "
+                f"{total} env steps is less than one iteration (`trainer.train_batch_size`="
+                f"{self.train_batch_size}); raise `trainer.num_episodes` to at least "
+                f"{-(-self.train_batch_size // max(1, int(episode_length)))}."
+            )
+        return iters
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``)."""
+        return chk.to_plain(self)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The ``policy.<tag>.model`` section.
+
+    Attributes:
+        type: Name registered in ``warp_drive.training.models.ModelFactory``.
+        fc_dims: Hidden layer widths.
+        model_ckpt_filepath: Checkpoint to load at start, or ``""``.
+        init_method: ``"default"``, ``"xavier"`` or ``"orthogonal"``.
+        kwargs: Extra keyword arguments for a custom model class.
+    """
+
+    type: str
+    fc_dims: tuple[int, ...]
+    model_ckpt_filepath: str
+    init_method: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "model") -> ModelConfig:
+        """Parses and validates a (partial) ``model`` mapping."""
+        d = chk.merged_section(section, load_defaults()["policy"]["model"], prefix)
+        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
+        dims = d["fc_dims"]
+        if not isinstance(dims, (list, tuple)):
+            raise ConfigError(
+                f"`{key('fc_dims')}`={dims!r} must be a list of layer widths, e.g. [64, 64]."
+            )
+        fc_dims = tuple(
+            chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1) for i, v in enumerate(dims)
+        )
+        init = chk.as_str(d["init_method"], key("init_method")).lower()
+        if init not in INIT_METHODS:
+            match = chk.closest_match(init, INIT_METHODS)
+            raise ConfigError(
+                f"`{key('init_method')}`={d['init_method']!r} is unknown; expected one of "
+                f"{', '.join(INIT_METHODS)}" + (f"; did you mean `{match}`?" if match else ".")
+            )
+        ckpt = d["model_ckpt_filepath"]
+        return cls(
+            type=chk.as_str(d["type"], key("type")),
+            fc_dims=fc_dims,
+            model_ckpt_filepath=""
+            if ckpt is None
+            else chk.as_str(ckpt, key("model_ckpt_filepath")),
+            init_method=init,
+            kwargs=dict(chk.require_mapping(d["kwargs"], key("kwargs"))),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``)."""
+        return chk.to_plain(self)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """One ``policy.<tag>`` section. See ``defaults.yaml`` for the meaning of each key.
+
+    ``lr``, ``vf_loss_coeff`` and ``entropy_coeff`` are a float or a schedule: a tuple of
+    ``(timestep, value)`` pairs (see ``warp_drive.training.utils.param_scheduler``).
+    """
+
+    to_train: bool
+    algorithm: str
+    gamma: float
+    gae_lambda: float
+    lr: float | chk.Schedule
+    vf_loss_coeff: float | chk.Schedule
+    entropy_coeff: float | chk.Schedule
+    clip_grad_norm: bool
+    max_grad_norm: float
+    normalize_advantage: bool
+    normalize_return: bool
+    clip_param: float
+    vf_clip_param: float | None
+    num_epochs: int
+    num_minibatches: int
+    model: ModelConfig
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
+        """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``."""
+        d = chk.merged_section(section, load_defaults()["policy"], prefix)
+        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
+        algo_raw = chk.as_str(d["algorithm"], key("algorithm"))
+        algorithm = algo_raw.upper()
+        if algorithm not in ALGORITHMS:
+            raise ConfigError(
+                f"`{key('algorithm')}`={algo_raw!r} is not supported; expected one of "
+                f"{', '.join(ALGORITHMS)} (case-insensitive)."
+            )
+        gamma = chk.as_float(d["gamma"], key("gamma"))
+        if not 0.0 < gamma <= 1.0:
+            raise ConfigError(
+                f"`{key('gamma')}`={gamma} is out of range; expected 0 < gamma <= 1 (e.g. 0.99)."
+            )
+        lam = chk.as_float(d["gae_lambda"], key("gae_lambda"))
+        if not 0.0 <= lam <= 1.0:
+            raise ConfigError(
+                f"`{key('gae_lambda')}`={lam} is out of range; expected 0 <= gae_lambda <= 1 "
+                "(1.0 = plain discounted returns, 0.95 is usual for PPO)."
+            )
+        clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
+        vf_clip = d["vf_clip_param"]
+        if vf_clip is not None:
+            vf_clip = chk.as_positive(vf_clip, key("vf_clip_param"))
+        epochs = d["num_epochs"]
+        epochs = DEFAULT_NUM_EPOCHS[algorithm] if epochs is None else epochs
+        epochs = chk.as_int(epochs, key("num_epochs"), minimum=1)
+        minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
+        if algorithm == "PPO" and epochs * minibatches == 1:
+            logger.warning(
+                "%s: PPO with num_epochs=1 and num_minibatches=1 makes one gradient step per "
+                "batch; the probability ratio is then 1 and the clip never binds (A2C).",
+                prefix,
+            )
+        return cls(
+            to_train=chk.as_bool(d["to_train"], key("to_train")),
+            algorithm=algorithm,
+            gamma=gamma,
+            gae_lambda=lam,
+            lr=chk.as_schedule(d["lr"], key("lr"), positive_number=True),
+            vf_loss_coeff=chk.as_schedule(
+                d["vf_loss_coeff"], key("vf_loss_coeff"), positive_number=False
+            ),
+            entropy_coeff=chk.as_schedule(
+                d["entropy_coeff"], key("entropy_coeff"), positive_number=False
+            ),
+            clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
+            max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
+            normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
+            normalize_return=chk.as_bool(d["normalize_return"], key("normalize_return")),
+            clip_param=clip_param,
+            vf_clip_param=vf_clip,
+            num_epochs=epochs,
+            num_minibatches=minibatches,
+            model=ModelConfig.from_dict(d["model"], key("model")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``; schedules become lists of pairs)."""
+        return chk.to_plain(self)
+
+
+@dataclass(frozen=True)
+class SavingConfig:
+    """The ``saving`` section: results go to ``basedir/name/tag/<run id>``."""
+
+    metrics_log_freq: int
+    model_params_save_freq: int
+    basedir: str
+    name: str
+    tag: str
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "saving") -> SavingConfig:
+        """Parses and validates a (partial) ``saving`` mapping."""
+        d = chk.merged_section(section, load_defaults()["saving"], prefix)
+        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
+        return cls(
+            metrics_log_freq=chk.as_int(d["metrics_log_freq"], key("metrics_log_freq"), minimum=1),
+            model_params_save_freq=chk.as_int(
+                d["model_params_save_freq"], key("model_params_save_freq"), minimum=1
+            ),
+            basedir=chk.as_str(d["basedir"], key("basedir")),
+            name=chk.as_str(d["name"], key("name")),
+            tag=chk.as_str(d["tag"], key("tag")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``)."""
+        return chk.to_plain(self)
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """The ``sampler`` section (``sampler.params.use_argmax``)."""
+
+    use_argmax: bool
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "sampler") -> SamplerConfig:
+        """Parses and validates a (partial) ``sampler`` mapping."""
+        defaults = load_defaults()["sampler"]
+        d = chk.merged_section(section, defaults, prefix)
+        params = chk.merged_section(d["params"], defaults["params"], chk.join_key(prefix, "params"))
+        return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``)."""
+        return {"params": {"use_argmax": self.use_argmax}}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run config.
+
+    Attributes:
+        name: Run (env) name.
+        env: Keyword arguments of the env class, unchecked here (see ``check_env_kwargs``).
+        trainer: Trainer section.
+        policy: Policy tag -> policy section (insertion order of the YAML).
+        saving: Saving section.
+        sampler: Sampler section.
+    """
+
+    name: str
+    env: dict[str, Any]
+    trainer: TrainerConfig
+    policy: dict[str, PolicyConfig]
+    saving: SavingConfig
+    sampler: SamplerConfig
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RunConfig:
+        """Parses, fills defaults and validates a run-config mapping.
+
+        Raises:
+            ConfigError: On an unknown key, a wrong type or an impossible value; the message
+                names the dotted key, the value and the fix.
+        """
+        raw = chk.require_mapping(raw, "<run config>")
+        defaults = load_defaults()
+        chk.reject_unknown_keys(raw, defaults.keys(), "")
+        trainer = TrainerConfig.from_dict(raw.get("trainer"))
+        policies_raw = chk.require_mapping(raw.get("policy"), "policy")
+        if not policies_raw:
+            raise ConfigError(
+                "`policy` has no policy tags; add at least one, e.g. "
+                "`policy: {shared: {to_train: true}}`."
+            )
+        policy: dict[str, PolicyConfig] = {}
+        for tag, section in policies_raw.items():
+            prefix = f"policy.{tag}"
+            if not isinstance(tag, str) or not tag:
+                raise ConfigError(f"`policy` tag {tag!r} must be a non-empty string.")
+            cfg = PolicyConfig.from_dict(section, prefix)
+            if trainer.train_batch_size % cfg.num_minibatches != 0:
+                raise ConfigError(
+                    f"`{prefix}.num_minibatches`={cfg.num_minibatches} does not divide the "
+                    f"{trainer.train_batch_size} samples per iteration (`trainer.train_batch_size` "
+                    f"= B * num_envs = {trainer.batch_size_per_env} * {trainer.num_envs}); pick a "
+                    "divisor of train_batch_size."
+                )
+            policy[tag] = cfg
+        if not any(p.to_train for p in policy.values()):
+            logger.warning("no policy has `to_train: true`; training will not update any model.")
+        env = dict(chk.require_mapping(raw.get("env"), "env"))
+        if "episode_length" in env:
+            trainer.num_iterations(
+                chk.as_int(env["episode_length"], "env.episode_length", minimum=1)
+            )
+        name = raw.get("name", defaults["name"])
+        return cls(
+            name=chk.as_str(name, "name"),
+            env=copy.deepcopy(env),
+            trainer=trainer,
+            policy=policy,
+            saving=SavingConfig.from_dict(raw.get("saving")),
+            sampler=SamplerConfig.from_dict(raw.get("sampler")),
+        )
+
+    @property
+    def policy_tags(self) -> tuple[str, ...]:
+        """Policy tags in config order."""
+        return tuple(self.policy)
+
+    @property
+    def policies_to_train(self) -> tuple[str, ...]:
+        """Tags of the policies with ``to_train: true``."""
+        return tuple(tag for tag, p in self.policy.items() if p.to_train)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form: ``RunConfig.from_dict(cfg.to_dict()) == cfg``."""
+        return {
+            "name": self.name,
+            "env": copy.deepcopy(self.env),
+            "trainer": self.trainer.to_dict(),
+            "policy": {tag: p.to_dict() for tag, p in self.policy.items()},
+            "saving": self.saving.to_dict(),
+            "sampler": self.sampler.to_dict(),
+        }

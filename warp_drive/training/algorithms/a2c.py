@@ -1,0 +1,283 @@
+"""Advantage actor-critic (A2C): loss function and the algorithm object the trainer drives.
+
+The trainer-facing flow is the same for :class:`A2C` and :class:`~.ppo.PPO`::
+
+    algo = make_algorithm(policy_config).to(device)
+    # after a rollout (values straight from the model, detached):
+    advantages, returns = algo.compute_advantages(rewards, values, last_values, terminated,
+                                                  truncated, final_values)
+    old_log_probs = ...           # stored at sampling time (PPO needs them; A2C ignores them)
+    for epoch, minibatch:          # A2C: 1 epoch x num_minibatches
+        head_outputs, values = model(obs_mb)
+        loss, metrics = algo.compute_loss(head_outputs, values, actions_mb, advantages_mb,
+                                          returns_mb, timestep=t, old_log_probs=old_lp_mb,
+                                          old_values=old_values_mb)
+
+All metrics are 0-d tensors on the loss's device (no ``.item()``); the caller decides when to
+copy them to the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from warp_drive.training.algorithms.distributions import HeadOutput, log_prob_and_entropy
+from warp_drive.training.algorithms.normalization import ValueNormalizer, standardize
+from warp_drive.training.algorithms.returns import compute_gae
+from warp_drive.training.utils.param_scheduler import ParamScheduler, ScheduleLike
+
+Tensor = torch.Tensor
+Metrics = dict[str, Tensor]
+
+
+def explained_variance(predictions: Tensor, targets: Tensor) -> Tensor:
+    """``max(-1, 1 - Var(targets - predictions) / Var(targets))`` as a 0-d tensor (detached)."""
+    predictions, targets = predictions.detach(), targets.detach()
+    var_t = targets.var(unbiased=False)
+    ev = 1.0 - (targets - predictions).var(unbiased=False) / (var_t + 1e-10)
+    return ev.clamp_min(-1.0)
+
+
+def value_loss(
+    values: Tensor,
+    value_targets: Tensor,
+    old_values: Tensor | None = None,
+    vf_clip_param: float | None = None,
+) -> Tensor:
+    """Mean squared error of the value head, optionally PPO-clipped around ``old_values``.
+
+    With clipping the loss per sample is ``max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)``.
+
+    Shapes:
+        values, value_targets, old_values: (N...) identical; output: ().
+    """
+    unclipped = (values - value_targets).pow(2)
+    if vf_clip_param is None:
+        return unclipped.mean()
+    if old_values is None:
+        raise ValueError("value clipping (vf_clip_param) needs `old_values` from the rollout.")
+    clipped = old_values + (values - old_values).clamp(-vf_clip_param, vf_clip_param)
+    return torch.maximum(unclipped, (clipped - value_targets).pow(2)).mean()
+
+
+def a2c_loss(
+    log_prob: Tensor,
+    entropy: Tensor,
+    values: Tensor,
+    advantages: Tensor,
+    value_targets: Tensor,
+    *,
+    vf_loss_coeff: float,
+    entropy_coeff: float,
+    normalize_advantage: bool = False,
+) -> tuple[Tensor, Metrics]:
+    """A2C loss: ``-mean(log_prob * A) + c_vf * MSE(V, R) - c_ent * mean(entropy)``.
+
+    Args:
+        log_prob: Joint log pi(a|s) of the taken actions (with gradient).
+        entropy: Joint policy entropy (with gradient).
+        values: Value-head output (with gradient), in the units of ``value_targets``.
+        advantages: Advantages (treated as constants).
+        value_targets: Value targets (treated as constants).
+        vf_loss_coeff: Value-loss coefficient.
+        entropy_coeff: Entropy-bonus coefficient.
+        normalize_advantage: Standardize advantages over the given samples first.
+
+    Returns:
+        ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage.
+
+    Shapes:
+        all inputs: (N...) identical, e.g. (B, E, A) or a minibatch (M, A); loss: ().
+    """
+    adv = advantages.detach()
+    if normalize_advantage:
+        adv = standardize(adv)
+    policy_loss = -(log_prob * adv).mean()
+    vf_loss = value_loss(values, value_targets.detach())
+    mean_entropy = entropy.mean()
+    loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
+    metrics = {
+        "policy_loss": policy_loss.detach(),
+        "value_loss": vf_loss.detach(),
+        "entropy": mean_entropy.detach(),
+        "mean_advantage": advantages.detach().mean(),
+    }
+    return loss, metrics
+
+
+class A2C:
+    """A2C with bootstrapped GAE(gamma, lambda) advantages and scheduled loss coefficients.
+
+    Args:
+        gamma: Discount factor.
+        gae_lambda: GAE lambda (1.0 = discounted returns minus V).
+        vf_loss_coeff: Number or ``[[t, v], ...]`` schedule over env timesteps.
+        entropy_coeff: Number or schedule.
+        normalize_advantage: Standardize advantages per (mini)batch in the loss.
+        normalize_return: Train the value head on running-normalized returns
+            (see :class:`ValueNormalizer`); values from the model are then in normalized units.
+    """
+
+    name = "A2C"
+
+    def __init__(
+        self,
+        *,
+        gamma: float = 0.98,
+        gae_lambda: float = 1.0,
+        vf_loss_coeff: ScheduleLike = 0.01,
+        entropy_coeff: ScheduleLike = 0.05,
+        normalize_advantage: bool = False,
+        normalize_return: bool = False,
+    ) -> None:
+        self.gamma = float(gamma)
+        self.gae_lambda = float(gae_lambda)
+        self.vf_loss_coeff = ParamScheduler(vf_loss_coeff, "vf_loss_coeff")
+        self.entropy_coeff = ParamScheduler(entropy_coeff, "entropy_coeff")
+        self.normalize_advantage = bool(normalize_advantage)
+        self.value_normalizer: ValueNormalizer | None = (
+            ValueNormalizer() if normalize_return else None
+        )
+
+    @classmethod
+    def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
+        """Constructor kwargs read from a :class:`~warp_drive.config.PolicyConfig`."""
+        return {
+            "gamma": policy_config.gamma,
+            "gae_lambda": policy_config.gae_lambda,
+            "vf_loss_coeff": policy_config.vf_loss_coeff,
+            "entropy_coeff": policy_config.entropy_coeff,
+            "normalize_advantage": policy_config.normalize_advantage,
+            "normalize_return": policy_config.normalize_return,
+        }
+
+    @classmethod
+    def from_config(cls, policy_config: Any) -> A2C:
+        """Builds the algorithm from a :class:`~warp_drive.config.PolicyConfig`."""
+        return cls(**cls.config_kwargs(policy_config))
+
+    def to(self, device: torch.device | str) -> A2C:
+        """Moves the return-normalizer statistics (if any) to ``device``; returns self."""
+        if self.value_normalizer is not None:
+            self.value_normalizer.to(device)
+        return self
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to checkpoint (the running return statistics, if any)."""
+        vn = self.value_normalizer
+        return {} if vn is None else {"value_normalizer": vn.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`state_dict` output."""
+        if self.value_normalizer is not None and "value_normalizer" in state:
+            self.value_normalizer.load_state_dict(state["value_normalizer"])
+
+    def values_in_reward_units(self, values: Tensor) -> Tensor:
+        """Maps value-head outputs to reward units (identity without return normalization)."""
+        vn = self.value_normalizer
+        return values if vn is None else vn.denormalize(values)
+
+    def value_targets(self, returns: Tensor) -> Tensor:
+        """Maps returns (reward units) to value-head units."""
+        vn = self.value_normalizer
+        return returns if vn is None else vn.normalize(returns)
+
+    @torch.no_grad()
+    def compute_advantages(
+        self,
+        rewards: Tensor,
+        values: Tensor,
+        last_values: Tensor,
+        terminated: Tensor,
+        truncated: Tensor | None = None,
+        final_values: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """GAE advantages and returns for a rollout, in reward units.
+
+        ``values``, ``last_values`` and ``final_values`` are raw value-head outputs; with return
+        normalization they are denormalized here, and the running statistics are then updated
+        with the new returns. Call once per rollout. See :func:`compute_gae` for semantics.
+
+        Shapes:
+            rewards, values, final_values: (B, E, A); last_values: (E, A);
+            terminated, truncated: (B, E) or (B, E, A); outputs: (B, E, A).
+        """
+        to_reward_units = self.values_in_reward_units
+        advantages, returns = compute_gae(
+            rewards,
+            to_reward_units(values),
+            to_reward_units(last_values),
+            terminated,
+            truncated,
+            None if final_values is None else to_reward_units(final_values),
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+        )
+        if self.value_normalizer is not None:
+            self.value_normalizer.update(returns)
+        return advantages, returns
+
+    def compute_loss(
+        self,
+        head_outputs: Sequence[HeadOutput],
+        values: Tensor,
+        actions: Tensor,
+        advantages: Tensor,
+        returns: Tensor,
+        *,
+        timestep: int,
+        old_log_probs: Tensor | None = None,
+        old_values: Tensor | None = None,
+    ) -> tuple[Tensor, Metrics]:
+        """Loss and metrics on a (mini)batch. ``old_*`` are accepted and ignored by A2C.
+
+        Args:
+            head_outputs: The model's head outputs on the batch observations (with gradient).
+            values: The model's values on the batch observations (with gradient).
+            actions: Taken actions, one column per categorical head / Gaussian dimension.
+            advantages: From :meth:`compute_advantages`.
+            returns: From :meth:`compute_advantages` (reward units).
+            timestep: Env timestep at which the coefficient schedules are evaluated.
+            old_log_probs: Unused (PPO interface).
+            old_values: Unused (PPO interface).
+
+        Shapes:
+            values, advantages, returns: (N...), e.g. (B, E, A); actions: (N..., n_columns).
+        """
+        log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
+        c_vf = self.vf_loss_coeff.get_param_value(timestep)
+        c_ent = self.entropy_coeff.get_param_value(timestep)
+        targets = self.value_targets(returns)
+        loss, metrics = a2c_loss(
+            log_prob,
+            entropy,
+            values,
+            advantages,
+            targets,
+            vf_loss_coeff=c_vf,
+            entropy_coeff=c_ent,
+            normalize_advantage=self.normalize_advantage,
+        )
+        metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
+        return loss, metrics
+
+    def _common_metrics(
+        self,
+        loss: Tensor,
+        values: Tensor,
+        returns: Tensor,
+        targets: Tensor,
+        c_vf: float,
+        c_ent: float,
+    ) -> Metrics:
+        return {
+            "loss": loss.detach(),
+            "mean_return": returns.detach().mean(),
+            "mean_value": self.values_in_reward_units(values.detach()).mean(),
+            "explained_variance": explained_variance(values, targets),
+            "vf_loss_coeff": loss.new_full((), c_vf).detach(),
+            "entropy_coeff": loss.new_full((), c_ent).detach(),
+        }

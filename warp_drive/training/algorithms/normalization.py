@@ -1,0 +1,75 @@
+"""Advantage standardization and running return normalization (no host syncs)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+Tensor = torch.Tensor
+
+
+def standardize(x: Tensor, eps: float = 1e-8) -> Tensor:
+    """``(x - mean(x)) / (std(x) + eps)`` over all elements (population std).
+
+    Shapes:
+        x: any; output: like x.
+    """
+    mean = x.mean()
+    std = x.std(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean)
+    return (x - mean) / (std + eps)
+
+
+class ValueNormalizer(nn.Module):
+    """Running mean/variance of the returns, for a value head that predicts normalized returns.
+
+    With ``normalize_return`` the value head learns ``(G - mean) / std`` where mean and std are
+    running statistics over every return seen so far (merged batch-wise, Chan et al.). Values
+    read from the model are mapped back with :meth:`denormalize` before computing advantages,
+    so GAE works in reward units while the value loss works in normalized units. (The reference
+    standardized each batch's returns per time step instead, which leaves the value head chasing
+    a different scale every batch.)
+
+    The statistics are float64 buffers (saved in ``state_dict``) on the module's device.
+
+    Args:
+        eps: Added to the variance before the square root.
+    """
+
+    mean: Tensor
+    var: Tensor
+    count: Tensor
+
+    def __init__(self, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("mean", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("var", torch.ones((), dtype=torch.float64))
+        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: Tensor) -> None:
+        """Merges the statistics of all elements of ``x`` into the running ones."""
+        x = x.detach().to(device=self.mean.device, dtype=torch.float64)
+        batch_count = float(x.numel())
+        batch_mean = x.mean()
+        batch_var = x.var(unbiased=False) if x.numel() > 1 else torch.zeros_like(batch_mean)
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        m2 = (
+            self.var * self.count
+            + batch_var * batch_count
+            + delta.pow(2) * self.count * batch_count / total
+        )
+        self.mean.add_(delta * batch_count / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def normalize(self, x: Tensor) -> Tensor:
+        """Maps returns to normalized units (same dtype as ``x``)."""
+        std = torch.sqrt(self.var + self.eps)
+        return ((x - self.mean) / std).to(x.dtype)
+
+    def denormalize(self, y: Tensor) -> Tensor:
+        """Maps normalized values back to reward units (same dtype as ``y``)."""
+        std = torch.sqrt(self.var + self.eps)
+        return (y * std + self.mean).to(y.dtype)

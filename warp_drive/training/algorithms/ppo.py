@@ -1,0 +1,201 @@
+"""Proximal policy optimization (clipped surrogate) with stored old log-probabilities.
+
+The reference computed the "old" log-probabilities from the same forward pass as the new ones,
+so its ratio was identically 1 and PPO equalled A2C (section 9, defect 4). Here the old
+log-probabilities are those of the policy that sampled the actions, stored by the trainer at
+rollout time (``log_prob_and_entropy(head_outputs, actions)`` under ``torch.no_grad``), and the
+batch is reused for ``num_epochs`` x ``num_minibatches`` gradient steps, so the ratio moves away
+from 1 after the first step and the clip binds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from warp_drive.training.algorithms.a2c import A2C, Metrics, value_loss
+from warp_drive.training.algorithms.distributions import HeadOutput, log_prob_and_entropy
+from warp_drive.training.algorithms.normalization import standardize
+from warp_drive.training.utils.param_scheduler import ScheduleLike
+
+Tensor = torch.Tensor
+
+
+def ppo_loss(
+    log_prob: Tensor,
+    old_log_prob: Tensor,
+    entropy: Tensor,
+    values: Tensor,
+    advantages: Tensor,
+    value_targets: Tensor,
+    *,
+    clip_param: float,
+    vf_loss_coeff: float,
+    entropy_coeff: float,
+    normalize_advantage: bool = False,
+    old_values: Tensor | None = None,
+    vf_clip_param: float | None = None,
+) -> tuple[Tensor, Metrics]:
+    """PPO-clip loss.
+
+    ``ratio = exp(log_prob - old_log_prob)``; policy loss
+    ``-mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))``; value loss MSE (clipped around
+    ``old_values`` when ``vf_clip_param`` is set); loss = policy + c_vf * value - c_ent * entropy.
+
+    Args:
+        log_prob: Joint log pi_theta(a|s) (with gradient).
+        old_log_prob: Joint log pi_old(a|s) stored at sampling time (constant).
+        entropy: Joint entropy (with gradient).
+        values: Value-head output (with gradient), in the units of ``value_targets``.
+        advantages: Advantages (constant).
+        value_targets: Value targets (constant).
+        clip_param: Ratio clip epsilon.
+        vf_loss_coeff: Value-loss coefficient.
+        entropy_coeff: Entropy-bonus coefficient.
+        normalize_advantage: Standardize advantages over the given samples first.
+        old_values: Rollout-time value outputs, needed for value clipping.
+        vf_clip_param: Value clip range, or None for no value clipping (default).
+
+    Returns:
+        ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage,
+        approx_kl (``mean((r - 1) - log r)``), clip_fraction (share of ``|r - 1| > eps``),
+        mean_ratio.
+
+    Shapes:
+        all tensor inputs: (N...) identical; loss: ().
+    """
+    adv = advantages.detach()
+    if normalize_advantage:
+        adv = standardize(adv)
+    log_ratio = log_prob - old_log_prob.detach()
+    ratio = torch.exp(log_ratio)
+    surrogate = torch.minimum(ratio * adv, ratio.clamp(1.0 - clip_param, 1.0 + clip_param) * adv)
+    policy_loss = -surrogate.mean()
+    old_v = None if old_values is None else old_values.detach()
+    vf_loss = value_loss(values, value_targets.detach(), old_v, vf_clip_param)
+    mean_entropy = entropy.mean()
+    loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
+    with torch.no_grad():
+        metrics = {
+            "policy_loss": policy_loss.detach(),
+            "value_loss": vf_loss.detach(),
+            "entropy": mean_entropy.detach(),
+            "mean_advantage": advantages.detach().mean(),
+            "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
+            "clip_fraction": ((ratio - 1.0).abs() > clip_param).to(ratio.dtype).mean(),
+            "mean_ratio": ratio.mean(),
+        }
+    return loss, metrics
+
+
+class PPO(A2C):
+    """PPO-clip on top of :class:`A2C`'s advantage computation.
+
+    Args:
+        clip_param: Ratio clip epsilon.
+        vf_clip_param: Value clip range, or None (default) for unclipped value loss.
+        **kwargs: :class:`A2C` arguments.
+    """
+
+    name = "PPO"
+
+    def __init__(
+        self,
+        *,
+        clip_param: float = 0.2,
+        vf_clip_param: float | None = None,
+        gamma: float = 0.98,
+        gae_lambda: float = 1.0,
+        vf_loss_coeff: ScheduleLike = 0.01,
+        entropy_coeff: ScheduleLike = 0.05,
+        normalize_advantage: bool = False,
+        normalize_return: bool = False,
+    ) -> None:
+        super().__init__(
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            vf_loss_coeff=vf_loss_coeff,
+            entropy_coeff=entropy_coeff,
+            normalize_advantage=normalize_advantage,
+            normalize_return=normalize_return,
+        )
+        if clip_param <= 0:
+            raise ValueError(f"clip_param={clip_param} must be > 0 (e.g. 0.2).")
+        if vf_clip_param is not None and vf_clip_param <= 0:
+            raise ValueError(f"vf_clip_param={vf_clip_param} must be > 0 or None.")
+        self.clip_param = float(clip_param)
+        self.vf_clip_param = None if vf_clip_param is None else float(vf_clip_param)
+
+    @classmethod
+    def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
+        """Constructor kwargs read from a :class:`~warp_drive.config.PolicyConfig`."""
+        kwargs = super().config_kwargs(policy_config)
+        kwargs["clip_param"] = policy_config.clip_param
+        kwargs["vf_clip_param"] = policy_config.vf_clip_param
+        return kwargs
+
+    def compute_loss(
+        self,
+        head_outputs: Sequence[HeadOutput],
+        values: Tensor,
+        actions: Tensor,
+        advantages: Tensor,
+        returns: Tensor,
+        *,
+        timestep: int,
+        old_log_probs: Tensor | None = None,
+        old_values: Tensor | None = None,
+    ) -> tuple[Tensor, Metrics]:
+        """Loss and metrics on a (mini)batch.
+
+        Args:
+            head_outputs: The model's head outputs on the batch observations (with gradient).
+            values: The model's values on the batch observations (with gradient).
+            actions: Taken actions, one column per categorical head / Gaussian dimension.
+            advantages: From :meth:`compute_advantages`.
+            returns: From :meth:`compute_advantages` (reward units).
+            timestep: Env timestep at which the coefficient schedules are evaluated.
+            old_log_probs: Joint log-probabilities of ``actions`` under the rollout policy
+                (required).
+            old_values: Rollout-time value-head outputs (required if ``vf_clip_param`` is set).
+
+        Shapes:
+            values, advantages, returns, old_log_probs, old_values: (N...);
+            actions: (N..., n_columns).
+        """
+        if old_log_probs is None:
+            raise ValueError(
+                "PPO.compute_loss needs `old_log_probs`: the joint log-probabilities of the "
+                "actions under the policy that sampled them, stored at rollout time."
+            )
+        log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
+        c_vf = self.vf_loss_coeff.get_param_value(timestep)
+        c_ent = self.entropy_coeff.get_param_value(timestep)
+        targets = self.value_targets(returns)
+        loss, metrics = ppo_loss(
+            log_prob,
+            old_log_probs,
+            entropy,
+            values,
+            advantages,
+            targets,
+            clip_param=self.clip_param,
+            vf_loss_coeff=c_vf,
+            entropy_coeff=c_ent,
+            normalize_advantage=self.normalize_advantage,
+            old_values=old_values,
+            vf_clip_param=self.vf_clip_param,
+        )
+        metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
+        return loss, metrics
+
+
+def make_algorithm(policy_config: Any) -> A2C:
+    """Returns :class:`A2C` or :class:`PPO` for a :class:`~warp_drive.config.PolicyConfig`."""
+    algorithms = {"A2C": A2C, "PPO": PPO}
+    name = str(policy_config.algorithm).upper()
+    if name not in algorithms:
+        raise ValueError(f"algorithm={policy_config.algorithm!r}; expected one of A2C, PPO.")
+    return algorithms[name].from_config(policy_config)

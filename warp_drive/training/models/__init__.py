@@ -1,0 +1,48 @@
+"""Policy models and the model registry.
+
+Contract for a model (built-in or user-written ``torch.nn.Module``)
+-------------------------------------------------------------------
+
+Registration: ``ModelFactory().add("my_model", MyModel)`` (or ``"my_pkg.mod:MyModel"``); the run
+config selects it with ``policy.<tag>.model.type: my_model``.
+
+Construction: the trainer calls ``factory.build(model_config, obs_dims, action_spec)``, which uses
+``MyModel.from_config(model_config, obs_dims, action_spec)`` if that classmethod exists, else
+``MyModel(obs_dims, action_spec, **model_config.kwargs)``.
+
+* ``obs_dims``: feature shape of one agent's observation, a tuple (from a Box space), or a dict
+  ``{key: shape}`` for a Dict space (may include ``"action_mask"``). See
+  :func:`obs_dims_from_space`.
+* ``action_spec``: an :class:`ActionSpec` (:func:`action_heads_from_space`): categorical head
+  sizes, or a Gaussian dimension.
+
+Forward: ``model(obs) -> (head_outputs, values)``, for ANY leading shape ``lead`` (the trainer
+calls it on ``(E, A)`` during rollouts and on ``(B, E, A)`` or ``(M, A)`` minibatches in updates):
+
+* ``obs``: ``(*lead, *obs_dims)`` tensor or a dict of such tensors;
+* ``head_outputs``: a list with, per categorical head, probabilities ``(*lead, n_h)`` (rows sum
+  to 1; masked actions exactly 0), or for a Gaussian spec ``[(mean, std)]`` with ``(*lead, d)``
+  each (std > 0);
+* ``values``: ``(*lead,)`` state values (normalized units when ``normalize_return`` is on).
+
+The model must not write to trainer buffers or keep per-step state (unlike the reference, where
+``forward`` also pushed observations into the batch). It needs an ``action_spec`` attribute.
+"""
+
+from warp_drive.training.models.action_spec import (
+    ActionSpec,
+    ObsDims,
+    action_heads_from_space,
+    obs_dims_from_space,
+)
+from warp_drive.training.models.factory import ModelFactory
+from warp_drive.training.models.fully_connected import FullyConnected
+
+__all__ = [
+    "ActionSpec",
+    "FullyConnected",
+    "ModelFactory",
+    "ObsDims",
+    "action_heads_from_space",
+    "obs_dims_from_space",
+]

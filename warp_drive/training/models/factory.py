@@ -1,0 +1,111 @@
+"""Model registry: config ``model.type`` name -> model class."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from torch import nn
+
+from warp_drive.config._checks import closest_match
+from warp_drive.errors import ConfigError
+from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+
+logger = logging.getLogger(__name__)
+
+#: A class, or a lazy import path ``"package.module:ClassName"``.
+ModelRef = type | str
+
+_BUILTINS: dict[str, ModelRef] = {
+    "fully_connected": "warp_drive.training.models.fully_connected:FullyConnected",
+}
+
+
+class ModelFactory:
+    """Registry of model classes by name (instance state; each factory is independent).
+
+    Built-in: ``fully_connected`` -> :class:`FullyConnected`. See ``warp_drive.training.models``
+    for the contract a custom model follows.
+
+    Example::
+
+        factory = ModelFactory()
+        factory.add("my_mlp", MyMLP)                 # or "my_pkg.models:MyMLP"
+        model = factory.build(policy_cfg.model, obs_dims, action_spec)
+    """
+
+    def __init__(self) -> None:
+        self._registry: dict[str, ModelRef] = dict(_BUILTINS)
+
+    def add(self, name: str, cls: ModelRef) -> None:
+        """Registers ``cls`` (a class or ``"module:Class"`` path) under ``name``.
+
+        Raises:
+            ConfigError: If ``name`` is already registered or ``cls`` is malformed.
+        """
+        if name in self._registry:
+            raise ConfigError(
+                f"model type {name!r} is already registered ({self._describe(name)}); "
+                "choose another name."
+            )
+        if isinstance(cls, str):
+            if ":" not in cls:
+                raise ConfigError(f"model path {cls!r} must look like 'package.module:ClassName'.")
+        elif not isinstance(cls, type):
+            raise ConfigError(f"model {cls!r} must be a class or a 'module:Class' path.")
+        self._registry[name] = cls
+
+    def names(self) -> tuple[str, ...]:
+        """Registered names."""
+        return tuple(self._registry)
+
+    def create(self, name: str) -> type:
+        """Returns the class registered under ``name`` (importing it if given as a path).
+
+        Raises:
+            ConfigError: Unknown name (with a did-you-mean hint) or failed import.
+        """
+        if name not in self._registry:
+            match = closest_match(name, self._registry)
+            hint = f"did you mean {match!r}?" if match else "register it with ModelFactory.add()."
+            raise ConfigError(
+                f"model type {name!r} (`policy.<tag>.model.type`) is not registered; {hint} "
+                f"Registered: {', '.join(self._registry)}."
+            )
+        ref = self._registry[name]
+        if isinstance(ref, type):
+            return ref
+        module_name, _, attr = ref.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as err:
+            raise ConfigError(f"cannot import model {name!r} from {ref!r}: {err}") from err
+        self._registry[name] = cls
+        return cls
+
+    def build(self, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> nn.Module:
+        """Instantiates ``model_config.type`` for one policy.
+
+        Uses ``cls.from_config(model_config, obs_dims, action_spec)`` when the class defines it,
+        else ``cls(obs_dims, action_spec, **model_config.kwargs)``.
+
+        Raises:
+            ConfigError: Unknown type, or the result is not an ``nn.Module``.
+        """
+        cls = self.create(model_config.type)
+        if hasattr(cls, "from_config"):
+            model = cls.from_config(model_config, obs_dims, action_spec)
+        else:
+            model = cls(obs_dims, action_spec, **dict(model_config.kwargs))
+        if not isinstance(model, nn.Module):
+            raise ConfigError(
+                f"model type {model_config.type!r} built a {type(model).__name__}; models must "
+                "be torch.nn.Module subclasses."
+            )
+        logger.debug("built model %s: %s", model_config.type, type(model).__name__)
+        return model
+
+    def _describe(self, name: str) -> str:
+        ref = self._registry[name]
+        return ref if isinstance(ref, str) else f"{ref.__module__}.{ref.__qualname__}"

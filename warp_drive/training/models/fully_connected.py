@@ -1,0 +1,199 @@
+"""Fully connected actor-critic with a shared trunk."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from warp_drive.errors import ConfigError, DataShapeError
+from warp_drive.training.algorithms.distributions import HeadOutput
+from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+from warp_drive.utils.constants import Constants
+
+Tensor = torch.Tensor
+
+
+def _as_shape(dims: int | Sequence[int], name: str) -> tuple[int, ...]:
+    """Feature shape from an int width or a shape sequence."""
+    shape = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(d) for d in dims)
+    if not shape or any(d < 1 for d in shape):
+        raise DataShapeError(f"observation dims {name}={dims!r} must be positive sizes.")
+    return shape
+
+
+class FullyConnected(nn.Module):
+    """Actor-critic MLP: ``Linear -> ReLU`` per ``fc_dims`` entry, then policy and value heads.
+
+    Observations may be one tensor or a dict of tensors. Dict keys are flattened and
+    concatenated in sorted key order, except ``action_mask``: a 0/1 tensor over all categorical
+    logits (sum of head sizes) that sets masked logits to the dtype's minimum, so those actions
+    get probability 0. A mask can also be passed as ``forward(obs, action_mask=...)``.
+
+    Heads: one ``Linear(fc_last, n_h)`` + softmax per categorical head, or for a Gaussian
+    action spec a ``Linear(fc_last, d)`` mean and a state-independent learnable ``log_std``.
+
+    Args:
+        obs_dims: Feature shape of one observation (int or shape), or a dict key -> shape.
+        action_spec: An :class:`ActionSpec`, or a list of categorical head sizes.
+        fc_dims: Hidden layer widths (may be empty: linear heads on the observation).
+        init_method: ``"default"`` (PyTorch), ``"xavier"`` (xavier_uniform weights) or
+            ``"orthogonal"`` (gain sqrt(2) trunk, 0.01 policy, 1 value; zero biases).
+        log_std_init: Initial log standard deviation of the Gaussian head.
+
+    Shapes:
+        obs: (*lead, *obs_dims) or {key: (*lead, *obs_dims[key])};
+        action_mask: (*lead, num_logits);
+        forward -> ([ (*lead, n_h) probabilities per head ] or [((*lead, d) mean, (*lead, d) std)],
+        (*lead,) values).
+    """
+
+    def __init__(
+        self,
+        obs_dims: ObsDims,
+        action_spec: ActionSpec | Sequence[int],
+        fc_dims: Sequence[int] = (64, 64),
+        *,
+        init_method: str = "default",
+        log_std_init: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if not isinstance(action_spec, ActionSpec):
+            action_spec = ActionSpec(categorical=tuple(action_spec))
+        self.action_spec = action_spec
+        if isinstance(obs_dims, Mapping):
+            shapes = {str(k): _as_shape(v, f"[{k!r}]") for k, v in obs_dims.items()}
+            mask_shape = shapes.pop(Constants.ACTION_MASK, None)
+            if mask_shape is not None and math.prod(mask_shape) != action_spec.num_logits:
+                raise DataShapeError(
+                    f"`{Constants.ACTION_MASK}` has {math.prod(mask_shape)} entries; expected the "
+                    f"sum of categorical head sizes {action_spec.num_logits} ({action_spec})."
+                )
+            if not shapes:
+                raise DataShapeError("dict observation has no feature keys besides the mask.")
+            self.obs_keys: tuple[str, ...] | None = tuple(sorted(shapes))
+            self.obs_shapes = shapes
+        else:
+            self.obs_keys = None
+            self.obs_shapes = {"": _as_shape(obs_dims, "obs_dims")}
+        self.obs_size = sum(math.prod(s) for s in self.obs_shapes.values())
+
+        layers: list[nn.Module] = []
+        width = self.obs_size
+        for i, hidden in enumerate(fc_dims):
+            if int(hidden) < 1:
+                raise DataShapeError(f"fc_dims[{i}]={hidden} must be >= 1.")
+            layers += [nn.Linear(width, int(hidden)), nn.ReLU()]
+            width = int(hidden)
+        self.trunk = nn.Sequential(*layers)
+        if action_spec.is_gaussian:
+            self.policy_heads = nn.ModuleList([nn.Linear(width, action_spec.gaussian_dim)])
+            self.log_std: nn.Parameter | None = nn.Parameter(
+                torch.full((action_spec.gaussian_dim,), float(log_std_init))
+            )
+        else:
+            self.policy_heads = nn.ModuleList(nn.Linear(width, n) for n in action_spec.categorical)
+            self.log_std = None
+        self.value_head = nn.Linear(width, 1)
+        self._initialize(init_method)
+
+    @classmethod
+    def from_config(
+        cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec
+    ) -> FullyConnected:
+        """Builds the model from a :class:`~warp_drive.config.ModelConfig`."""
+        return cls(
+            obs_dims,
+            action_spec,
+            model_config.fc_dims,
+            init_method=model_config.init_method,
+            **dict(model_config.kwargs),
+        )
+
+    def _initialize(self, init_method: str) -> None:
+        if init_method == "default":
+            return
+        if init_method not in ("xavier", "orthogonal"):
+            raise ConfigError(
+                f"init_method={init_method!r} is unknown; expected default, xavier or orthogonal."
+            )
+        for module in self.modules():
+            if not isinstance(module, nn.Linear):
+                continue
+            if init_method == "xavier":
+                nn.init.xavier_uniform_(module.weight)
+                continue
+            if any(module is head for head in self.policy_heads):
+                gain = 0.01
+            elif module is self.value_head:
+                gain = 1.0
+            else:
+                gain = math.sqrt(2.0)
+            nn.init.orthogonal_(module.weight, gain=gain)
+            nn.init.zeros_(module.bias)
+
+    def flatten_obs(self, obs: Tensor | Mapping[str, Tensor]) -> tuple[Tensor, Tensor | None]:
+        """Flattens observations to ``(*lead, obs_size)`` and extracts an ``action_mask`` key.
+
+        Shapes:
+            obs: see class docstring; outputs: (*lead, obs_size), (*lead, num_logits) or None.
+        """
+        dtype = self.value_head.weight.dtype
+        if self.obs_keys is None:
+            if isinstance(obs, Mapping):
+                raise DataShapeError("this model was built for tensor observations; got a dict.")
+            shape = self.obs_shapes[""]
+            if tuple(obs.shape[obs.dim() - len(shape) :]) != shape:
+                raise DataShapeError(
+                    f"observation shape {tuple(obs.shape)} does not end in the model's obs "
+                    f"dims {shape}."
+                )
+            return obs.reshape(*obs.shape[: obs.dim() - len(shape)], -1).to(dtype), None
+        if not isinstance(obs, Mapping):
+            raise DataShapeError(f"this model expects dict observations with keys {self.obs_keys}.")
+        missing = [k for k in self.obs_keys if k not in obs]
+        if missing:
+            raise DataShapeError(f"observation dict lacks key(s) {missing}; got {sorted(obs)}.")
+        parts = []
+        for key in self.obs_keys:
+            x, shape = obs[key], self.obs_shapes[key]
+            parts.append(x.reshape(*x.shape[: x.dim() - len(shape)], -1).to(dtype))
+        return torch.cat(parts, dim=-1), obs.get(Constants.ACTION_MASK)
+
+    def forward(
+        self, obs: Tensor | Mapping[str, Tensor], action_mask: Tensor | None = None
+    ) -> tuple[list[HeadOutput], Tensor]:
+        """Policy head outputs and state values.
+
+        Returns:
+            ``(head_outputs, values)``: a list with one probability tensor per categorical head,
+            or ``[(mean, std)]`` for a Gaussian spec; values squeezed to the leading shape.
+        """
+        x, obs_mask = self.flatten_obs(obs)
+        mask = action_mask if action_mask is not None else obs_mask
+        h = self.trunk(x)
+        values = self.value_head(h).squeeze(-1)
+        if self.log_std is not None:
+            if mask is not None:
+                raise DataShapeError("an action mask was given for a Gaussian (Box) action head.")
+            mean = self.policy_heads[0](h)
+            return [(mean, self.log_std.exp().expand_as(mean))], values
+        masks = None
+        if mask is not None:
+            if mask.shape[-1] != self.action_spec.num_logits:
+                raise DataShapeError(
+                    f"action mask has {mask.shape[-1]} entries; expected "
+                    f"{self.action_spec.num_logits} (sum of head sizes)."
+                )
+            masks = torch.split(mask, list(self.action_spec.categorical), dim=-1)
+        probs: list[HeadOutput] = []
+        for i, head in enumerate(self.policy_heads):
+            logits = head(h)
+            if masks is not None:
+                logits = logits.masked_fill(masks[i] == 0, torch.finfo(logits.dtype).min)
+            probs.append(torch.softmax(logits, dim=-1))
+        return probs, values

@@ -1,0 +1,118 @@
+"""Shuffled minibatches over the (time, env) samples of a rollout, on the device."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+from warp_drive.errors import DataShapeError
+
+Tensor = torch.Tensor
+
+
+def flatten_leading(tree: Any, num_dims: int = 2) -> Any:
+    """Merges the first ``num_dims`` axes of every tensor in a (nested) mapping/list.
+
+    Shapes:
+        each tensor: (B, E, *rest) -> (B * E, *rest) for num_dims = 2.
+    """
+    if isinstance(tree, Tensor):
+        return tree.reshape(-1, *tree.shape[num_dims:])
+    if isinstance(tree, Mapping):
+        return {k: flatten_leading(v, num_dims) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(flatten_leading(v, num_dims) for v in tree)
+    return tree
+
+
+def index_tree(tree: Any, index: Tensor) -> Any:
+    """Selects rows ``index`` along axis 0 of every tensor in a (nested) mapping/list."""
+    if isinstance(tree, Tensor):
+        return tree.index_select(0, index)
+    if isinstance(tree, Mapping):
+        return {k: index_tree(v, index) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(index_tree(v, index) for v in tree)
+    return tree
+
+
+def minibatch_indices(
+    num_samples: int,
+    num_minibatches: int,
+    *,
+    device: torch.device | str | None = None,
+    generator: torch.Generator | None = None,
+    shuffle: bool = True,
+) -> tuple[Tensor, ...]:
+    """A random permutation of ``range(num_samples)`` split into equal index chunks.
+
+    Raises:
+        DataShapeError: If ``num_minibatches`` does not divide ``num_samples``.
+
+    Shapes:
+        each output: (num_samples // num_minibatches,) int64 on ``device``.
+    """
+    if num_minibatches < 1 or num_samples % num_minibatches != 0:
+        raise DataShapeError(
+            f"num_minibatches={num_minibatches} must divide the {num_samples} samples."
+        )
+    if shuffle:
+        perm = torch.randperm(num_samples, device=device, generator=generator)
+    else:
+        perm = torch.arange(num_samples, device=device)
+    return perm.chunk(num_minibatches)
+
+
+def iterate_minibatches(
+    batch: Mapping[str, Any],
+    num_minibatches: int,
+    *,
+    num_leading_dims: int = 2,
+    generator: torch.Generator | None = None,
+    shuffle: bool = True,
+) -> Iterator[dict[str, Any]]:
+    """Yields shuffled minibatches of a rollout batch.
+
+    The first ``num_leading_dims`` axes (time and env) are merged into one sample axis, which is
+    permuted and split; agent and feature axes stay whole, so every minibatch row keeps all
+    agents of one (time step, env).
+
+    Args:
+        batch: Mapping of name -> tensor (or nested mapping/list of tensors), all with the same
+            leading shape, e.g. ``obs`` (B, E, A, F), ``actions`` (B, E, A, C),
+            ``advantages`` (B, E, A).
+        num_minibatches: Number of chunks; must divide the number of samples.
+        num_leading_dims: Axes merged into the sample axis.
+        generator: Torch generator on the batch's device (for reproducible shuffles).
+        shuffle: Permute samples (True) or keep time-major order.
+
+    Shapes:
+        yields: each tensor (M, *rest) with M = prod(leading) // num_minibatches.
+    """
+    flat = flatten_leading(dict(batch), num_leading_dims)
+    first = next(_tensors(flat), None)
+    if first is None:
+        raise DataShapeError("batch holds no tensors.")
+    n, device = first.shape[0], first.device
+    for tensor in _tensors(flat):
+        if tensor.shape[0] != n:
+            raise DataShapeError(
+                f"batch tensors disagree on the leading shape: {tensor.shape[0]} vs {n} samples."
+            )
+    for index in minibatch_indices(
+        n, num_minibatches, device=device, generator=generator, shuffle=shuffle
+    ):
+        yield index_tree(flat, index)
+
+
+def _tensors(tree: Any) -> Iterator[Tensor]:
+    if isinstance(tree, Tensor):
+        yield tree
+    elif isinstance(tree, Mapping):
+        for v in tree.values():
+            yield from _tensors(v)
+    elif isinstance(tree, (list, tuple)):
+        for v in tree:
+            yield from _tensors(v)
