@@ -43,6 +43,10 @@ class TrainerConfig:
         train_batch_size: Env steps per iteration summed over replicas (B * E).
         env_backend: ``"pycuda"`` or ``"cpu"``.
         seed: Base seed, or None to let the trainer pick one.
+        bootstrap_at_time_limit: Treat an episode cut by ``episode_length`` as truncated and
+            bootstrap from the value of its final observation (gymnasium semantics); False
+            treats the time limit as a true end (fixed-horizon games such as Tag).
+        use_cuda_graph: Capture one rollout step in a CUDA graph and replay it (pycuda backend).
     """
 
     num_gpus: int
@@ -51,6 +55,8 @@ class TrainerConfig:
     train_batch_size: int
     env_backend: str
     seed: int | None
+    bootstrap_at_time_limit: bool = True
+    use_cuda_graph: bool = False
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
@@ -85,6 +91,8 @@ class TrainerConfig:
             train_batch_size=batch,
             env_backend=backend,
             seed=seed,
+            bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
+            use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
         )
 
     @property

@@ -2,7 +2,7 @@
 
 Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90]``. Exits non-zero when a kernel
 does not compile. Each env is rendered with its default constants, for one block per env and for
-two blocks per env.
+several blocks per env.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from warp_drive.errors import CUDACompileError
 logger = logging.getLogger(__name__)
 
 
-def sources_to_check() -> list[tuple[str, object, dict]]:
-    """(label, env source path or None, constants) for the core layer and every example env."""
-    out: list[tuple[str, object, dict]] = [("core service layer", None, {})]
+def sources_to_check() -> list[tuple[str, object, dict, int]]:
+    """(label, env source or None, constants, num_agents) for the core layer and every example env."""
+    out: list[tuple[str, object, dict, int]] = [("core service layer", None, {}, 2500)]
     try:
-        from example_envs import EXAMPLE_ENVS, get_example_env_class
+        from example_envs import example_env_names, get_example_env_class
     except ImportError:  # example envs are not installed
         return out
-    for name in EXAMPLE_ENVS:
+    for name in example_env_names():
         env = get_example_env_class(name)()
-        out.append((name, env.cuda_source, env.cuda_constants()))
+        out.append((name, env.cuda_source, env.cuda_constants(), int(env.num_agents)))
     return out
 
 
@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="sm_90")
     args = parser.parse_args(argv)
     failures = 0
-    for label, source, constants in sources_to_check():
-        for envs, agents, bpe in ((4, 7, 1), (2, 2500, 3)):
+    for label, source, constants, agents in sources_to_check():
+        for envs, bpe in ((4, 1), (2, min(3, agents))):
             start = time.perf_counter()
             try:
                 text = render_source(envs, agents, bpe, env_source=source, constants=constants)

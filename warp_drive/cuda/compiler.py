@@ -27,7 +27,7 @@ from warp_drive.errors import CUDACompileError, ConfigError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_OPTIONS: tuple[str, ...] = ("-O3", "-std=c++17")
+DEFAULT_OPTIONS: tuple[str, ...] = ("-O3", "-std=c++17", "-diag-suppress=177")
 _HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".cu")
 
 

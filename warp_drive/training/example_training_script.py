@@ -1,0 +1,126 @@
+"""Train an example env from its bundled YAML config (or your own), on the GPU or the CPU.
+
+Examples::
+
+    python -m warp_drive.training.example_training_script --env tag_continuous
+    python -m warp_drive.training.example_training_script --env cartpole trainer.num_envs=500
+    python -m warp_drive.training.example_training_script --config my_run.yaml --backend cpu
+    python -m warp_drive.training.example_training_script --env tag_continuous --resume results/run/
+    warp-drive-train --env tag_gridworld --results_dir /tmp/gridworld
+
+Overrides are dotted ``key=value`` pairs (YAML values). Ctrl-C saves a checkpoint and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+logger = logging.getLogger("warp_drive.training.example_training_script")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
+    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
+    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
+                   help="default: pycuda when pycuda and a GPU are present, else cpu")
+    p.add_argument("--results_dir", default=None, help="run directory (default: saving.basedir/name/tag/<time>)")
+    p.add_argument("--resume", default=None, help="checkpoint file or run directory to continue from")
+    p.add_argument("--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
+    p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars")
+    p.add_argument("--evaluate", action="store_true", help="only evaluate (greedy) the loaded weights")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    return p.parse_args(argv)
+
+
+def choose_backend(requested: str | None) -> str:
+    """The requested backend, else pycuda when usable, else cpu (with a notice)."""
+    from warp_drive.utils.device import has_cuda_device
+
+    if requested:
+        return requested
+    if has_cuda_device():
+        return "pycuda"
+    logger.warning("pycuda or a CUDA GPU is missing: running on the cpu backend (NumPy env steps)")
+    return "cpu"
+
+
+def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
+    """All agents for a single policy; tagger/runner groups for the Tag envs."""
+    n = env.num_agents
+    if len(tags) == 1:
+        return {tags[0]: list(range(n))}
+    groups = {"tagger": sorted(getattr(env, "taggers", {})), "runner": sorted(getattr(env, "runners", {}))}
+    if set(tags) <= set(groups) and all(groups[t] for t in tags):
+        return {t: groups[t] for t in tags}
+    from warp_drive.errors import ConfigError
+
+    raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}; pass a policy map in code")
+
+
+def build(args: argparse.Namespace, rank: int = 0, device_id: int | None = None) -> Any:
+    """Config, env, wrapper and trainer from the command line."""
+    from example_envs import get_default_config_path, get_example_env_class
+    from warp_drive.config import load_run_config
+    from warp_drive.config.env_kwargs import check_env_kwargs
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.trainer import Trainer
+
+    path = get_default_config_path(args.env) if args.env else args.config
+    overrides = list(args.overrides)
+    backend = choose_backend(args.backend)
+    overrides.append(f"trainer.env_backend={backend}")
+    config = load_run_config(path, overrides)
+    env_cls = get_example_env_class(args.env or config.name)
+    check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
+    env = env_cls(**config.env)
+    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend, device_id=device_id, process_id=rank)
+    pmap = default_policy_map(env, config.policy_tags)
+    trainer = Trainer(wrapper, config, pmap, results_dir=args.results_dir, verbose=not args.quiet, rank=rank,
+                      tensorboard=args.tensorboard)
+    if args.resume:
+        trainer.load_checkpoint(args.resume)
+    return trainer
+
+
+def run(args: argparse.Namespace) -> int:
+    trainer = build(args)
+    if args.evaluate:
+        for tag, res in trainer.evaluate_episodes().items():
+            print(f"{tag}: mean episode return {res['episode_return'].mean():.3f} over {len(res['episode_return'])} episodes")
+        return 0
+    start = time.perf_counter()
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        path = trainer.save_checkpoint()
+        print(f"\ninterrupted at iteration {trainer.iteration}; checkpoint saved to {path}")
+        return 0
+    finally:
+        trainer.graceful_close()
+    wall = time.perf_counter() - start
+    steps = trainer.perf["steps"]
+    print(f"trained {trainer.iteration} iterations, {steps:,} env steps in {wall:.1f} s "
+          f"({trainer.env_steps_per_second:,.0f} env steps/s); results in {trainer.save_dir}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    if args.num_gpus and args.num_gpus > 1:
+        from warp_drive.training.distributed import launch_with_torchrun
+
+        return launch_with_torchrun(args.num_gpus, sys.argv[1:])
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

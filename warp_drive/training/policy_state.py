@@ -1,0 +1,149 @@
+"""Per-policy state of the Trainer: agents, model, optimizer, algorithm and rollout buffers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from warp_drive.errors import ConfigError
+from warp_drive.training.algorithms.a2c import A2C
+from warp_drive.training.models.action_spec import ActionSpec
+
+Tensor = torch.Tensor
+HeadOutputs = list  # list of (E, A, n) probabilities or [(mean, std)]
+
+
+def validate_policy_map(policy_map: dict[str, Sequence[int]], num_agents: int, tags: Sequence[str]) -> dict[str, list[int]]:
+    """Check that every agent belongs to exactly one policy and that tags match the config."""
+    if set(policy_map) != set(tags):
+        raise ConfigError(
+            f"policy_tag_to_agent_id_map has tags {sorted(policy_map)} but the config's policy section has "
+            f"{sorted(tags)}; they must be the same"
+        )
+    seen: dict[int, str] = {}
+    out: dict[str, list[int]] = {}
+    for tag, ids in policy_map.items():
+        ids = [int(i) for i in ids]
+        if not ids:
+            raise ConfigError(f"policy '{tag}' has no agents")
+        for i in ids:
+            if not 0 <= i < num_agents:
+                raise ConfigError(f"policy '{tag}' lists agent {i}, outside [0, {num_agents})")
+            if i in seen:
+                raise ConfigError(f"agent {i} is mapped to both '{seen[i]}' and '{tag}'")
+            seen[i] = tag
+        out[tag] = ids
+    missing = sorted(set(range(num_agents)) - set(seen))
+    if missing:
+        raise ConfigError(f"agents {missing[:10]}{'...' if len(missing) > 10 else ''} are not mapped to any policy")
+    return out
+
+
+@dataclass
+class RolloutBuffers:
+    """Device tensors of one policy's rollout, time first.
+
+    Shapes:
+        obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
+        log_probs, values, rewards, next_values: (B, E, A); terminated, truncated: (B, E).
+    """
+
+    obs: Any
+    actions: Tensor
+    log_probs: Tensor
+    values: Tensor
+    rewards: Tensor
+    next_values: Tensor
+    terminated: Tensor
+    truncated: Tensor
+
+    @classmethod
+    def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
+        def like(x: Tensor) -> Tensor:
+            return torch.empty((steps, *x.shape), dtype=x.dtype, device=x.device)
+
+        obs = {k: like(v) for k, v in obs_example.items()} if isinstance(obs_example, dict) else like(obs_example)
+        ref = next(iter(obs_example.values())) if isinstance(obs_example, dict) else obs_example
+        E, dev = ref.shape[0], ref.device
+        f = lambda: torch.zeros((steps, E, num_agents), dtype=torch.float32, device=dev)  # noqa: E731
+        flags = lambda: torch.zeros((steps, E), dtype=torch.bool, device=dev)  # noqa: E731
+        return cls(obs, torch.zeros((steps, E, num_agents, columns), dtype=action_dtype, device=dev), f(), f(), f(), f(),
+                   flags(), flags())
+
+
+@dataclass
+class EpisodeStats:
+    """Running and completed episode returns, on the device (no host sync until read)."""
+
+    running_return: Tensor  # (E, A)
+    running_length: Tensor  # (E,)
+    return_sum: Tensor = field(default=None)  # type: ignore[assignment]
+    length_sum: Tensor = field(default=None)  # type: ignore[assignment]
+    count: Tensor = field(default=None)  # type: ignore[assignment]
+
+    @classmethod
+    def create(cls, num_envs: int, num_agents: int, device: torch.device) -> "EpisodeStats":
+        z = lambda *s: torch.zeros(s, dtype=torch.float32, device=device)  # noqa: E731
+        return cls(z(num_envs, num_agents), z(num_envs), z(), z(), z())
+
+    def update(self, rewards: Tensor, done: Tensor) -> None:
+        """Add one step's rewards (E, A); close the episodes of ``done`` envs (E,) bool."""
+        self.running_return += rewards
+        self.running_length += 1
+        d = done.to(torch.float32)
+        self.return_sum += (self.running_return.mean(1) * d).sum()
+        self.length_sum += (self.running_length * d).sum()
+        self.count += d.sum()
+        self.running_return.mul_(1 - d[:, None])
+        self.running_length.mul_(1 - d)
+
+    def reset_running(self) -> None:
+        self.running_return.zero_()
+        self.running_length.zero_()
+
+    def pop(self) -> dict[str, Tensor]:
+        """Mean per-agent episode return and mean length since the last pop (NaN if none ended)."""
+        out = {"episode_return_mean": self.return_sum / self.count, "episode_length_mean": self.length_sum / self.count,
+               "episodes": self.count.clone()}
+        self.return_sum.zero_()
+        self.length_sum.zero_()
+        self.count.zero_()
+        return out
+
+
+@dataclass
+class PolicyState:
+    """Everything the trainer keeps for one policy tag."""
+
+    tag: str
+    agent_ids: list[int]
+    agent_index: Tensor  # (A,) long, on the device
+    contiguous_all: bool  # covers agents 0..N-1 in order: no gather/scatter needed
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    algorithm: A2C
+    action_spec: ActionSpec
+    action_name: str
+    config: Any
+    to_train: bool
+    timestep: int = 0
+    buffers: RolloutBuffers | None = None
+    stats: EpisodeStats | None = None
+    reset_heads: HeadOutputs | None = None
+    reset_values: Tensor | None = None
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agent_ids)
+
+    def select(self, x: Tensor) -> Tensor:
+        """This policy's agents of an (E, N, ...) tensor (a view when it covers all agents in order)."""
+        return x if self.contiguous_all else x.index_select(1, self.agent_index)
+
+
+def agent_index(ids: Sequence[int], device: torch.device) -> tuple[Tensor, bool]:
+    idx = torch.as_tensor(np.asarray(ids, dtype=np.int64), device=device)
+    return idx, list(ids) == list(range(len(ids)))

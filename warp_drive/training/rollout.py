@@ -1,0 +1,126 @@
+"""On-device rollout: policy forward, in-kernel sampling, env step and resets, without host syncs.
+
+Order of one step, for every env replica at once:
+
+1. sample actions from the policy outputs for the current observations ``s_t``;
+2. step the env kernel: rewards ``r_t``, done flags, observations ``s_{t+1}`` (before reset);
+3. one policy forward on ``s_{t+1}``: its values are the bootstrap values ``V(s_{t+1})`` (used at
+   time-limit truncations too, since the final observation is still there);
+4. reset done envs in one kernel launch; for those envs the observations become the saved reset
+   observations, whose policy outputs were computed once per iteration, so the outputs for
+   ``s_{t+1}`` after the reset are a ``torch.where`` away: one forward per step in total.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from warp_drive.training.algorithms.distributions import log_prob_and_entropy
+from warp_drive.training.policy_state import PolicyState
+from warp_drive.utils.constants import Constants
+
+Tensor = torch.Tensor
+
+
+def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: bool = False) -> Any:
+    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs)."""
+    suffix = Constants.AT_RESET_SUFFIX if at_reset else ""
+    if obs_names == [Constants.OBSERVATIONS]:
+        return policy.select(dm.data_on_device_via_torch(Constants.OBSERVATIONS + suffix))
+    prefix = Constants.OBSERVATIONS + "_"
+    return {n[len(prefix):]: policy.select(dm.data_on_device_via_torch(n + suffix)) for n in obs_names}
+
+
+def _where_done(done: Tensor, a: Any, b: Any) -> Any:
+    """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
+    if isinstance(a, (list, tuple)):
+        return type(a)(_where_done(done, x, y) for x, y in zip(a, b))
+    mask = done.view(-1, *([1] * (a.dim() - 1)))
+    return torch.where(mask, a, b)
+
+
+class Rollout:
+    """Runs ``steps`` env steps for every policy, filling each policy's :class:`RolloutBuffers`."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.t = trainer
+        self.dm = trainer.env_wrapper.cuda_data_manager
+        self.heads: dict[str, Any] = {}
+        self.values: dict[str, Tensor] = {}
+
+    @torch.no_grad()
+    def begin(self) -> None:
+        """Forward on the current observations and on the reset observations (weights changed)."""
+        for p in self.t.policies.values():
+            self.heads[p.tag], self.values[p.tag] = p.model(policy_obs(self.dm, p, self.t.obs_names))
+            if self.t.reset_obs_known:
+                p.reset_heads, p.reset_values = p.model(policy_obs(self.dm, p, self.t.obs_names, at_reset=True))
+
+    @torch.no_grad()
+    def sample(self, step: int | None) -> None:
+        """Sample every policy's actions into the env's action placeholder; record them at ``step``."""
+        t = self.t
+        for p in t.policies.values():
+            heads = self.heads[p.tag]
+            if p.action_spec.is_gaussian:
+                mean, std = heads[0]
+                t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=t.deterministic, check=False)
+            else:
+                for h, probs in enumerate(heads):
+                    t.sampler.sample(self.dm, probs, p.action_name, use_argmax=t.deterministic, head=h, check=False)
+            actions = self.dm.data_on_device_via_torch(p.action_name)
+            if p.action_name != Constants.ACTIONS:
+                self.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
+            if step is not None and p.buffers is not None:
+                b = p.buffers
+                b.actions[step].copy_(actions)
+                b.log_probs[step].copy_(log_prob_and_entropy(heads, actions)[0])
+                b.values[step].copy_(self.values[p.tag])
+
+    @torch.no_grad()
+    def record_obs(self, step: int) -> None:
+        for p in self.t.policies.values():
+            obs = policy_obs(self.dm, p, self.t.obs_names)
+            if isinstance(obs, dict):
+                for k, v in obs.items():
+                    p.buffers.obs[k][step].copy_(v)
+            else:
+                p.buffers.obs[step].copy_(obs)
+
+    @torch.no_grad()
+    def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
+        """Rewards, done flags, episode stats and the forward on ``s_{t+1}`` (bootstrap values)."""
+        t, dm = self.t, self.dm
+        done_i = dm.data_on_device_via_torch(Constants.DONE)
+        done = done_i > 0
+        truncated = (done_i == 1) & (dm.data_on_device_via_torch(Constants.TIMESTEP) >= t.env_wrapper.episode_length)
+        if not t.bootstrap_at_time_limit:
+            truncated = torch.zeros_like(truncated)
+        rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
+        next_out = {}
+        for p in t.policies.values():
+            rewards = p.select(rewards_all)
+            p.stats.update(rewards, done)
+            next_out[p.tag] = p.model(policy_obs(dm, p, t.obs_names))
+            if step is not None:
+                b = p.buffers
+                b.rewards[step].copy_(rewards)
+                b.terminated[step].copy_(done & ~truncated)
+                b.truncated[step].copy_(truncated)
+                b.next_values[step].copy_(next_out[p.tag][1])
+        return done, next_out
+
+    @torch.no_grad()
+    def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
+        """Reset done envs (one launch) and set the policy outputs for the next step."""
+        t = self.t
+        t.env_wrapper.reset_only_done_envs()
+        for p in t.policies.values():
+            heads, values = next_out[p.tag]
+            if t.reset_obs_known:
+                self.heads[p.tag] = _where_done(done, p.reset_heads, heads)
+                self.values[p.tag] = _where_done(done, p.reset_values, values)
+            else:  # reset observations unknown: one more forward on the post-reset observations
+                self.heads[p.tag], self.values[p.tag] = p.model(policy_obs(self.dm, p, t.obs_names))

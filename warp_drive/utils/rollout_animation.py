@@ -1,0 +1,250 @@
+"""Record and animate Tag episodes (continuous or grid world) with matplotlib.
+
+Two steps, usable separately:
+
+1. :func:`collect_tag_episode` steps an env's NumPy reference (``numpy_step``) for one replica
+   with a policy (or uniformly random actions) and records positions over time.
+2. :func:`render_tag_rollout` (or :func:`render_episode`) draws the positions, one frame per
+   time step, into a GIF (Pillow) or an MP4 (ffmpeg; falls back to GIF when ffmpeg is missing).
+
+Arrays recorded on the GPU work too, e.g. from ``loc_x_for_log`` / ``loc_y_for_log`` of an env
+logged with ``log_data_across_episode``: pass them to :func:`render_tag_rollout` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from warp_drive.errors import ConfigError
+from warp_drive.utils.constants import Constants
+
+logger = logging.getLogger(__name__)
+
+#: policy(observations (N, obs_dim) float32, t) -> actions (N,) or (N, heads) ints
+Policy = Callable[[np.ndarray, int], Any]
+
+
+@dataclass(frozen=True)
+class TagEpisode:
+    """One env's trajectory.
+
+    Shapes:
+        loc_x, loc_y: (steps + 1, N), row 0 is the reset state.
+        still_in_the_game: (steps + 1, N) int32 (all ones for envs without that state).
+        rewards: (steps, N) float32.
+        is_tagger: (N,) bool.
+    """
+
+    loc_x: npt.NDArray[Any]
+    loc_y: npt.NDArray[Any]
+    still_in_the_game: npt.NDArray[np.int32]
+    rewards: npt.NDArray[np.float32]
+    is_tagger: npt.NDArray[np.bool_]
+    grid_length: float
+    gridworld: bool
+
+
+# ----------------------------------------------------------------------------- host data store
+def _to_32bit(value: Any) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f":
+        return arr.astype(np.float32)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int32)
+    raise ConfigError(f"cannot store dtype {arr.dtype}; use float32 or int32 data")
+
+
+def numpy_data_store(env: Any, num_envs: int = 1) -> dict[str, Any]:
+    """A host-only data store laid out like the EnvWrapper's (for ``env.numpy_step``).
+
+    Resets ``env`` once on the host; reset-copied arrays and reset-pool targets get a leading env
+    axis of size ``num_envs``; other arrays are shared; Python scalars become np.float32/np.int32.
+    Adds ``observations`` (E, N, obs_dim), ``sampled_actions`` (E, N, heads), ``rewards``,
+    ``_done_``, ``_timestep_`` and the meta values ``n_agents``, ``episode_length``, ``n_envs``.
+    """
+    obs = env.reset()
+    n, length = int(env.num_agents), int(env.episode_length)
+    targets = {e["attributes"].get("reset_target") for e in env.get_reset_pool_dictionary().values()}
+    data: dict[str, Any] = {
+        "n_agents": np.int32(n),
+        "episode_length": np.int32(length),
+        "n_envs": np.int32(num_envs),
+        "blocks_per_env": np.int32(1),
+    }
+    for feed in (env.get_data_dictionary(), env.get_tensor_dictionary()):
+        for name, entry in feed.items():
+            value, attrs = entry["data"], entry["attributes"]
+            if attrs.get("save_copy_and_apply_at_reset") or name in targets:
+                arr = _to_32bit(value)
+                data[name] = np.broadcast_to(arr, (num_envs, *arr.shape)).copy()
+            elif np.ndim(value) == 0:
+                data[name] = _to_32bit(value)[()]
+            else:
+                data[name] = _to_32bit(value).copy()
+    stacked = np.stack([np.asarray(obs[a], np.float32) for a in sorted(obs)])
+    data[Constants.OBSERVATIONS] = np.broadcast_to(stacked, (num_envs, *stacked.shape)).copy()
+    data[Constants.ACTIONS] = np.zeros((num_envs, n, _num_heads(env.action_space[0])), np.int32)
+    data[Constants.REWARDS] = np.zeros((num_envs, n), np.float32)
+    data[Constants.DONE] = np.zeros(num_envs, np.int32)
+    data[Constants.TIMESTEP] = np.zeros(num_envs, np.int32)
+    return data
+
+
+def _num_heads(space: Any) -> int:
+    nvec = getattr(space, "nvec", None)
+    return 1 if nvec is None else int(np.size(nvec))
+
+
+def random_actions(space: Any, num_agents: int, rng: np.random.Generator) -> np.ndarray:
+    """(num_agents, heads) uniform actions of a Discrete or MultiDiscrete space."""
+    nvec = np.atleast_1d(getattr(space, "nvec", getattr(space, "n", None)))
+    return rng.integers(0, nvec, size=(num_agents, nvec.size)).astype(np.int32)
+
+
+def collect_tag_episode(env: Any, policy: Policy | None = None, seed: int = 0) -> TagEpisode:
+    """Run one episode of a Tag env's NumPy reference and record its positions.
+
+    Args:
+        env: a ``TagContinuous`` or ``TagGridWorld`` instance (fresh or already used).
+        policy: ``policy(obs (N, obs_dim), t) -> actions``; None draws uniform random actions.
+        seed: seed of the random actions.
+
+    Returns:
+        The trajectory until ``_done_`` is raised (at the latest after ``episode_length`` steps).
+    """
+    data = numpy_data_store(env, num_envs=1)
+    rng = np.random.default_rng(seed)
+    n = int(env.num_agents)
+    has_flags = "still_in_the_game" in data
+
+    def snapshot() -> tuple[np.ndarray, ...]:
+        flags = data["still_in_the_game"][0] if has_flags else np.ones(n, np.int32)
+        return data["loc_x"][0].copy(), data["loc_y"][0].copy(), flags.copy()
+
+    frames = [snapshot()]
+    rewards = []
+    for t in range(int(env.episode_length)):
+        if policy is None:
+            actions = random_actions(env.action_space[0], n, rng)
+        else:
+            actions = np.asarray(policy(data[Constants.OBSERVATIONS][0], t), np.int32)
+        data[Constants.ACTIONS][0] = actions.reshape(n, -1)
+        env.numpy_step(data)
+        frames.append(snapshot())
+        rewards.append(data[Constants.REWARDS][0].copy())
+        if data[Constants.DONE][0]:
+            break
+    xs, ys, flags = (np.stack(column) for column in zip(*frames))
+    return TagEpisode(
+        loc_x=xs, loc_y=ys, still_in_the_game=flags.astype(np.int32),
+        rewards=np.stack(rewards).astype(np.float32), is_tagger=np.asarray(env.is_tagger, bool),
+        grid_length=float(env.grid_length), gridworld=np.issubdtype(xs.dtype, np.integer),
+    )
+
+
+# ----------------------------------------------------------------------------- rendering
+def render_episode(episode: TagEpisode, path: str | Path, **kwargs: Any) -> Path:
+    """:func:`render_tag_rollout` for a :class:`TagEpisode`."""
+    return render_tag_rollout(
+        episode.loc_x, episode.loc_y, episode.is_tagger, path,
+        still_in_the_game=episode.still_in_the_game, grid_length=episode.grid_length,
+        gridworld=episode.gridworld, **kwargs,
+    )
+
+
+def render_tag_rollout(
+    loc_x: Any,
+    loc_y: Any,
+    is_tagger: Any,
+    path: str | Path,
+    still_in_the_game: Any = None,
+    grid_length: float | None = None,
+    gridworld: bool = False,
+    fps: int = 10,
+    dpi: int = 80,
+    title: str = "Tag",
+) -> Path:
+    """Animate positions over time (one frame per row) into ``path`` (.gif or .mp4).
+
+    Args:
+        loc_x, loc_y: (frames, N) positions of one env.
+        is_tagger: (N,) bools (taggers red, runners blue).
+        path: output file; ``.mp4`` needs ffmpeg and falls back to ``.gif`` with a warning.
+        still_in_the_game: (frames, N) flags; runners out of the game are drawn as grey crosses.
+        grid_length: side of the arena (default: the largest coordinate).
+        gridworld: draw integer cells (limits [-0.5, L + 0.5]) instead of a continuous square.
+        fps, dpi, title: animation settings.
+
+    Returns:
+        The path actually written.
+
+    Raises:
+        ConfigError: shapes disagree or the suffix is neither .gif nor .mp4.
+    """
+    from matplotlib import animation
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    xs, ys = np.asarray(loc_x, float), np.asarray(loc_y, float)
+    tagger = np.asarray(is_tagger, bool)
+    if xs.ndim != 2 or xs.shape != ys.shape or tagger.shape != (xs.shape[1],):
+        raise ConfigError(
+            f"loc_x {xs.shape} and loc_y {ys.shape} must be (frames, N) and is_tagger {tagger.shape} (N,)"
+        )
+    flags = np.ones(xs.shape, bool) if still_in_the_game is None else np.asarray(still_in_the_game) != 0
+    if flags.shape != xs.shape:
+        raise ConfigError(f"still_in_the_game has shape {flags.shape}; expected {xs.shape}")
+    path = _output_path(Path(path))
+    length = float(grid_length) if grid_length is not None else float(max(xs.max(), ys.max(), 1.0))
+
+    fig = Figure(figsize=(5, 5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    pad = 0.5 if gridworld else 0.02 * length
+    ax.set_xlim(-pad, length + pad)
+    ax.set_ylim(-pad, length + pad)
+    ax.set_aspect("equal")
+    if gridworld:
+        ax.set_xticks(np.arange(0, int(length) + 1, max(1, int(length) // 10)))
+        ax.grid(True, linewidth=0.3)
+    caption = ax.set_title(title)
+    empty = np.empty((0, 2))
+    taggers = ax.scatter([], [], c="tab:red", s=40, label="tagger", zorder=3)
+    runners = ax.scatter([], [], c="tab:blue", s=25, label="runner", zorder=2)
+    tagged = ax.scatter([], [], c="0.6", marker="x", s=20, label="tagged", zorder=1)
+    ax.legend(loc="upper right", fontsize="small")
+
+    def draw(frame: int) -> tuple[Any, ...]:
+        pts = np.column_stack([xs[frame], ys[frame]])
+        taggers.set_offsets(pts[tagger] if tagger.any() else empty)
+        live = ~tagger & flags[frame]
+        out = ~tagger & ~flags[frame]
+        runners.set_offsets(pts[live] if live.any() else empty)
+        tagged.set_offsets(pts[out] if out.any() else empty)
+        caption.set_text(f"{title}  t = {frame}")
+        return taggers, runners, tagged, caption
+
+    anim = animation.FuncAnimation(fig, draw, frames=xs.shape[0], blit=False)
+    writer = animation.PillowWriter(fps=fps) if path.suffix == ".gif" else animation.FFMpegWriter(fps=fps)
+    anim.save(str(path), writer=writer, dpi=dpi)
+    return path
+
+
+def _output_path(path: Path) -> Path:
+    from matplotlib import animation
+
+    suffix = path.suffix.lower()
+    if suffix not in (".gif", ".mp4"):
+        raise ConfigError(f"animation path {str(path)!r} must end in .gif or .mp4")
+    if suffix == ".mp4" and not animation.writers.is_available("ffmpeg"):
+        fallback = path.with_suffix(".gif")
+        logger.warning("ffmpeg is not available; writing %s instead of %s", fallback, path)
+        path = fallback
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
