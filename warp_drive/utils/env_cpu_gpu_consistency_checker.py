@@ -90,7 +90,8 @@ class EnvironmentCPUvsGPU:
         num_envs: replicas per backend.
         blocks_per_env: CUDA blocks per env (None: automatic).
         num_episodes: episodes every env must finish (at least; more for early terminations).
-        tolerances: ``{array name: (atol, rtol)}`` overriding :data:`DEFAULT_TOLERANCE`.
+        tolerances: ``{array name: (atol, rtol)}`` overriding :data:`DEFAULT_TOLERANCE` and the
+            env class's ``consistency_tolerances`` attribute.
         resync: copy the CPU state into the GPU store after each compared step.
         env_wrapper: wrapper class (for tests).
         cpu_env_class, cuda_env_class: separate classes for the two sides (parity with the
@@ -121,7 +122,8 @@ class EnvironmentCPUvsGPU:
         self.num_envs = num_envs
         self.blocks_per_env = blocks_per_env
         self.num_episodes = max(2, num_episodes)
-        self.tolerances = dict(tolerances or {})
+        # env classes may state their own per-array tolerances (e.g. float32 transcendental drift)
+        self.tolerances = {**getattr(self.cuda_env_class, "consistency_tolerances", {}), **dict(tolerances or {})}
         self.resync = resync
         self.wrapper = env_wrapper or EnvWrapper
         self.max_steps = max_steps

@@ -14,9 +14,10 @@ logged with ``log_data_across_episode``: pass them to :func:`render_tag_rollout`
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt

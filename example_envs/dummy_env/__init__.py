@@ -1,0 +1,1 @@
+"""DummyEnv: the smallest dual-mode env, for tutorials and framework tests."""

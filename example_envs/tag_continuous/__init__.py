@@ -1,0 +1,1 @@
+"""Tag (continuous): taggers chase runners on a square (TagContinuous)."""

@@ -1,0 +1,528 @@
+"""Tag (continuous): taggers chase runners on a square of side ``grid_length``.
+
+Dual mode: the same class steps on the GPU (``tag_continuous_step.cu``) and on the CPU
+(:meth:`TagContinuous.numpy_step`, vectorised over envs and agents). The NumPy functions in this
+module are the specification; each ``__device__`` helper of the kernel names the function it
+mirrors. See ``README.md`` for the observation layout, the reward table and the tolerances.
+
+One step (every env replica, all agents at once):
+
+1. ``_timestep_ += 1``; every agent in the game moves (:func:`move_agents`): acceleration += table
+   value, direction turns (wrapped into [0, 2 pi)), speed = clip(speed + acceleration, 0,
+   max_speed * skill), acceleration resets to 0 at either speed limit, position advances by
+   speed * (cos, sin) and is clipped to [0, L] (an edge hit costs ``edge_hit_penalty``).
+2. Observations are written from the moved state (:func:`compute_observations`), before tagging.
+3. Each runner in the game is tagged by the nearest tagger closer than ``tagging_distance * L``
+   (:func:`find_tags`; ties go to the lower tagger id). Tagger reward = (runners it tagged) *
+   ``tag_reward_for_tagger``; a tagged runner gets ``tag_penalty_for_runner`` and leaves the game
+   (if ``runner_exits_game_after_tagged``). At t == T runners still in the game and *not tagged on
+   this step* get ``end_of_game_reward_for_runner``.
+4. ``_done_`` = 1 when t >= T or no runner is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from example_envs import (
+    check_backend,
+    check_bool,
+    check_float,
+    check_int,
+    reject_unknown_kwargs,
+)
+from example_envs.tag_continuous import constants as C
+from warp_drive.errors import ConfigError
+from warp_drive.utils.constants import Constants
+from warp_drive.utils.data_feed import DataFeed
+from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+
+F32 = np.float32
+#: Pairs (env-rows x agents x agents) handled at once by the NumPy nearest-neighbour search.
+_PAIR_CHUNK = 1 << 24
+
+#: Per-agent state arrays (reset-copied, so (E, N) on the data store).
+STATE_FLOAT = ("loc_x", "loc_y", "speed", "direction", "acceleration", "edge_hit_reward_penalty")
+STATE_INT = ("still_in_the_game", "tag_counts")
+LOGGED = ("loc_x", "loc_y", "still_in_the_game")
+
+PHASE_KERNELS = ("CudaTagContinuousMove", "CudaTagContinuousObserveAndTag", "CudaTagContinuousFinish")
+
+
+class TagContinuous(CUDAEnvironmentContext):
+    """Multi-agent Tag on a continuous square. Constructor defaults: ``constants.DEFAULTS``.
+
+    Args (all keyword):
+        num_taggers, num_runners: agent counts (>= 1 each); N = num_taggers + num_runners.
+        grid_length: side L of the square (> 0).
+        episode_length: steps per episode T (>= 1).
+        starting_location_x, starting_location_y: (N,) start positions in [0, L], or None
+            (uniform, drawn at each host ``reset()``).
+        starting_directions: (N,) start directions in radians, or None (random multiple of pi/2).
+        seed: seed of the env's own ``np.random.default_rng`` (tagger ids, start states).
+        max_speed, skill_level_runner, skill_level_tagger: an agent's top speed is
+            max_speed * its skill level (all > 0).
+        min_acceleration, max_acceleration, num_acceleration_levels: acceleration table
+            [0, linspace(min, max, levels)]; index 0 is a no-op. Same for the turn table.
+        edge_hit_penalty (<= 0), step_penalty_for_tagger (<= 0), tag_penalty_for_runner (<= 0),
+            tag_reward_for_tagger (>= 0), step_reward_for_runner (>= 0),
+            end_of_game_reward_for_runner (>= 0): rewards, see README.md.
+        use_full_observation: observe every other agent (7 (N-1) + 1 values) or only the K
+            nearest agents still in the game (7 K + 1 values).
+        num_other_agents_observed: K, 1 <= K <= N - 1 (used with partial observation).
+        tagging_distance: tag radius as a fraction of L, in (0, 1].
+        runner_exits_game_after_tagged: a tagged runner leaves the game.
+        env_backend: "cpu" or "pycuda" (overwritten by the EnvWrapper).
+
+    Raises:
+        ConfigError: an argument is unknown, has the wrong type or is out of range.
+    """
+
+    name = "TagContinuous"
+    cuda_source = Path(__file__).with_name("tag_continuous_step.cu")
+    step_kernel_args = (
+        "loc_x",
+        "loc_y",
+        "speed",
+        "direction",
+        "acceleration",
+        "still_in_the_game",
+        "edge_hit_reward_penalty",
+        "tag_counts",
+        "num_runners",
+        "agent_types",
+        "tagger_ids",
+        "skill_levels",
+        "step_rewards",
+        "acceleration_actions",
+        "turn_actions",
+        Constants.ACTIONS,
+        Constants.OBSERVATIONS,
+        Constants.REWARDS,
+        Constants.DONE,
+        Constants.TIMESTEP,
+        "grid_length",
+        "max_speed",
+        "edge_hit_penalty",
+        "distance_margin_for_reward",
+        "tag_reward_for_tagger",
+        "tag_penalty_for_runner",
+        "end_of_game_reward_for_runner",
+        ("episode_length", "meta"),
+    )
+
+    def __init__(
+        self,
+        num_taggers: int = 1,
+        num_runners: int = 10,
+        grid_length: float = 10.0,
+        episode_length: int = 100,
+        starting_location_x: Any = None,
+        starting_location_y: Any = None,
+        starting_directions: Any = None,
+        seed: int | None = None,
+        max_speed: float = 1.0,
+        skill_level_runner: float = 1.0,
+        skill_level_tagger: float = 1.0,
+        max_acceleration: float = 1.0,
+        min_acceleration: float = -1.0,
+        max_turn: float = float(C.DEFAULTS["max_turn"]),
+        min_turn: float = float(C.DEFAULTS["min_turn"]),
+        num_acceleration_levels: int = 10,
+        num_turn_levels: int = 10,
+        edge_hit_penalty: float = -0.0,
+        use_full_observation: bool = True,
+        num_other_agents_observed: int = 2,
+        tagging_distance: float = 0.01,
+        tag_reward_for_tagger: float = 1.0,
+        step_penalty_for_tagger: float = -0.0,
+        tag_penalty_for_runner: float = -1.0,
+        step_reward_for_runner: float = 0.0,
+        end_of_game_reward_for_runner: float = 1.0,
+        runner_exits_game_after_tagged: bool = True,
+        env_backend: str = "cpu",
+        **unknown: Any,
+    ) -> None:
+        env = self.name
+        reject_unknown_kwargs(env, unknown, C.DEFAULTS)
+        self.num_taggers = check_int(env, "num_taggers", num_taggers, minimum=1)
+        self.num_runners = check_int(env, "num_runners", num_runners, minimum=1)
+        self.num_agents = self.num_taggers + self.num_runners
+        self.grid_length = check_float(env, "grid_length", grid_length, above=0.0)
+        self.episode_length = check_int(env, "episode_length", episode_length, minimum=1)
+        self.seed = None if seed is None else check_int(env, "seed", seed)
+        self.max_speed = check_float(env, "max_speed", max_speed, above=0.0)
+        self.skill_level_runner = check_float(env, "skill_level_runner", skill_level_runner, above=0.0)
+        self.skill_level_tagger = check_float(env, "skill_level_tagger", skill_level_tagger, above=0.0)
+        self.min_acceleration = check_float(env, "min_acceleration", min_acceleration)
+        self.max_acceleration = check_float(
+            env, "max_acceleration", max_acceleration, at_least=self.min_acceleration,
+            fix="max_acceleration must not be below min_acceleration",
+        )
+        self.min_turn = check_float(env, "min_turn", min_turn)
+        self.max_turn = check_float(
+            env, "max_turn", max_turn, at_least=self.min_turn, fix="max_turn must not be below min_turn"
+        )
+        self.num_acceleration_levels = check_int(env, "num_acceleration_levels", num_acceleration_levels, minimum=1)
+        self.num_turn_levels = check_int(env, "num_turn_levels", num_turn_levels, minimum=1)
+        self.use_full_observation = check_bool(env, "use_full_observation", use_full_observation)
+        self.num_other_agents_observed = check_int(
+            env, "num_other_agents_observed", num_other_agents_observed, minimum=1
+        )
+        if not self.use_full_observation and self.num_other_agents_observed > self.num_agents - 1:
+            raise ConfigError(
+                f"{env}: num_other_agents_observed={self.num_other_agents_observed} exceeds the "
+                f"{self.num_agents - 1} other agents (N={self.num_agents}); set it to at most N - 1"
+            )
+        self.tagging_distance = check_float(
+            env, "tagging_distance", tagging_distance, above=0.0, at_most=1.0,
+            fix="it is a fraction of grid_length, e.g. 0.01",
+        )
+        sign = "use a value <= 0 (it is added to the reward)"
+        self.edge_hit_penalty = check_float(env, "edge_hit_penalty", edge_hit_penalty, at_most=0.0, fix=sign)
+        self.step_penalty_for_tagger = check_float(
+            env, "step_penalty_for_tagger", step_penalty_for_tagger, at_most=0.0, fix=sign
+        )
+        self.tag_penalty_for_runner = check_float(
+            env, "tag_penalty_for_runner", tag_penalty_for_runner, at_most=0.0, fix=sign
+        )
+        sign = "use a value >= 0"
+        self.tag_reward_for_tagger = check_float(
+            env, "tag_reward_for_tagger", tag_reward_for_tagger, at_least=0.0, fix=sign
+        )
+        self.step_reward_for_runner = check_float(
+            env, "step_reward_for_runner", step_reward_for_runner, at_least=0.0, fix=sign
+        )
+        self.end_of_game_reward_for_runner = check_float(
+            env, "end_of_game_reward_for_runner", end_of_game_reward_for_runner, at_least=0.0, fix=sign
+        )
+        self.runner_exits_game_after_tagged = check_bool(
+            env, "runner_exits_game_after_tagged", runner_exits_game_after_tagged
+        )
+        self.env_backend = check_backend(env, env_backend)
+        self.starting_location_x = self._check_start("starting_location_x", starting_location_x, bounded=True)
+        self.starting_location_y = self._check_start("starting_location_y", starting_location_y, bounded=True)
+        self.starting_directions = self._check_start("starting_directions", starting_directions, bounded=False)
+
+        self.rng = np.random.default_rng(self.seed)
+        n = self.num_agents
+        self.tagger_ids = np.sort(self.rng.choice(n, self.num_taggers, replace=False)).astype(np.int32)
+        self.agent_types = np.full(n, C.RUNNER, np.int32)
+        self.agent_types[self.tagger_ids] = C.TAGGER
+        self.taggers = {int(i): True for i in self.tagger_ids}
+        self.runners = {i: True for i in range(n) if i not in self.taggers}
+        self.skill_levels = np.where(
+            self.is_tagger, F32(self.skill_level_tagger), F32(self.skill_level_runner)
+        ).astype(F32)
+        self.step_rewards = np.where(
+            self.is_tagger, F32(self.step_penalty_for_tagger), F32(self.step_reward_for_runner)
+        ).astype(F32)
+        self.acceleration_actions = _action_table(
+            self.min_acceleration, self.max_acceleration, self.num_acceleration_levels
+        )
+        self.turn_actions = _action_table(self.min_turn, self.max_turn, self.num_turn_levels)
+        self.distance_margin_for_reward = float(F32(self.tagging_distance * self.grid_length))
+        self.num_observed = C.observed_agents(n, self.use_full_observation, self.num_other_agents_observed)
+        self.obs_dim = C.obs_dim(n, self.use_full_observation, self.num_other_agents_observed)
+
+        obs_box = spaces.Box(-np.inf, np.inf, shape=(self.obs_dim,), dtype=np.float32)
+        act = spaces.MultiDiscrete([len(self.acceleration_actions), len(self.turn_actions)])
+        self.observation_space = {i: obs_box for i in range(n)}
+        self.action_space = {i: act for i in range(n)}
+        self.timestep = 0
+        self._host_state: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _check_start(self, key: str, value: Any, bounded: bool) -> npt.NDArray[np.float32] | None:
+        if value is None:
+            return None
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.shape != (self.num_agents,) or not np.all(np.isfinite(arr)):
+            raise ConfigError(
+                f"{self.name}: {key} has shape {arr.shape}; pass {self.num_agents} finite values "
+                f"(one per agent) or None"
+            )
+        if bounded and (arr.min() < 0 or arr.max() > self.grid_length):
+            raise ConfigError(
+                f"{self.name}: {key} has values in [{arr.min()}, {arr.max()}]; they must lie in "
+                f"[0, grid_length={self.grid_length}]"
+            )
+        return arr.astype(F32)
+
+    @property
+    def is_tagger(self) -> npt.NDArray[np.bool_]:
+        """(N,) True for taggers."""
+        return self.agent_types == C.TAGGER
+
+    # ------------------------------------------------------------------ host reset and data
+    def reset(self) -> dict[int, npt.NDArray[np.float32]]:
+        """Draw one env's start state on the host; returns ``{agent_id: obs}`` at t = 0."""
+        n, length = self.num_agents, self.grid_length
+        loc_x = self.starting_location_x if self.starting_location_x is not None else self.rng.uniform(0, length, n)
+        loc_y = self.starting_location_y if self.starting_location_y is not None else self.rng.uniform(0, length, n)
+        if self.starting_directions is not None:
+            direction = self.starting_directions
+        else:
+            direction = self.rng.choice(np.asarray(C.START_DIRECTIONS), n)
+        zeros = np.zeros(n, F32)
+        self._host_state = {
+            "loc_x": np.asarray(loc_x, F32).copy(),
+            "loc_y": np.asarray(loc_y, F32).copy(),
+            "speed": zeros.copy(),
+            "direction": np.asarray(direction, F32).copy(),
+            "acceleration": zeros.copy(),
+            "edge_hit_reward_penalty": zeros.copy(),
+            "still_in_the_game": np.ones(n, np.int32),
+            "tag_counts": np.zeros(n, np.int32),
+        }
+        self.timestep = 0
+        s = {k: v[None] for k, v in self._host_state.items()}
+        obs = compute_observations(
+            s["loc_x"], s["loc_y"], s["speed"], s["acceleration"], s["direction"], self.agent_types,
+            s["still_in_the_game"], np.zeros(1, np.int32), self.episode_length, F32(self.grid_length),
+            F32(self.max_speed), self.use_full_observation, self.num_other_agents_observed,
+        )[0]
+        return {i: obs[i] for i in range(n)}
+
+    def get_data_dictionary(self) -> DataFeed:
+        """State (reset-copied, so (E, N) on the store), config tables and scalar parameters."""
+        if self._host_state is None:
+            self.reset()
+        feed = DataFeed()
+        for name in (*STATE_FLOAT, *STATE_INT):
+            feed.add_data(
+                name, self._host_state[name].copy(), save_copy_and_apply_at_reset=True,
+                log_data_across_episode=name in LOGGED,
+            )
+        feed.add_data("num_runners", self.num_runners, save_copy_and_apply_at_reset=True)
+        feed.add_data("agent_types", self.agent_types.copy())
+        feed.add_data("tagger_ids", self.tagger_ids.copy())
+        feed.add_data("skill_levels", self.skill_levels.copy())
+        feed.add_data("step_rewards", self.step_rewards.copy())
+        feed.add_data("acceleration_actions", self.acceleration_actions.copy())
+        feed.add_data("turn_actions", self.turn_actions.copy())
+        for name in (
+            "grid_length", "max_speed", "edge_hit_penalty", "distance_margin_for_reward",
+            "tag_reward_for_tagger", "tag_penalty_for_runner", "end_of_game_reward_for_runner",
+        ):
+            feed.add_data(name, float(getattr(self, name)))
+        return feed
+
+    def cuda_constants(self) -> dict[str, Any]:
+        """Compile-time constants of ``tag_continuous_step.cu`` (from ``constants.py``)."""
+        return {
+            "kNumTaggers": self.num_taggers,
+            "kNumActionHeads": C.NUM_ACTION_HEADS,
+            "kNumAccelerationActions": len(self.acceleration_actions),
+            "kNumTurnActions": len(self.turn_actions),
+            "kNumObsFeatures": C.NUM_OBS_FEATURES,
+            "kNumObservedAgents": self.num_observed,
+            "kObsDim": self.obs_dim,
+            "kUseFullObservation": self.use_full_observation,
+            "kRunnerExitsGameAfterTagged": self.runner_exits_game_after_tagged,
+            "kTaggerType": C.TAGGER,
+            "kTwoPi": float(C.TWO_PI),
+            "kSqrt2": float(C.SQRT2),
+            **C.feature_constants(),
+        }
+
+    # ------------------------------------------------------------------ GPU launch
+    def initialize_step_function_context(
+        self,
+        cuda_data_manager: Any,
+        cuda_function_manager: Any,
+        cuda_step_function_feed: Any,
+        step_function_name: str | None = None,
+    ) -> bool:
+        """Bind to the managers; on the GPU also load and check the three phase kernels."""
+        super().initialize_step_function_context(
+            cuda_data_manager, cuda_function_manager, cuda_step_function_feed, step_function_name
+        )
+        if cuda_function_manager.has_kernels:
+            cuda_function_manager.initialize_functions(list(PHASE_KERNELS))
+            for kernel in PHASE_KERNELS:
+                cuda_function_manager.check_arguments(kernel, self.step_kernel_args, cuda_data_manager)
+        return True
+
+    def cuda_step_kernel(self) -> None:
+        """One fused kernel when an env fits in one block, else three phase kernels in order."""
+        if self.cuda_function_manager.blocks_per_env == 1:
+            self.launch(self.step_function_name, self.step_kernel_args)
+        else:
+            for kernel in PHASE_KERNELS:
+                self.launch(kernel, self.step_kernel_args)
+
+    # ------------------------------------------------------------------ CPU step
+    def numpy_step(self, data: Mapping[str, Any]) -> None:
+        """Step every env in place (see the module docstring); mirrors the CUDA kernels."""
+        x, y = data["loc_x"], data["loc_y"]
+        speed, direction, acc = data["speed"], data["direction"], data["acceleration"]
+        still, edge_pen, tag_counts = data["still_in_the_game"], data["edge_hit_reward_penalty"], data["tag_counts"]
+        num_runners = _env_vector(data["num_runners"])
+        types = data["agent_types"]
+        timestep, done = data[Constants.TIMESTEP], data[Constants.DONE]
+        episode_length = int(data["episode_length"])
+        grid_length, max_speed = F32(data["grid_length"]), F32(data["max_speed"])
+
+        in_game = still != 0  # before this step
+        timestep += 1
+        move_agents(
+            x, y, speed, direction, acc, edge_pen, in_game, data[Constants.ACTIONS],
+            data["acceleration_actions"], data["turn_actions"], max_speed * data["skill_levels"],
+            grid_length, F32(data["edge_hit_penalty"]),
+        )
+        data[Constants.OBSERVATIONS][...] = compute_observations(
+            x, y, speed, acc, direction, types, still, timestep, episode_length, grid_length, max_speed,
+            self.use_full_observation, self.num_other_agents_observed,
+        )
+        tagged, counts = find_tags(x, y, in_game, types, data["tagger_ids"], F32(data["distance_margin_for_reward"]))
+        is_tagger = types == C.TAGGER
+        tag_counts[...] = np.where(is_tagger, counts, tagged.astype(np.int32))
+
+        last_step = (timestep >= episode_length)[:, None]
+        reward = np.where(in_game, edge_pen + data["step_rewards"], F32(0))
+        reward = np.where(tagged, reward + F32(data["tag_penalty_for_runner"]), reward)
+        reward = np.where(is_tagger, reward + counts.astype(F32) * F32(data["tag_reward_for_tagger"]), reward)
+        end_bonus = ~is_tagger & in_game & ~tagged & last_step
+        reward = np.where(end_bonus, reward + F32(data["end_of_game_reward_for_runner"]), reward)
+        data[Constants.REWARDS][...] = reward
+
+        if self.runner_exits_game_after_tagged:
+            still[tagged] = 0
+            num_runners -= tagged.sum(axis=1, dtype=np.int32)
+        done[(timestep >= episode_length) | (num_runners == 0)] = 1
+
+
+# ============================================================================ NumPy reference
+def _action_table(low: float, high: float, levels: int) -> npt.NDArray[np.float32]:
+    """[0, linspace(low, high, levels)] as float32: index 0 is the no-op."""
+    return np.concatenate([[0.0], np.linspace(low, high, levels)]).astype(F32)
+
+
+def _env_vector(arr: np.ndarray) -> np.ndarray:
+    """A per-env value stored as (E,) or (E, 1), seen as an (E,) view (writes go through)."""
+    view = arr.reshape(arr.shape[0])
+    assert np.shares_memory(view, arr)
+    return view
+
+
+def move_agents(
+    x: np.ndarray, y: np.ndarray, speed: np.ndarray, direction: np.ndarray, acc: np.ndarray,
+    edge_pen: np.ndarray, in_game: np.ndarray, actions: np.ndarray, acc_table: np.ndarray,
+    turn_table: np.ndarray, max_speeds: np.ndarray, grid_length: np.float32, edge_hit_penalty: np.float32,
+) -> None:
+    """Dynamics of one step, in place on (E, N) arrays. CUDA twin: ``TagMoveAgent``.
+
+    Out-of-game agents get speed 0 and direction 0, so they stay where they are.
+    """
+    a_acc = np.clip(actions[..., 0], 0, len(acc_table) - 1)
+    a_turn = np.clip(actions[..., 1], 0, len(turn_table) - 1)
+    new_acc = acc + acc_table[a_acc]
+    new_dir = np.fmod(direction + turn_table[a_turn], C.TWO_PI)
+    new_dir = np.where(new_dir < 0, new_dir + C.TWO_PI, new_dir)
+    new_dir = np.where(in_game, new_dir, F32(0))
+    new_speed = np.where(in_game, np.minimum(np.maximum(speed + new_acc, F32(0)), max_speeds), F32(0))
+    new_acc = np.where((new_speed <= 0) | (new_speed >= max_speeds), F32(0), new_acc)
+    # cos/sin in float64, rounded once to float32 (the kernel does the same with sincos(double)).
+    cos_dir = np.cos(new_dir.astype(np.float64)).astype(F32)
+    sin_dir = np.sin(new_dir.astype(np.float64)).astype(F32)
+    new_x = x + new_speed * cos_dir
+    new_y = y + new_speed * sin_dir
+    hit = (new_x < 0) | (new_x > grid_length) | (new_y < 0) | (new_y > grid_length)
+    x[...] = np.clip(new_x, F32(0), grid_length)
+    y[...] = np.clip(new_y, F32(0), grid_length)
+    speed[...] = new_speed
+    direction[...] = new_dir
+    acc[...] = new_acc
+    edge_pen[...] = np.where(hit, edge_hit_penalty, F32(0))
+
+
+def compute_observations(
+    x: np.ndarray, y: np.ndarray, speed: np.ndarray, acc: np.ndarray, direction: np.ndarray,
+    agent_types: np.ndarray, still: np.ndarray, timestep: np.ndarray, episode_length: int,
+    grid_length: np.float32, max_speed: np.float32, use_full_observation: bool, k: int,
+) -> npt.NDArray[np.float32]:
+    """(E, N, 7 M + 1) observations; layout in README.md. CUDA twins: ``TagFullObservationValue``
+    (full) and ``TagWritePartialObservation`` (K nearest)."""
+    num_envs, n = x.shape
+    in_self = still != 0
+    time_frac = np.where(in_self, (timestep.astype(F32) / F32(episode_length))[:, None], F32(0))
+    if use_full_observation:
+        slot = np.arange(n - 1)
+        others = np.broadcast_to(slot + (slot >= np.arange(n)[:, None]), (num_envs, n, n - 1))
+        relative_ok = np.broadcast_to(in_self[:, :, None], others.shape)  # self in game
+        present = np.ones(others.shape, bool)
+    else:
+        others, present = nearest_agents(x, y, still, k)
+        relative_ok = present
+    env = np.arange(num_envs)[:, None, None]
+    pos_norm = grid_length * C.SQRT2
+
+    def rel(feature: np.ndarray, scale: np.float32) -> np.ndarray:
+        return np.where(relative_ok, (feature[env, others] - feature[:, :, None]) / scale, F32(0))
+
+    rows = [
+        rel(x, pos_norm),
+        rel(y, pos_norm),
+        rel(speed, max_speed),
+        rel(acc, max_speed),
+        rel(direction, C.TWO_PI),
+        np.where(present, agent_types[others].astype(F32), F32(0)),
+        np.where(present, still[env, others].astype(F32), F32(0)),
+    ]
+    obs = np.concatenate([*rows, time_frac[:, :, None]], axis=2)
+    return obs.astype(F32, copy=False)
+
+
+def nearest_agents(x: np.ndarray, y: np.ndarray, still: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The K nearest other agents still in the game, for every observer in the game.
+
+    Ordered by squared distance (float32: dx*dx + dy*dy with dx = x_other - x_self), ties by lower
+    agent id; CUDA twin: the sorted register list in ``TagWritePartialObservation``.
+
+    Returns:
+        ids (E, N, K) int, present (E, N, K) bool (False: empty slot, or the observer is out).
+    """
+    num_envs, n = x.shape
+    ids = np.zeros((num_envs, n, k), np.int64)
+    present = np.zeros((num_envs, n, k), bool)
+    chunk = max(1, _PAIR_CHUNK // (n * n))  # bounds memory; one pass for small problems
+    for lo in range(0, num_envs, chunk):
+        sl = slice(lo, lo + chunk)
+        dx = x[sl, None, :] - x[sl, :, None]
+        dy = y[sl, None, :] - y[sl, :, None]
+        d2 = dx * dx + dy * dy
+        valid = (still[sl, None, :] != 0) & ~np.eye(n, dtype=bool)
+        order = np.argsort(np.where(valid, d2, np.inf), axis=2, kind="stable")[:, :, :k]
+        ids[sl] = order
+        present[sl] = np.take_along_axis(valid, order, axis=2) & (still[sl, :, None] != 0)
+    return ids, present
+
+
+def find_tags(
+    x: np.ndarray, y: np.ndarray, in_game: np.ndarray, agent_types: np.ndarray,
+    tagger_ids: np.ndarray, margin: np.float32,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int32]]:
+    """Tags of one step. CUDA twin: ``TagNearestTaggerInReach`` + integer atomics.
+
+    Returns:
+        tagged (E, N): runner in the game whose nearest tagger is closer than ``margin``
+            (squared distances compared, first minimum = lowest tagger id).
+        counts (E, N): for each tagger, the number of runners it tagged (0 for runners).
+    """
+    num_envs, n = x.shape
+    dx = x[:, None, tagger_ids] - x[:, :, None]
+    dy = y[:, None, tagger_ids] - y[:, :, None]
+    d2 = dx * dx + dy * dy  # (E, N, num_taggers)
+    nearest = np.argmin(d2, axis=2)
+    d2_min = np.take_along_axis(d2, nearest[:, :, None], axis=2)[:, :, 0]
+    tagged = in_game & (agent_types != C.TAGGER) & (d2_min < margin * margin)
+    flat = (np.arange(num_envs)[:, None] * n + tagger_ids[nearest])[tagged]
+    counts = np.bincount(flat, minlength=num_envs * n).reshape(num_envs, n).astype(np.int32)
+    return tagged, counts

@@ -1,0 +1,342 @@
+"""Tag (grid world): N - 1 taggers chase one runner on an (L+1) x (L+1) integer grid.
+
+Dual mode: the same class steps on the GPU (``tag_gridworld_step.cu``) and on the CPU
+(:meth:`TagGridWorld.numpy_step`, vectorised over envs and agents). The NumPy code is the
+specification; each ``__device__`` helper names what it mirrors. Layouts and rewards: README.md.
+
+One step:
+
+1. ``_timestep_ += 1``; every agent moves by its action (``constants.ACTIONS``); positions are
+   clipped to [0, L]; a clipped move is a wall hit.
+2. The runner is tagged when at least one tagger stands on its cell (after all moves).
+3. Rewards: tagged -> taggers ``+tag_reward_for_tagger``, runner ``-tag_penalty_for_runner``;
+   otherwise taggers ``-step_cost_for_tagger``, runner ``+step_cost_for_tagger``; a wall hit adds
+   ``-wall_hit_penalty``.
+4. Observations of the new state; ``_done_`` = 1 when tagged or t >= T.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from example_envs import (
+    check_backend,
+    check_bool,
+    check_float,
+    check_int,
+    reject_unknown_kwargs,
+)
+from example_envs.tag_gridworld import constants as C
+from warp_drive.errors import ConfigError
+from warp_drive.utils.constants import Constants
+from warp_drive.utils.data_feed import DataFeed
+from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+
+F32 = np.float32
+PHASE_KERNELS = ("CudaTagGridWorldMove", "CudaTagGridWorldTag", "CudaTagGridWorldFinish")
+_DX = np.asarray(C.ACTION_DX, np.int32)
+_DY = np.asarray(C.ACTION_DY, np.int32)
+
+
+class TagGridWorld(CUDAEnvironmentContext):
+    """Tag on a grid. Defaults: ``constants.DEFAULTS`` (keyword arguments only).
+
+    Args:
+        num_taggers: taggers (>= 1); N = num_taggers + 1, the runner is agent N - 1.
+        grid_length: L (int, 1..32767); positions are ints in [0, L].
+        episode_length: T (>= 1).
+        starting_location_x, starting_location_y: (N,) int start cells, or None (taggers at
+            (L // 2, L // 2), runner at (0, 0)).
+        seed: seed of the env's ``np.random.default_rng`` (used for reset pools).
+        wall_hit_penalty, tag_reward_for_tagger, tag_penalty_for_runner, step_cost_for_tagger:
+            magnitudes (>= 0); signs are applied as in the module docstring.
+        use_full_observation: 4 N + 1 values (every agent) or 6 (self and target).
+        env_backend: "cpu" or "pycuda" (overwritten by the EnvWrapper).
+
+    Raises:
+        ConfigError: an argument is unknown, has the wrong type or is out of range.
+    """
+
+    name = "TagGridWorld"
+    cuda_source = Path(__file__).with_name("tag_gridworld_step.cu")
+    step_kernel_args = (
+        "loc_x",
+        "loc_y",
+        "num_taggers_on_runner",
+        Constants.ACTIONS,
+        Constants.OBSERVATIONS,
+        Constants.REWARDS,
+        Constants.DONE,
+        Constants.TIMESTEP,
+        "wall_hit_penalty",
+        "tag_reward_for_tagger",
+        "tag_penalty_for_runner",
+        "step_cost_for_tagger",
+        "world_boundary",
+        ("episode_length", "meta"),
+    )
+    _accepted: tuple[str, ...] = tuple(C.DEFAULTS)
+
+    def __init__(
+        self,
+        num_taggers: int = 10,
+        grid_length: int = 10,
+        episode_length: int = 100,
+        starting_location_x: Any = None,
+        starting_location_y: Any = None,
+        seed: int | None = None,
+        wall_hit_penalty: float = 0.1,
+        tag_reward_for_tagger: float = 10.0,
+        tag_penalty_for_runner: float = 2.0,
+        step_cost_for_tagger: float = 0.01,
+        use_full_observation: bool = True,
+        env_backend: str = "cpu",
+        **unknown: Any,
+    ) -> None:
+        env = type(self).__name__
+        reject_unknown_kwargs(env, unknown, self._accepted)
+        self.num_taggers = check_int(env, "num_taggers", num_taggers, minimum=1)
+        self.num_agents = self.num_taggers + 1
+        self.grid_length = check_int(env, "grid_length", grid_length, minimum=1, maximum=C.MAX_GRID_LENGTH)
+        self.episode_length = check_int(env, "episode_length", episode_length, minimum=1)
+        self.seed = None if seed is None else check_int(env, "seed", seed)
+        fix = "give the magnitude (>= 0); the sign is applied by the env"
+        self.wall_hit_penalty = check_float(env, "wall_hit_penalty", wall_hit_penalty, at_least=0.0, fix=fix)
+        self.tag_reward_for_tagger = check_float(
+            env, "tag_reward_for_tagger", tag_reward_for_tagger, at_least=0.0, fix=fix
+        )
+        self.tag_penalty_for_runner = check_float(
+            env, "tag_penalty_for_runner", tag_penalty_for_runner, at_least=0.0, fix=fix
+        )
+        self.step_cost_for_tagger = check_float(
+            env, "step_cost_for_tagger", step_cost_for_tagger, at_least=0.0, fix=fix
+        )
+        self.use_full_observation = check_bool(env, "use_full_observation", use_full_observation)
+        self.env_backend = check_backend(env, env_backend)
+        self.starting_location_x = self._check_start("starting_location_x", starting_location_x)
+        self.starting_location_y = self._check_start("starting_location_y", starting_location_y)
+        self.rng = np.random.default_rng(self.seed)
+
+        n = self.num_agents
+        self.runner_id = n - 1
+        self.agent_types = np.full(n, C.TAGGER, np.int32)
+        self.agent_types[self.runner_id] = C.RUNNER
+        self.taggers = {i: True for i in range(n - 1)}
+        self.runners = {self.runner_id: True}
+        self.obs_dim = C.obs_dim(n, self.use_full_observation)
+        obs_box = spaces.Box(0.0, 1.0, shape=(self.obs_dim,), dtype=np.float32)
+        self.observation_space = {i: obs_box for i in range(n)}
+        self.action_space = {i: spaces.Discrete(C.NUM_ACTIONS) for i in range(n)}
+        self.timestep = 0
+        self._start: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _check_start(self, key: str, value: Any) -> npt.NDArray[np.int32] | None:
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if arr.shape != (self.num_agents,) or arr.dtype.kind not in "iu":
+            raise ConfigError(
+                f"{type(self).__name__}: {key} must be {self.num_agents} integers (one per agent) or "
+                f"None; got shape {arr.shape} and dtype {arr.dtype}"
+            )
+        if arr.min() < 0 or arr.max() > self.grid_length:
+            raise ConfigError(
+                f"{type(self).__name__}: {key} has values in [{arr.min()}, {arr.max()}]; they must "
+                f"lie in [0, grid_length={self.grid_length}]"
+            )
+        return arr.astype(np.int32)
+
+    @property
+    def is_tagger(self) -> npt.NDArray[np.bool_]:
+        """(N,) True for taggers."""
+        return self.agent_types == C.TAGGER
+
+    # ------------------------------------------------------------------ host reset and data
+    def default_start(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """Start cells: the given ones, else taggers at (L // 2, L // 2) and the runner at (0, 0)."""
+        n, mid = self.num_agents, self.grid_length // 2
+        x = np.full(n, mid, np.int32)
+        y = np.full(n, mid, np.int32)
+        x[self.runner_id] = y[self.runner_id] = 0
+        if self.starting_location_x is not None:
+            x = self.starting_location_x.copy()
+        if self.starting_location_y is not None:
+            y = self.starting_location_y.copy()
+        return x, y
+
+    def reset(self) -> dict[int, npt.NDArray[np.float32]]:
+        """One env's start state on the host; returns ``{agent_id: obs}`` at t = 0."""
+        x, y = self.default_start()
+        self._start = (x, y)
+        self.timestep = 0
+        obs = compute_observations(
+            x[None], y[None], np.zeros(1, np.int32), self.episode_length, self.grid_length,
+            self.use_full_observation,
+        )[0]
+        return {i: obs[i] for i in range(self.num_agents)}
+
+    def get_data_dictionary(self) -> DataFeed:
+        """Positions (reset-copied -> (E, N)), the tag counter (-> (E,)) and the parameters."""
+        if self._start is None:
+            self.reset()
+        feed = DataFeed()
+        self._add_positions(feed)
+        feed.add_data("num_taggers_on_runner", 0, save_copy_and_apply_at_reset=True)
+        for name in ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner", "step_cost_for_tagger"):
+            feed.add_data(name, float(getattr(self, name)))
+        feed.add_data("world_boundary", int(self.grid_length))
+        return feed
+
+    def _add_positions(self, feed: DataFeed) -> None:
+        x, y = self._start
+        feed.add_data("loc_x", x.copy(), save_copy_and_apply_at_reset=True, log_data_across_episode=True)
+        feed.add_data("loc_y", y.copy(), save_copy_and_apply_at_reset=True, log_data_across_episode=True)
+
+    def cuda_constants(self) -> dict[str, Any]:
+        """Compile-time constants of ``tag_gridworld_step.cu`` (from ``constants.py``)."""
+        return {
+            "kNumActions": C.NUM_ACTIONS,
+            "kActionDx": C.ACTION_DX,
+            "kActionDy": C.ACTION_DY,
+            "kUseFullObservation": self.use_full_observation,
+            "kNumFullObsFeatures": len(C.FULL_OBS_FEATURES),
+            "kObsDim": self.obs_dim,
+            "kRunnerType": C.RUNNER,
+        }
+
+    # ------------------------------------------------------------------ GPU launch
+    def initialize_step_function_context(
+        self,
+        cuda_data_manager: Any,
+        cuda_function_manager: Any,
+        cuda_step_function_feed: Any,
+        step_function_name: str | None = None,
+    ) -> bool:
+        """Bind to the managers; on the GPU also load and check the phase kernels."""
+        super().initialize_step_function_context(
+            cuda_data_manager, cuda_function_manager, cuda_step_function_feed, step_function_name
+        )
+        if cuda_function_manager.has_kernels:
+            cuda_function_manager.initialize_functions(list(PHASE_KERNELS))
+            for kernel in PHASE_KERNELS:
+                cuda_function_manager.check_arguments(kernel, self.step_kernel_args, cuda_data_manager)
+        return True
+
+    def cuda_step_kernel(self) -> None:
+        """One fused kernel when an env fits in one block, else three phase kernels in order."""
+        if self.cuda_function_manager.blocks_per_env == 1:
+            self.launch(self.step_function_name, self.step_kernel_args)
+        else:
+            for kernel in PHASE_KERNELS:
+                self.launch(kernel, self.step_kernel_args)
+
+    # ------------------------------------------------------------------ CPU step
+    def numpy_step(self, data: Mapping[str, Any]) -> None:
+        """Step every env in place; mirrors the CUDA kernels."""
+        x, y = data["loc_x"], data["loc_y"]
+        timestep, done = data[Constants.TIMESTEP], data[Constants.DONE]
+        episode_length, length = int(data["episode_length"]), int(data["world_boundary"])
+        counter = data["num_taggers_on_runner"].reshape(x.shape[0])
+
+        timestep += 1
+        actions = np.clip(data[Constants.ACTIONS][..., 0], 0, C.NUM_ACTIONS - 1)
+        new_x, new_y = x + _DX[actions], y + _DY[actions]
+        x[...] = np.clip(new_x, 0, length)
+        y[...] = np.clip(new_y, 0, length)
+        hit = (x != new_x) | (y != new_y)
+
+        r = self.num_agents - 1
+        counter[...] = ((x[:, :r] == x[:, r:]) & (y[:, :r] == y[:, r:])).sum(axis=1)
+        tagged = (counter > 0)[:, None]
+        is_runner = self.agent_types == C.RUNNER
+        tag_reward, step_cost = F32(data["tag_reward_for_tagger"]), F32(data["step_cost_for_tagger"])
+        base = np.where(
+            tagged,
+            np.where(is_runner, -F32(data["tag_penalty_for_runner"]), tag_reward),
+            np.where(is_runner, step_cost, -step_cost),
+        )
+        data[Constants.REWARDS][...] = base + np.where(hit, -F32(data["wall_hit_penalty"]), F32(0))
+        data[Constants.OBSERVATIONS][...] = compute_observations(
+            x, y, timestep, episode_length, length, self.use_full_observation
+        )
+        done[tagged[:, 0] | (timestep >= episode_length)] = 1
+
+
+class TagGridWorldWithResetPool(TagGridWorld):
+    """TagGridWorld whose replicas restart from random layouts.
+
+    ``reset_pool_size`` layouts are drawn once (seeded): taggers uniform over 1..L-1 on each axis,
+    the runner at (0, 0). At every reset the core reset kernel draws one pool row per env; loc_x and
+    loc_y pools have the same size, so one draw picks the x and y of the same layout.
+
+    Note: right after a pool reset the ``observations`` placeholder holds the saved observation of
+    the host reset, not of the drawn layout; observations are correct from the next step on.
+    """
+
+    _accepted = (*C.DEFAULTS, *C.POOL_DEFAULTS)
+
+    def __init__(self, *, reset_pool_size: int = 5, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        env = type(self).__name__
+        self.reset_pool_size = check_int(env, "reset_pool_size", reset_pool_size, minimum=2)
+        if self.grid_length < 2:
+            raise ConfigError(f"{env}: grid_length={self.grid_length} leaves no cell in 1..L-1; use grid_length >= 2")
+        shape = (self.reset_pool_size, self.num_agents)
+        self.pool_x = self.rng.integers(1, self.grid_length, shape, dtype=np.int32)
+        self.pool_y = self.rng.integers(1, self.grid_length, shape, dtype=np.int32)
+        self.pool_x[:, self.runner_id] = 0
+        self.pool_y[:, self.runner_id] = 0
+
+    def _add_positions(self, feed: DataFeed) -> None:
+        # Pool targets: no saved copy; the wrapper gives them the env axis.
+        x, y = self._start
+        feed.add_data("loc_x", x.copy(), log_data_across_episode=True)
+        feed.add_data("loc_y", y.copy(), log_data_across_episode=True)
+
+    def get_reset_pool_dictionary(self) -> DataFeed:
+        """Pools (P, N) for loc_x and loc_y."""
+        feed = DataFeed()
+        feed.add_pool_for_reset("loc_x_reset_pool", self.pool_x.copy(), reset_target="loc_x")
+        feed.add_pool_for_reset("loc_y_reset_pool", self.pool_y.copy(), reset_target="loc_y")
+        return feed
+
+
+# ============================================================================ NumPy reference
+def compute_observations(
+    x: np.ndarray, y: np.ndarray, timestep: np.ndarray, episode_length: int, grid_length: int,
+    use_full_observation: bool,
+) -> npt.NDArray[np.float32]:
+    """(E, N, obs_dim) observations (README.md). CUDA twins: ``GridFullObservationValue`` and
+    ``GridWritePartialObservation``."""
+    num_envs, n = x.shape
+    length = F32(grid_length)
+    px, py = x.astype(F32) / length, y.astype(F32) / length
+    time_frac = timestep.astype(F32) / F32(episode_length)  # (E,)
+    types = np.zeros(n, F32)
+    types[n - 1] = 1.0
+    if use_full_observation:
+        shared = np.concatenate([px, py, np.broadcast_to(types, (num_envs, n))], axis=1)  # (E, 3N)
+        obs = np.empty((num_envs, n, len(C.FULL_OBS_FEATURES) * n + 1), F32)
+        obs[:, :, : 3 * n] = shared[:, None, :]
+        obs[:, :, 3 * n : 4 * n] = np.eye(n, dtype=F32)
+        obs[:, :, -1] = time_frac[:, None]
+        return obs
+    r = n - 1
+    # runner's target: the nearest tagger (int squared distance, first minimum = lowest id)
+    d2 = (x[:, :r] - x[:, r:]) ** 2 + (y[:, :r] - y[:, r:]) ** 2
+    nearest = np.argmin(d2, axis=1)  # (E,)
+    target = np.broadcast_to(np.full(n, r), (num_envs, n)).copy()
+    target[:, r] = nearest
+    env = np.arange(num_envs)[:, None]
+    obs = np.stack(
+        [px, py, px[env, target], py[env, target], np.broadcast_to(types, (num_envs, n)),
+         np.broadcast_to(time_frac[:, None], (num_envs, n))],
+        axis=2,
+    )
+    return obs.astype(F32, copy=False)

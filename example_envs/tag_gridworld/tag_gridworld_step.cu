@@ -1,0 +1,223 @@
+// Tag (grid world) step kernels. Specification: example_envs/tag_gridworld/tag_gridworld.py
+// (TagGridWorld.numpy_step); each helper names what it mirrors.
+//
+// Prelude constants (TagGridWorld.cuda_constants()): kNumActions, kActionDx[5], kActionDy[5]
+// (__device__ constexpr tables), kUseFullObservation, kNumFullObsFeatures, kObsDim, kRunnerType.
+// Agents 0..N-2 are taggers, agent N-1 is the runner.
+//
+//   * wkBlocksPerEnv == 1: CudaTagGridWorldStep (fused; shared-memory positions and a shared
+//     atomic tag counter, phases separated by __syncthreads()).
+//   * wkBlocksPerEnv > 1: CudaTagGridWorldMove, CudaTagGridWorldTag, CudaTagGridWorldFinish in
+//     this order (kernel boundaries are the barriers; the counter is num_taggers_on_runner[env]).
+// All kernels take the same arguments (TagGridWorld.step_kernel_args).
+
+constexpr int kRunnerId = wkNumberAgents - 1;
+constexpr int kGridSharedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
+static_assert(kNumFullObsFeatures == 4, "full observation rows: x, y, type, is-self");
+static_assert(kObsDim == (kUseFullObservation ? 4 * wkNumberAgents + 1 : 6), "obs dim");
+
+// Mirrors the move of TagGridWorld.numpy_step: returns true on a wall hit (a clipped move).
+__device__ bool GridMoveAgent(int action, int boundary, int* x, int* y) {
+  const int a = action < 0 ? 0 : (action >= kNumActions ? kNumActions - 1 : action);
+  const int nx = *x + kActionDx[a];
+  const int ny = *y + kActionDy[a];
+  *x = nx < 0 ? 0 : (nx > boundary ? boundary : nx);
+  *y = ny < 0 ? 0 : (ny > boundary ? boundary : ny);
+  return *x != nx || *y != ny;
+}
+
+// Mirrors the reward of TagGridWorld.numpy_step: base + (hit ? -wall_hit_penalty : 0).
+__device__ __forceinline__ float GridReward(bool is_runner, bool tagged, float wall_part,
+                                            float tag_reward_for_tagger, float tag_penalty_for_runner,
+                                            float step_cost_for_tagger) {
+  const float base = tagged ? (is_runner ? -tag_penalty_for_runner : tag_reward_for_tagger)
+                            : (is_runner ? step_cost_for_tagger : -step_cost_for_tagger);
+  return __fadd_rn(base, wall_part);
+}
+
+__device__ __forceinline__ float GridScaled(int value, int boundary) {
+  return __fdiv_rn(static_cast<float>(value), static_cast<float>(boundary));
+}
+
+// Full observation element `column` of `observer` (compute_observations, full branch).
+__device__ float GridFullObservationValue(int observer, int column, const int* x, const int* y,
+                                          int boundary, float time_frac) {
+  if (column == kObsDim - 1) return time_frac;
+  const int feature = column / wkNumberAgents;
+  const int j = column - feature * wkNumberAgents;
+  switch (feature) {
+    case 0:
+      return GridScaled(x[j], boundary);
+    case 1:
+      return GridScaled(y[j], boundary);
+    case 2:
+      return j == kRunnerId ? 1.0f : 0.0f;
+    default:
+      return j == observer ? 1.0f : 0.0f;
+  }
+}
+
+// Full observations of rows [first_row, first_row + num_rows), written element-parallel.
+__device__ void GridWriteFullObservationRows(int env, int first_row, int num_rows, const int* x,
+                                             const int* y, int boundary, float time_frac,
+                                             float* observations_arr) {
+  float* out = observations_arr + (static_cast<long long>(env) * wkNumberAgents + first_row) * kObsDim;
+  const int total = num_rows * kObsDim;
+  for (int k = threadIdx.x; k < total; k += blockDim.x) {
+    const int r = k / kObsDim;
+    out[k] = GridFullObservationValue(first_row + r, k - r * kObsDim, x, y, boundary, time_frac);
+  }
+}
+
+// Partial observation of `agent` (compute_observations, partial branch): own cell, target cell
+// (the runner for taggers; the nearest tagger, lowest id on ties, for the runner), type, time.
+__device__ void GridWritePartialObservation(int agent, const int* x, const int* y, int boundary,
+                                            float time_frac, float* obs_row) {
+  int target = kRunnerId;
+  if (agent == kRunnerId) {
+    int best_d2 = 0x7fffffff;
+    for (int j = 0; j < kRunnerId; ++j) {
+      const int dx = x[j] - x[kRunnerId];
+      const int dy = y[j] - y[kRunnerId];
+      const int d2 = dx * dx + dy * dy;
+      if (d2 < best_d2) {
+        best_d2 = d2;
+        target = j;
+      }
+    }
+  }
+  obs_row[0] = GridScaled(x[agent], boundary);
+  obs_row[1] = GridScaled(y[agent], boundary);
+  obs_row[2] = GridScaled(x[target], boundary);
+  obs_row[3] = GridScaled(y[target], boundary);
+  obs_row[4] = agent == kRunnerId ? 1.0f : 0.0f;
+  obs_row[5] = time_frac;
+}
+
+// Observations of this block's agents from one env's positions `x`, `y`.
+__device__ void GridWriteObservations(int env, int agent, const int* x, const int* y, int boundary,
+                                      float time_frac, float* observations_arr) {
+  if (kUseFullObservation) {
+    const int first_row = (static_cast<int>(blockIdx.x) % wkBlocksPerEnv) * static_cast<int>(blockDim.x);
+    const int num_rows = min(static_cast<int>(blockDim.x), wkNumberAgents - first_row);
+    if (num_rows > 0) {
+      GridWriteFullObservationRows(env, first_row, num_rows, x, y, boundary, time_frac, observations_arr);
+    }
+  } else if (agent < wkNumberAgents) {
+    GridWritePartialObservation(agent, x, y, boundary, time_frac,
+                                observations_arr + (static_cast<long long>(env) * wkNumberAgents + agent) * kObsDim);
+  }
+}
+
+__device__ __forceinline__ float GridTimeFraction(int t, int episode_length) {
+  return __fdiv_rn(static_cast<float>(t), static_cast<float>(episode_length));
+}
+
+// ------------------------------------------------------------------------------------------
+extern "C" __global__ void CudaTagGridWorldStep(
+    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
+    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
+    float step_cost_for_tagger, int world_boundary, int episode_length) {
+  if (wkBlocksPerEnv != 1) return;  // the host launches the phase kernels instead
+  __shared__ int sh_x[kGridSharedAgents];
+  __shared__ int sh_y[kGridSharedAgents];
+  __shared__ int sh_on_runner;
+  const int env = wkEnvId();
+  const int agent = wkAgentId();
+  const bool valid = agent < wkNumberAgents;
+  const int row = env * wkNumberAgents + agent;
+
+  if (threadIdx.x == 0) {
+    sh_on_runner = 0;
+    timestep_arr[env] += 1;
+  }
+  bool hit = false;
+  if (valid) {
+    int x = loc_x_arr[row];
+    int y = loc_y_arr[row];
+    hit = GridMoveAgent(sampled_actions_arr[row], world_boundary, &x, &y);
+    loc_x_arr[row] = x;
+    loc_y_arr[row] = y;
+    sh_x[agent] = x;
+    sh_y[agent] = y;
+  }
+  __syncthreads();
+  if (valid && agent != kRunnerId && sh_x[agent] == sh_x[kRunnerId] && sh_y[agent] == sh_y[kRunnerId]) {
+    atomicAdd(&sh_on_runner, 1);
+  }
+  __syncthreads();
+  const int t = timestep_arr[env];
+  const bool tagged = sh_on_runner > 0;
+  if (valid) {
+    rewards_arr[row] = GridReward(agent == kRunnerId, tagged, hit ? -wall_hit_penalty : 0.0f,
+                                  tag_reward_for_tagger, tag_penalty_for_runner, step_cost_for_tagger);
+  }
+  GridWriteObservations(env, agent, sh_x, sh_y, world_boundary, GridTimeFraction(t, episode_length),
+                        observations_arr);
+  if (threadIdx.x == 0) {
+    num_taggers_on_runner_arr[env] = sh_on_runner;
+    if (tagged || t >= episode_length) done_arr[env] = 1;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Phase 1: move; the wall part of the reward is parked in rewards_arr until phase 3.
+extern "C" __global__ void CudaTagGridWorldMove(
+    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
+    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
+    float step_cost_for_tagger, int world_boundary, int episode_length) {
+  const int env = wkEnvId();
+  const int agent = wkAgentId();
+  if (env >= wkNumberEnvs || agent >= wkNumberAgents) return;
+  const int row = env * wkNumberAgents + agent;
+  int x = loc_x_arr[row];
+  int y = loc_y_arr[row];
+  const bool hit = GridMoveAgent(sampled_actions_arr[row], world_boundary, &x, &y);
+  loc_x_arr[row] = x;
+  loc_y_arr[row] = y;
+  rewards_arr[row] = hit ? -wall_hit_penalty : 0.0f;
+  if (agent == 0) {
+    timestep_arr[env] += 1;
+    num_taggers_on_runner_arr[env] = 0;
+  }
+}
+
+// Phase 2: every tagger on the runner's cell adds 1 to the env's counter.
+extern "C" __global__ void CudaTagGridWorldTag(
+    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
+    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
+    float step_cost_for_tagger, int world_boundary, int episode_length) {
+  const int env = wkEnvId();
+  const int agent = wkAgentId();
+  if (env >= wkNumberEnvs || agent >= kRunnerId) return;
+  const int base = env * wkNumberAgents;
+  if (loc_x_arr[base + agent] == loc_x_arr[base + kRunnerId] &&
+      loc_y_arr[base + agent] == loc_y_arr[base + kRunnerId]) {
+    atomicAdd(&num_taggers_on_runner_arr[env], 1);
+  }
+}
+
+// Phase 3: rewards, observations, done.
+extern "C" __global__ void CudaTagGridWorldFinish(
+    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
+    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
+    float step_cost_for_tagger, int world_boundary, int episode_length) {
+  const int env = wkEnvId();
+  if (env >= wkNumberEnvs) return;
+  const int agent = wkAgentId();
+  const int base = env * wkNumberAgents;
+  const int t = timestep_arr[env];
+  const bool tagged = num_taggers_on_runner_arr[env] > 0;
+  if (agent < wkNumberAgents) {
+    rewards_arr[base + agent] = GridReward(agent == kRunnerId, tagged, rewards_arr[base + agent],
+                                           tag_reward_for_tagger, tag_penalty_for_runner,
+                                           step_cost_for_tagger);
+  }
+  GridWriteObservations(env, agent, loc_x_arr + base, loc_y_arr + base, world_boundary,
+                        GridTimeFraction(t, episode_length), observations_arr);
+  if (agent == 0 && (tagged || t >= episode_length)) done_arr[env] = 1;
+}

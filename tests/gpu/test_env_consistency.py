@@ -1,0 +1,66 @@
+"""CUDA step kernels vs their NumPy references: same state, same actions, >= 2 episodes, 2 seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from example_envs import get_example_env_class
+from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+
+pytestmark = pytest.mark.gpu
+
+TAG = dict(grid_length=10.0, episode_length=20, seed=274880)
+TAG_CONFIGS = {
+    # the reference's four scenarios, shortened
+    "2 taggers 3 runners, full obs, exit": dict(TAG, num_taggers=2, num_runners=3, max_acceleration=1.0, min_acceleration=-1.0,
+                                                 max_turn=0.785, min_turn=-0.785, num_acceleration_levels=3, num_turn_levels=3,
+                                                 use_full_observation=True, tagging_distance=0.05),
+    "4 taggers 1 runner, partial obs, stay": dict(TAG, num_taggers=4, num_runners=1, max_acceleration=0.05, min_acceleration=-0.05,
+                                                   skill_level_tagger=2.0, step_penalty_for_tagger=-0.1, use_full_observation=False,
+                                                   num_other_agents_observed=2, runner_exits_game_after_tagged=False, tagging_distance=0.25),
+    "1 tagger 4 runners, partial obs": dict(TAG, num_taggers=1, num_runners=4, max_acceleration=2.0, min_acceleration=-2.0,
+                                            step_reward_for_runner=0.1, skill_level_tagger=0.5, use_full_observation=False,
+                                            num_other_agents_observed=3, tagging_distance=0.2),
+    "3 taggers 30 runners (33 agents), K=10": dict(TAG, num_taggers=3, num_runners=30, use_full_observation=False,
+                                                   num_other_agents_observed=10, tagging_distance=0.1, max_acceleration=0.5,
+                                                   min_acceleration=-0.5),
+}
+
+
+@pytest.mark.parametrize("blocks_per_env", [1, 2])
+def test_tag_continuous_cuda_matches_numpy(blocks_per_env):
+    cls = get_example_env_class("tag_continuous")
+    EnvironmentCPUvsGPU(cls, TAG_CONFIGS, num_envs=3, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
+
+
+@pytest.mark.parametrize("taggers,runners,envs", [(10, 2490, 2), (50, 4950, 1)])
+def test_tag_continuous_many_agents_span_blocks(taggers, runners, envs):
+    cls = get_example_env_class("tag_continuous")
+    cfg = dict(TAG, num_taggers=taggers, num_runners=runners, grid_length=40.0, episode_length=6, use_full_observation=False,
+               num_other_agents_observed=10, tagging_distance=0.02, max_acceleration=0.5, min_acceleration=-0.5)
+    EnvironmentCPUvsGPU(cls, {f"{taggers + runners} agents": cfg}, num_envs=envs).test_env_reset_and_step(seeds=(0,))
+
+
+GRID = dict(num_taggers=4, grid_length=4, episode_length=20, seed=27)
+
+
+@pytest.mark.parametrize("name", ["tag_gridworld", "tag_gridworld_with_reset_pool"])
+def test_tag_gridworld_cuda_matches_numpy(name):
+    cls = get_example_env_class(name)
+    configs = {"full obs": dict(GRID, use_full_observation=True), "partial obs": dict(GRID, use_full_observation=False),
+               "33 agents": dict(GRID, num_taggers=32, grid_length=10)}
+    EnvironmentCPUvsGPU(cls, configs, num_envs=5).test_env_reset_and_step(seeds=(0, 1))
+
+
+@pytest.mark.parametrize("name", ["cartpole", "acrobot", "mountain_car", "continuous_mountain_car", "pendulum"])
+@pytest.mark.parametrize("pool", [0, 16])
+def test_classic_control_cuda_matches_numpy(name, pool):
+    cls = get_example_env_class(name)
+    cfg = {"episode_length": 60, "seed": 3, "reset_pool_size": pool}
+    EnvironmentCPUvsGPU(cls, {f"{name} pool={pool}": cfg}, num_envs=37).test_env_reset_and_step(seeds=(0, 1))
+
+
+@pytest.mark.parametrize("blocks_per_env", [1, 2])
+def test_dummy_env_cuda_matches_numpy(blocks_per_env):
+    cls = get_example_env_class("dummy_env")
+    EnvironmentCPUvsGPU(cls, {"default": {}}, num_envs=4, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
