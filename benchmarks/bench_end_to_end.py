@@ -1,0 +1,101 @@
+"""End-to-end training throughput, ours vs the reference (rl-warp-drive 2.7.1), same GPU, same configs.
+
+Usage: ``python benchmarks/bench_end_to_end.py [--iters N] [--skip-reference] [--configs name ...]``.
+Ours: the Trainer with the Tag continuous tutorial config (10 taggers, 100 runners, T=500,
+FC 256x256, A2C) and the Tag gridworld config. Reference: its own A2C trainer through
+``.device/anchor/anchor_wd.py`` (each config in a fresh process). Keep these configs stable
+across merges: the README's ratios come from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from common import make_trainer, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHOR = ROOT / ".device" / "anchor"
+
+CONFIGS = {
+    "tag_continuous_100envs": ("tag_continuous", ["trainer.num_envs=100", "trainer.train_batch_size=25000"],
+                               {"trainer": {"num_envs": 100, "train_batch_size": 25000}}),
+    "tag_continuous_500envs": ("tag_continuous", ["trainer.num_envs=500", "trainer.train_batch_size=50000"],
+                               {"trainer": {"num_envs": 500, "train_batch_size": 50000}}),
+    "tag_continuous_1000envs": ("tag_continuous", ["trainer.num_envs=1000", "trainer.train_batch_size=100000"], None),
+    "tag_gridworld_2000envs": ("tag_gridworld", [], None),
+}
+
+
+def measure_ours(env_name: str, overrides: list[str], iters: int) -> dict:
+    t = make_trainer(env_name, overrides + ["trainer.num_episodes=100000000", "trainer.seed=0"])
+    t.train(1)  # warm-up: compile, allocator, cuBLAS handles
+    t.perf.update(training=0.0, total=0.0, steps=0)
+    t.timer.totals()
+    t.generate_rollout(t.timer)
+    t.timer.start("training")
+    t.update()
+    t.timer.stop()
+    phases = t.timer.totals()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    t.train(iters)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    steps = iters * t.config.trainer.train_batch_size
+    assert t.perf["steps"] == steps, "step count mismatch"
+    for p in t.policies.values():
+        assert all(torch.isfinite(q).all() for q in p.model.parameters()), "non-finite weights"
+    batch = t.config.trainer.train_batch_size
+    return {"env_steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall,
+            "agent_steps_per_s": steps * t.env_wrapper.n_agents / wall,
+            "phase_env_steps_per_s": {k: batch / v for k, v in phases.items() if v > 0},
+            "phase_ms_per_iter": {k: 1000 * v for k, v in phases.items()}}
+
+
+def measure_reference(anchor_cfg: dict, iters: int) -> dict:
+    env = dict(os.environ)
+    cmd = [sys.executable, str(ANCHOR / "anchor_wd.py"), json.dumps([{"iters": iters, **anchor_cfg}])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=400, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    return {"error": (proc.stderr or proc.stdout)[-800:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=4)
+    ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
+    args = ap.parse_args()
+    results = {}
+    for name in args.configs:
+        env_name, overrides, anchor_cfg = CONFIGS[name]
+        row = {"ours": measure_ours(env_name, overrides, args.iters)}
+        if anchor_cfg is not None and not args.skip_reference and ANCHOR.is_dir():
+            row["reference"] = measure_reference(anchor_cfg, args.iters)
+            ref = row["reference"].get("env_steps_per_s_total")
+            if ref:
+                row["ratio_total"] = row["ours"]["env_steps_per_s"] / ref
+                ours_env = row["ours"]["phase_env_steps_per_s"].get("env_step")
+                ref_env = row["reference"].get("env_steps_per_s_envstep")
+                if ours_env and ref_env:
+                    row["ratio_env_step_phase"] = ours_env / ref_env
+        results[name] = row
+        print(f"{name}: ours {row['ours']['env_steps_per_s']:,.0f} env-steps/s"
+              + (f", reference {row['reference'].get('env_steps_per_s_total', math.nan):,.0f}, ratio {row.get('ratio_total', math.nan):.1f}x"
+                 if "reference" in row else ""), flush=True)
+    print("written", write_results("end_to_end", results))
+
+
+if __name__ == "__main__":
+    main()

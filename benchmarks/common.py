@@ -1,0 +1,64 @@
+"""Shared helpers for the benchmarks: device/commit info, JSON results, config builders."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=False).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def environment() -> dict[str, Any]:
+    """GPU name, driver, CUDA, torch, commit and date for every results file."""
+    from warp_drive.utils.device import device_info
+
+    info = device_info() if torch.cuda.is_available() else {"cuda_device": None}
+    try:
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        drv = ""
+    info.update(nvidia_driver=drv, commit=commit(), date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    return info
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``{"environment": ..., **payload}`` to $OUT (if set) and benchmarks/results/."""
+    env = environment()
+    gpu = (env.get("cuda_device") or "cpu").replace(" ", "_")
+    doc = {"benchmark": name, "environment": env, **payload}
+    text = json.dumps(doc, indent=2, default=float)
+    paths = [Path(__file__).parent / "results" / f"{name}_{gpu}.json"]
+    if os.environ.get("OUT"):
+        paths.append(Path(os.environ["OUT"]) / f"{name}.json")
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return paths[-1]
+
+
+def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", results_dir: str = "/tmp/wd_bench") -> Any:
+    """Trainer for a bundled example config with dotted overrides."""
+    from example_envs import get_default_config_path, get_example_env_class
+    from warp_drive.config import load_run_config
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.example_training_script import default_policy_map
+    from warp_drive.training.trainer import Trainer
+
+    cfg = load_run_config(get_default_config_path(env_name), [f"trainer.env_backend={backend}",
+                          "saving.metrics_log_freq=1000000", "saving.model_params_save_freq=100000000", *overrides])
+    env = get_example_env_class(env_name)(**cfg.env)
+    wrapper = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend=backend)
+    return Trainer(wrapper, cfg, default_policy_map(env, cfg.policy_tags), verbose=False, results_dir=results_dir)
