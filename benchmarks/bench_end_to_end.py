@@ -24,6 +24,7 @@ from common import make_trainer, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = ROOT / ".device" / "anchor"
+ANCHOR_SITE = "/tmp/anchor_site"
 
 CONFIGS = {
     "tag_continuous_100envs": ("tag_continuous", ["trainer.num_envs=100", "trainer.train_batch_size=25000"],
@@ -62,9 +63,11 @@ def measure_ours(env_name: str, overrides: list[str], iters: int) -> dict:
 
 
 def measure_reference(anchor_cfg: dict, iters: int) -> dict:
-    env = dict(os.environ)
+    # the reference's import name is also `warp_drive`: run it with its own site dir first and
+    # without this project on the path
+    env = dict(os.environ, PYTHONPATH=f"{ANCHOR_SITE}:/tmp/site")
     cmd = [sys.executable, str(ANCHOR / "anchor_wd.py"), json.dumps([{"iters": iters, **anchor_cfg}])]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=400, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=400, check=False, cwd="/tmp")
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
