@@ -41,9 +41,9 @@ def measure_ours(env_name: str, overrides: list[str], iters: int) -> dict:
     t.train(1)  # warm-up: compile, allocator, cuBLAS handles
     t.perf.update(training=0.0, total=0.0, steps=0)
     t.timer.totals()
-    t.generate_rollout(t.timer)
+    last_values = t.generate_rollout(t.timer)  # eager, phase-timed
     t.timer.start("training")
-    t.update()
+    t.update(last_values)
     t.timer.stop()
     phases = t.timer.totals()
     torch.cuda.synchronize()

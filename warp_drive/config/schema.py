@@ -46,7 +46,8 @@ class TrainerConfig:
         bootstrap_at_time_limit: Treat an episode cut by ``episode_length`` as truncated and
             bootstrap from the value of its final observation (gymnasium semantics); False
             treats the time limit as a true end (fixed-horizon games such as Tag).
-        use_cuda_graph: Capture one rollout step in a CUDA graph and replay it (pycuda backend).
+        use_cuda_graph: Capture the rollout in a CUDA graph and replay it (pycuda backend).
+        tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
     """
 
     num_gpus: int
@@ -56,7 +57,8 @@ class TrainerConfig:
     env_backend: str
     seed: int | None
     bootstrap_at_time_limit: bool = True
-    use_cuda_graph: bool = False
+    use_cuda_graph: bool = True
+    tf32: bool = True
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
@@ -93,6 +95,7 @@ class TrainerConfig:
             seed=seed,
             bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
             use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
+            tf32=chk.as_bool(d["tf32"], key("tf32")),
         )
 
     @property

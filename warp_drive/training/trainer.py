@@ -29,6 +29,7 @@ from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.policy_state import (
     EpisodeStats, PolicyState, RolloutBuffers, agent_index, validate_policy_map,
 )
+from warp_drive.training.cuda_graph import GraphedRollout
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.rollout import Rollout, policy_obs
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -41,6 +42,22 @@ DEFAULT_MODEL_FACTORY = ModelFactory()
 
 def _no_mark(phase: str) -> None:
     """Phase marker used when timing is off."""
+
+
+class _EagerMarker(PhaseTimer):
+    """A timer that times nothing: forces the eager rollout path (used while capturing)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def start(self, phase: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+_EAGER = _EagerMarker()
 
 
 class Trainer:
@@ -105,6 +122,15 @@ class Trainer:
         self.metrics_writer: Any = None
         self.perf = {"training": 0.0, "total": 0.0, "steps": 0}
         self.timer = PhaseTimer(self.device)
+        self.graphed_rollout: GraphedRollout | None = None
+        if tc.use_cuda_graph:
+            if self.device.type != "cuda":
+                logger.warning("trainer.use_cuda_graph needs the pycuda backend; running eagerly on %s", self.device)
+            else:
+                self.graphed_rollout = GraphedRollout(lambda: self.generate_rollout(_EAGER), env_wrapper.cuda_function_manager)
+        if tc.tf32 and self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
 
     # ------------------------------------------------------------------ the loop
     def train(self, num_iters: int | None = None) -> dict[str, float]:
@@ -116,13 +142,14 @@ class Trainer:
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
         metrics: dict[str, float] = {}
         for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
-            timer = self.timer if self._is_log_iteration(last, ahead=1) else None
+            timing = self.graphed_rollout is None and self._is_log_iteration(last, ahead=1)
+            timer = self.timer if timing else None
             start = time.perf_counter()
-            self.generate_rollout(timer)
+            last_values = self.generate_rollout(timer)
             t_rollout = time.perf_counter()
             if timer is not None:
                 timer.start("training")
-            update_metrics = self.update()
+            update_metrics = self.update(last_values)
             if timer is not None:
                 timer.stop()
             self.iteration += 1
@@ -133,8 +160,13 @@ class Trainer:
                 self.save_checkpoint()
         return metrics
 
-    def generate_rollout(self, timer: PhaseTimer | None = None) -> None:
-        """Fill every policy's buffers with ``steps_per_iter`` env steps (no host sync)."""
+    def generate_rollout(self, timer: PhaseTimer | None = None) -> dict[str, torch.Tensor]:
+        """Fill every policy's buffers with ``steps_per_iter`` env steps (no host sync).
+
+        Returns ``{tag: V(s_B)}``, the values of the observations after the last step.
+        """
+        if self.graphed_rollout is not None and timer is None:
+            return self.graphed_rollout()
         mark = timer.start if timer is not None else _no_mark
         mark("policy")
         self.rollout.begin()
@@ -150,16 +182,21 @@ class Trainer:
             self.rollout.advance(done, next_out)
         if timer is not None:
             timer.stop()
+        return dict(self.rollout.values)
 
-    def update(self) -> dict[str, dict[str, torch.Tensor]]:
-        """One update of every trained policy from the current buffers."""
+    def update(self, last_values: dict[str, torch.Tensor]) -> dict[str, dict[str, torch.Tensor]]:
+        """One update of every trained policy from the current buffers.
+
+        Args:
+            last_values: ``{tag: V(s_B)}`` returned by :meth:`generate_rollout`.
+        """
         out = {}
         for p in self.policies.values():
             p.timestep += self.config.trainer.train_batch_size
             if not p.to_train:
                 continue
             b = p.buffers
-            adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, self.rollout.values[p.tag], b.terminated,
+            adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, last_values[p.tag], b.terminated,
                                                       b.truncated, b.next_values)
             batch = {"obs": b.obs, "actions": b.actions, "advantages": adv, "returns": ret,
                      "old_log_probs": b.log_probs, "old_values": b.values}
