@@ -74,3 +74,18 @@ def test_cuda_graph_rollout_matches_eager(tmp_path):
         for a, b in zip(runs[False][tag], runs[True][tag]):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     assert runs["statsFalse"] == pytest.approx(runs["statsTrue"])
+
+
+def test_two_gpu_nccl_training(tmp_path):
+    """The distributed worker on 2 GPUs with NCCL (skipped with fewer GPUs)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs >= 2 GPUs")
+    worker = Path(__file__).resolve().parents[1] / "helpers" / "ddp_worker.py"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(worker), str(tmp_path), "pycuda"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (tmp_path / "ok_0").is_file() and (tmp_path / "ok_1").is_file()

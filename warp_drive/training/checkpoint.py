@@ -92,7 +92,7 @@ def load_trainer(trainer: Any, path: str | Path) -> None:
         p.algorithm.load_state_dict(s["algorithm"])
         p.timestep = int(s["timestep"])
     trainer.iteration = int(state["iteration"])
-    trainer.sampler.init_random(state["sampler"]["seed"])
+    trainer.sampler.init_random(trainer.rank_seed)
     trainer.sampler.load_counters_state(state["sampler"]["counters"])
     torch.set_rng_state(state["rng"]["torch"].cpu())
     if state["rng"]["cuda"] is not None and torch.cuda.is_available():

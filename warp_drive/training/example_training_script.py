@@ -65,8 +65,8 @@ def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
     raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}; pass a policy map in code")
 
 
-def build(args: argparse.Namespace, rank: int = 0, device_id: int | None = None) -> Any:
-    """Config, env, wrapper and trainer from the command line."""
+def build(args: argparse.Namespace) -> Any:
+    """Config, env, wrapper and trainer from the command line (one rank under torchrun)."""
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
     from warp_drive.config.env_kwargs import check_env_kwargs
@@ -77,14 +77,18 @@ def build(args: argparse.Namespace, rank: int = 0, device_id: int | None = None)
     overrides = list(args.overrides)
     backend = choose_backend(args.backend)
     overrides.append(f"trainer.env_backend={backend}")
+    from warp_drive.training.distributed import init_from_env
+
+    ctx = init_from_env(backend)
+    rank, device_id = ctx.rank, (ctx.local_rank if backend == "pycuda" and ctx.is_distributed else None)
     config = load_run_config(path, overrides)
     env_cls = get_example_env_class(args.env or config.name)
     check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
     env = env_cls(**config.env)
     wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend, device_id=device_id, process_id=rank)
     pmap = default_policy_map(env, config.policy_tags)
-    trainer = Trainer(wrapper, config, pmap, results_dir=args.results_dir, verbose=not args.quiet, rank=rank,
-                      tensorboard=args.tensorboard)
+    trainer = Trainer(wrapper, config, pmap, results_dir=args.results_dir, verbose=not args.quiet and rank == 0, rank=rank,
+                      tensorboard=args.tensorboard, num_devices=ctx.world_size)
     if args.resume:
         trainer.load_checkpoint(args.resume)
     return trainer
@@ -100,15 +104,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         trainer.train()
     except KeyboardInterrupt:
-        path = trainer.save_checkpoint()
-        print(f"\ninterrupted at iteration {trainer.iteration}; checkpoint saved to {path}")
+        if trainer.rank == 0:
+            path = trainer.save_checkpoint()
+            print(f"\ninterrupted at iteration {trainer.iteration}; checkpoint saved to {path}")
         return 0
     finally:
         trainer.graceful_close()
+    if trainer.rank != 0:
+        return 0
     wall = time.perf_counter() - start
     steps = trainer.perf["steps"]
-    print(f"trained {trainer.iteration} iterations, {steps:,} env steps in {wall:.1f} s "
-          f"({trainer.env_steps_per_second:,.0f} env steps/s); results in {trainer.save_dir}")
+    world = trainer.num_devices
+    print(f"trained {trainer.iteration} iterations, {world * steps:,} env steps on {world} process(es) in {wall:.1f} s "
+          f"({world * trainer.env_steps_per_second:,.0f} env steps/s); results in {trainer.save_dir}")
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from warp_drive.training.distributed import all_reduce_mean
 from warp_drive.training.utils.param_scheduler import ParamScheduler
 
 logger = logging.getLogger(__name__)
@@ -26,13 +27,14 @@ def collect_metrics(trainer: Any, update_metrics: dict[str, dict[str, torch.Tens
         for key, value in update_metrics.get(tag, {}).items():
             names.append(f"{tag}/{key}")
             tensors.append(value.detach().float().reshape(()).to(trainer.device))
-    values = torch.stack(tensors).cpu().tolist() if tensors else []
+    values = all_reduce_mean(torch.stack(tensors)).cpu().tolist() if tensors else []  # mean over ranks
     metrics: dict[str, float] = dict(zip(names, values))
     for tag, p in trainer.policies.items():
         metrics[f"{tag}/lr"] = ParamScheduler(p.config.lr, "lr").get_param_value(p.timestep)
         metrics[f"{tag}/timestep"] = float(p.timestep)
     perf = trainer.perf
-    metrics["perf/env_steps_per_s"] = perf["steps"] / perf["total"] if perf["total"] else float("nan")
+    world = trainer.num_devices
+    metrics["perf/env_steps_per_s"] = world * perf["steps"] / perf["total"] if perf["total"] else float("nan")
     metrics["perf/agent_steps_per_s"] = metrics["perf/env_steps_per_s"] * trainer.env_wrapper.n_agents
     phases = trainer.timer.totals()
     batch = trainer.config.trainer.train_batch_size

@@ -134,6 +134,7 @@ class PolicyState:
     stats: EpisodeStats | None = None
     reset_heads: HeadOutputs | None = None
     reset_values: Tensor | None = None
+    train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
 
     @property
     def num_agents(self) -> int:

@@ -30,6 +30,7 @@ from warp_drive.training.policy_state import (
     EpisodeStats, PolicyState, RolloutBuffers, agent_index, validate_policy_map,
 )
 from warp_drive.training.cuda_graph import GraphedRollout
+from warp_drive.training.distributed import wrap_model
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.rollout import Rollout, policy_obs
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -100,6 +101,7 @@ class Trainer:
         self.bootstrap_at_time_limit = self.config.trainer.bootstrap_at_time_limit
         self.deterministic = self.config.sampler.use_argmax
         self.seed = tc.seed if tc.seed is not None else secrets.randbits(31)
+        self.rank_seed = (self.seed + 1000 * rank) & 0x7FFFFFFF  # env/sampler streams differ per rank
         self.save_dir = Path(results_dir) if results_dir else Path(self.config.saving.basedir) / self.config.saving.name / self.config.saving.tag / str(int(time.time()))
         if env_wrapper.reset_on_host:
             env_wrapper.reset_all_envs()
@@ -108,10 +110,10 @@ class Trainer:
         self.obs_names = [Constants.OBSERVATIONS] if dm.is_data_on_device(Constants.OBSERVATIONS) else sorted(
             n for n in dm.names() if n.startswith(Constants.OBSERVATIONS + "_") and not n.endswith(Constants.AT_RESET_SUFFIX))
         self.reset_obs_known = all(n in dm.reset_data_list for n in self.obs_names)
-        self._seed_everything(self.seed)
+        self._seed_everything(self.seed)  # same initial weights on every rank
         self.sampler = Sampler(env_wrapper.cuda_function_manager)
-        self.sampler.init_random(self.seed)
-        env_wrapper.init_reset_pool(self.seed + 1)
+        self.sampler.init_random(self.rank_seed)
+        env_wrapper.init_reset_pool(self.rank_seed + 1)
         pmap = policy_tag_to_agent_id_map or {self.config.policy_tags[0]: list(range(env_wrapper.n_agents))}
         pmap = validate_policy_map(dict(pmap), env_wrapper.n_agents, self.config.policy_tags)
         factory = model_factory or DEFAULT_MODEL_FACTORY
@@ -203,7 +205,7 @@ class Trainer:
             pc = p.config
             set_optimizer_lr(p.optimizer, ParamScheduler(pc.lr, "lr").get_param_value(p.timestep))
             out[p.tag] = update_policy(
-                p.model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
+                p.train_model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
                 num_minibatches=pc.num_minibatches, max_grad_norm=pc.max_grad_norm if pc.clip_grad_norm else None,
                 generator=self.generator)
         return out
@@ -232,6 +234,7 @@ class Trainer:
         lr0 = ParamScheduler(pc.lr, "lr").get_param_value(0)
         state = PolicyState(tag, ids, idx, contiguous, model, torch.optim.Adam(model.parameters(), lr=lr0),
                             make_algorithm(pc).to(self.device), action_spec, action_name, pc, pc.to_train)
+        state.train_model = wrap_model(model, self.device)  # DDP across ranks; rollouts use `model`
         example = policy_obs(dm, state, self.obs_names)
         columns = dm.get_shape(action_name)[2]
         action_dtype = dm.data_on_device_via_torch(action_name).dtype

@@ -1,0 +1,372 @@
+"""Gymnasium 1.x ``VectorEnv`` over all replicas of a warp_drive env, on the device.
+
+Example::
+
+    import torch
+    from warp_drive.interop import WarpDriveVectorEnv
+
+    envs = WarpDriveVectorEnv("cartpole", num_envs=1024, backend="pycuda",
+                              env_config={"episode_length": 500, "reset_pool_size": 1000, "seed": 0})
+    obs, infos = envs.reset(seed=0)              # obs: (1024, 4) float32 CUDA tensor
+    actions = torch.randint(0, 2, (1024,), device=obs.device)
+    obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+**Outputs live on the device.** ``observations``, ``rewards``, ``terminations``, ``truncations``
+and ``infos["final_obs"]`` are torch tensors on the data store's device (CUDA on the pycuda
+backend, CPU on the cpu backend). Nothing is copied to the host: ``observations`` and ``rewards``
+are *views* of the data store (by default, ``copy=False``), so the next ``step()`` / ``reset()``
+overwrites them in place, as Gymnasium's ``SyncVectorEnv(copy=False)`` does; clone what you keep,
+or pass ``copy=True`` to get device copies. Terminations and truncations are fresh bool tensors.
+
+**Autoreset: same step** (``metadata["autoreset_mode"] = AutoresetMode.SAME_STEP``), WarpDrive's
+natural mode. A sub-env whose episode ends in ``step()`` is reset inside that same ``step()`` (on
+the device, from its saved initial state or a reset-pool draw); the returned observation is its
+*reset* observation, while the reward, termination and truncation are those of the final
+transition. Its final observation is in ``infos["final_obs"]`` (a device copy of all sub-envs'
+observations taken after the env step and before the reset; rows of sub-envs that did not end hold
+their current observation), with the bool mask ``infos["_final_obs"]`` marking the sub-envs that
+ended. ``infos["final_info"]`` is ``{}`` with the same mask ``infos["_final_info"]`` (warp_drive
+envs report no per-step info). Use ``final_obs`` to bootstrap values of truncated episodes.
+
+**Termination vs truncation.** ``_done_ > 0`` ends an episode; it is a truncation when
+``_done_ == 1`` and ``_timestep_ >= episode_length``, otherwise a termination (see
+:func:`~warp_drive.interop._common.split_done`).
+
+**Agents.** Only single-agent envs (N == 1) are accepted, unless ``flatten_agents=True``: then
+each (env replica, agent) pair is one sub-env, ``num_envs = E * N`` in env-major order (sub-env
+``e * N + a``), all agents must share one observation and one action space, and every sub-env of a
+replica ends (and resets) when the replica's episode ends; agents that leave a game early (e.g.
+TagContinuous runners) are not reported separately and keep receiving observations and zero
+reward until the replica ends.
+
+**Seeding.** ``reset(seed=s)`` re-seeds the env's host RNG with ``s + e`` for replica ``e`` and draws
+that replica's new initial state from it (classic-control envs then start exactly where
+gymnasium's ``reset(seed=s + e)`` starts, as float32), re-seeds the reset-pool draws (Philox key
+``s``), seeds ``action_space`` and ``single_action_space`` with ``s`` and sets ``np_random``.
+``reset()`` without a seed draws new initial states from the env's RNG stream
+(``redraw_start_states=True``, default) or only restores the saved ones on the device
+(``redraw_start_states=False``). Autoresets inside ``step()`` never touch the host: a replica
+restarts from its saved initial state (the one its last ``reset()`` installed), or from a
+reset-pool draw for envs with a reset pool.
+
+**Actions** are a torch tensor (ideally already on the device) or anything NumPy accepts, with
+``num_envs`` rows: shape ``(num_envs,)`` or ``(num_envs, 1)`` for Discrete, ``(num_envs, heads)``
+for MultiDiscrete, ``(num_envs, *box_shape)`` for Box. They are written into the data store's
+``sampled_actions`` with one device copy; values are not range-checked unless
+``check_actions=True`` (which syncs with the host).
+
+Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
+``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
+``gymnasium.utils.env_checker`` covers single envs only and does not apply here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
+from warp_drive.interop._common import (
+    InteropError,
+    agent_ids,
+    build_wrapper,
+    check_seed,
+    install_start_states,
+    split_done,
+)
+from warp_drive.utils.constants import Constants
+from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+from warp_drive.utils.placeholders import action_layout
+
+logger = logging.getLogger(__name__)
+
+
+class WarpDriveVectorEnv(VectorEnv):
+    """All replicas of a warp_drive env as a Gymnasium ``VectorEnv`` (see the module docstring).
+
+    Args:
+        env: an env instance, an example env name (``"cartpole"``, ...), or an
+            :class:`~warp_drive.env_wrapper.EnvWrapper` (its ``num_envs`` is used).
+        num_envs: env replicas E (default 1; omit with an EnvWrapper).
+        env_config: keyword arguments of the example env class (with a name only).
+        backend: ``"cpu"`` or ``"pycuda"``.
+        flatten_agents: treat each (replica, agent) pair as a sub-env (multi-agent envs).
+        copy: return device copies of observations and rewards instead of views of the store.
+        redraw_start_states: ``reset()`` without a seed draws new initial states on the host (True)
+            or only restores the saved ones on the device (False).
+        check_actions: range-check actions on every step (costs one host sync per step).
+        device_id: CUDA device of the pycuda backend.
+        blocks_per_env: CUDA blocks per env.
+
+    Raises:
+        ConfigError: a multi-agent env without ``flatten_agents``, agents with different spaces,
+            unsupported spaces, or bad arguments.
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        env: str | CUDAEnvironmentContext | EnvWrapper,
+        num_envs: int | None = None,
+        env_config: Mapping[str, Any] | None = None,
+        backend: str = "cpu",
+        *,
+        flatten_agents: bool = False,
+        copy: bool = False,
+        redraw_start_states: bool = True,
+        check_actions: bool = False,
+        device_id: int | None = None,
+        blocks_per_env: int | None = None,
+    ) -> None:
+        inner = env.env if isinstance(env, EnvWrapper) else env
+        if isinstance(inner, CUDAEnvironmentContext):  # refuse before compiling anything
+            self._check_agents(int(inner.num_agents), flatten_agents, type(inner).__name__)
+        wrapper = build_wrapper(env, env_config, backend, num_envs, device_id, blocks_per_env)
+        n_agents = int(wrapper.n_agents)
+        self._check_agents(n_agents, flatten_agents, wrapper.name)
+        self.wrapper = wrapper
+        self.backend = wrapper.env_backend
+        self.flatten_agents = bool(flatten_agents)
+        self.copy = bool(copy)
+        self.redraw_start_states = bool(redraw_start_states)
+        self.check_actions = bool(check_actions)
+        self.metadata = dict(type(self).metadata)
+        self.render_mode = None
+
+        ids = agent_ids(wrapper.env)
+        obs_spaces = [wrapper.env.observation_space[i] for i in ids]
+        act_spaces = [wrapper.env.action_space[i] for i in ids]
+        if any(s != obs_spaces[0] for s in obs_spaces) or any(s != act_spaces[0] for s in act_spaces):
+            raise ConfigError(
+                f"{wrapper.name}: flatten_agents needs every agent to share one observation space and one "
+                "action space; these agents differ"
+            )
+        self.single_observation_space: spaces.Space = obs_spaces[0]
+        self.single_action_space: spaces.Space = act_spaces[0]
+        if not isinstance(self.single_observation_space, spaces.Box):
+            raise ConfigError(
+                f"{wrapper.name}: observation space {self.single_observation_space} is not a Box; the vector "
+                "adapter returns one float32 tensor of observations"
+            )
+        self._heads, _ = action_layout(self.single_action_space)
+
+        self.num_replicas = int(wrapper.n_envs)
+        self.num_agents = n_agents
+        self.num_envs = self.num_replicas * n_agents
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        dm = wrapper.cuda_data_manager
+        self.data_manager = dm
+        self.device: torch.device = dm.device
+        self._episode_length = int(wrapper.episode_length)
+        obs_store = dm.data_on_device_via_torch(Constants.OBSERVATIONS)
+        obs_shape = tuple(self.single_observation_space.shape)
+        if tuple(obs_store.shape) != (self.num_replicas, n_agents, *obs_shape):
+            raise DataShapeError(
+                f"'{Constants.OBSERVATIONS}' has shape {tuple(obs_store.shape)}; expected "
+                f"{(self.num_replicas, n_agents, *obs_shape)} from the observation space"
+            )
+        if obs_store.dtype != torch.float32 or self.single_observation_space.dtype != np.float32:
+            logger.info(
+                "%s: observations are stored as %s; the observation space says %s",
+                wrapper.name, obs_store.dtype, self.single_observation_space.dtype,
+            )
+        # views of the data store (no copies)
+        self._obs = obs_store.view(self.num_envs, *obs_shape)
+        self._rewards = dm.data_on_device_via_torch(Constants.REWARDS).view(self.num_envs)
+        self._actions = dm.data_on_device_via_torch(Constants.ACTIONS)  # (E, N, heads)
+        self._done = dm.data_on_device_via_torch(Constants.DONE)
+        self._timestep = dm.data_on_device_via_torch(Constants.TIMESTEP)
+        if tuple(self._actions.shape) != (self.num_replicas, n_agents, self._heads):
+            raise DataShapeError(
+                f"'{Constants.ACTIONS}' has shape {tuple(self._actions.shape)}; expected "
+                f"{(self.num_replicas, n_agents, self._heads)}"
+            )
+        self._needs_reset = True
+
+    @staticmethod
+    def _check_agents(n_agents: int, flatten_agents: bool, name: str) -> None:
+        if n_agents != 1 and not flatten_agents:
+            raise ConfigError(
+                f"{name} has {n_agents} agents per env; WarpDriveVectorEnv runs single-agent envs. Pass "
+                "flatten_agents=True to treat each (env, agent) pair as one sub-env, or use "
+                "WarpDrivePettingZooEnv / the warp_drive Trainer for multi-agent training"
+            )
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Reset every sub-env (or those in ``options["reset_mask"]``).
+
+        Args:
+            seed: an int (replica ``e`` draws its initial state with seed ``seed + e``), a list of
+                one seed (or None) per replica, or None (see the module docstring).
+            options: ``{"reset_mask": bool array (num_envs,)}`` resets only the masked sub-envs
+                (with ``flatten_agents`` the mask must select whole replicas). Other keys are
+                ignored.
+
+        Returns:
+            ``(observations, {})``: observations ``(num_envs, *obs_shape)`` on the device.
+
+        Raises:
+            ConfigError: a bad seed or reset mask.
+        """
+        if self.closed:
+            raise InteropError("the vector env is closed")
+        options = dict(options or {})
+        mask = self._replica_mask(options.pop("reset_mask", None))
+        if options:
+            logger.debug("WarpDriveVectorEnv.reset ignores options %s", sorted(options))
+        rows = list(range(self.num_replicas)) if mask is None else [int(i) for i in np.flatnonzero(mask)]
+        seeds = self._replica_seeds(seed)
+        pool_seed = next((s for s in seeds if s is not None), None)
+        if pool_seed is not None:
+            super().reset(seed=pool_seed)
+        if pool_seed is not None or self.redraw_start_states:
+            install_start_states(self.wrapper, rows, [seeds[r] for r in rows])
+        if pool_seed is not None:
+            self.wrapper.init_reset_pool(pool_seed)
+            self.action_space.seed(pool_seed)
+            self.single_action_space.seed(pool_seed)
+        if mask is None:
+            self.wrapper.reset_all_envs()  # device force reset of every replica
+        else:
+            self._done[torch.as_tensor(mask, device=self.device)] = 1
+            self.wrapper.reset_only_done_envs()
+        self._needs_reset = False
+        return self._out(self._obs), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Step every sub-env once; ended sub-envs are reset in the same call (same-step autoreset).
+
+        Args:
+            actions: ``num_envs`` actions (torch tensor or array-like; see the module docstring).
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)`` as device tensors;
+            ``infos`` holds ``final_obs`` / ``_final_obs`` and ``final_info`` / ``_final_info``.
+
+        Raises:
+            InteropError: ``reset()`` was not called, or the env is closed.
+            DataShapeError / DataTypeError: actions of the wrong shape or kind.
+        """
+        if self.closed:
+            raise InteropError("the vector env is closed")
+        if self._needs_reset:
+            raise InteropError("call reset() before the first step()")
+        self._write_actions(actions)
+        self.wrapper.step_all_envs()
+        terminated, truncated = split_done(self._done, self._timestep, self._episode_length)
+        if self.num_agents > 1:
+            terminated = terminated.repeat_interleave(self.num_agents)
+            truncated = truncated.repeat_interleave(self.num_agents)
+        ended = terminated | truncated
+        final_obs = self._obs.clone()
+        self.wrapper.reset_only_done_envs()
+        infos = {"final_obs": final_obs, "_final_obs": ended, "final_info": {}, "_final_info": ended}
+        return self._out(self._obs), self._out(self._rewards), terminated, truncated, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Nothing to release beyond the data store, which is freed with the adapter."""
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def env(self) -> CUDAEnvironmentContext:
+        """The wrapped warp_drive env."""
+        return self.wrapper.env
+
+    def _out(self, t: torch.Tensor) -> torch.Tensor:
+        return t.clone() if self.copy else t
+
+    def _replica_seeds(self, seed: Any) -> list[int | None]:
+        E = self.num_replicas
+        if seed is None:
+            return [None] * E
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+            base = check_seed(seed)
+            return [base + e for e in range(E)]
+        if isinstance(seed, Sequence) and not isinstance(seed, str):
+            if len(seed) != E:
+                raise ConfigError(f"seed has {len(seed)} entries; give one per env replica ({E}) or one int")
+            return [None if s is None else check_seed(s, "seed entry") for s in seed]
+        raise ConfigError(f"seed={seed!r} must be None, an int, or a list of {E} ints/None")
+
+    def _replica_mask(self, reset_mask: Any) -> np.ndarray | None:
+        if reset_mask is None:
+            return None
+        if isinstance(reset_mask, torch.Tensor):
+            reset_mask = reset_mask.detach().cpu().numpy()
+        mask = np.asarray(reset_mask)
+        if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            raise ConfigError(
+                f"options['reset_mask'] must be a bool array of shape ({self.num_envs},); got "
+                f"dtype {mask.dtype} and shape {mask.shape}"
+            )
+        per_replica = mask.reshape(self.num_replicas, self.num_agents)
+        if not np.all(per_replica == per_replica[:, :1]):
+            raise ConfigError(
+                "options['reset_mask'] selects some agents of a replica but not others; a replica "
+                "resets all its agents together, so mask whole replicas"
+            )
+        mask = per_replica[:, 0]
+        if not mask.any():
+            raise ConfigError("options['reset_mask'] selects no sub-env; set at least one True")
+        return mask
+
+    def _write_actions(self, actions: Any) -> None:
+        target = self._actions
+        if isinstance(actions, torch.Tensor):
+            src = actions.detach()
+        else:
+            arr = np.asarray(actions)
+            if arr.dtype == object:
+                raise DataTypeError(f"actions have dtype object; pass a numeric array of {self.num_envs} actions")
+            src = torch.from_numpy(np.ascontiguousarray(arr))
+        if src.dtype == torch.bool or src.is_complex():
+            raise DataTypeError(f"actions have dtype {src.dtype}; pass integers (Discrete) or floats (Box)")
+        if src.is_floating_point() and not target.is_floating_point():
+            raise DataTypeError(
+                f"actions are {src.dtype} but {self.single_action_space} needs integers; cast them (e.g. .long())"
+            )
+        if src.dim() == 0 or src.shape[0] != self.num_envs or src.numel() != self.num_envs * self._heads:
+            raise DataShapeError(
+                f"actions have shape {tuple(src.shape)}; expected {self.num_envs} rows of "
+                f"{self._heads} value(s) each (action_space.shape = {self.action_space.shape})"
+            )
+        src = src.to(device=target.device, dtype=target.dtype, non_blocking=True)
+        if self.check_actions:
+            self._check_action_values(src)
+        target.copy_(src.reshape(target.shape))
+
+    def _check_action_values(self, src: torch.Tensor) -> None:
+        space = self.single_action_space
+        flat = src.reshape(self.num_envs, -1)
+        if isinstance(space, spaces.Discrete):
+            lo = torch.full((1,), int(space.start), device=src.device)
+            hi = lo + int(space.n) - 1
+        elif isinstance(space, spaces.MultiDiscrete):
+            lo = torch.as_tensor(space.start.reshape(-1), device=src.device)
+            hi = lo + torch.as_tensor(space.nvec.reshape(-1), device=src.device) - 1
+        else:
+            lo = torch.as_tensor(space.low.reshape(-1), device=src.device)
+            hi = torch.as_tensor(space.high.reshape(-1), device=src.device)
+        bad = ((flat < lo) | (flat > hi)).any(dim=1)
+        if bool(bad.any()):
+            rows = torch.nonzero(bad).flatten()[:5].tolist()
+            raise ConfigError(f"actions of sub-envs {rows} are outside {space}")

@@ -1,0 +1,106 @@
+"""Multi-GPU (or multi-process CPU) training with torch.distributed, started by torchrun.
+
+One process per GPU, each with its own env replicas and data store on its GPU. Models are wrapped
+in DistributedDataParallel, so gradients are all-reduced (NCCL on GPUs, gloo on CPUs) and every
+rank applies the same update. Rank 0 writes metrics and checkpoints; logged metrics are averaged
+over ranks. Kernels are compiled into the shared content-addressed cache, which is safe for
+concurrent processes (atomic renames).
+
+Single machine::
+
+    torchrun --nproc_per_node 2 -m warp_drive.training.example_training_script --env tag_continuous
+    python -m warp_drive.training.example_training_script --env tag_continuous --num_gpus 2
+
+Several machines (same command on each node, node_rank 0..nnodes-1)::
+
+    torchrun --nnodes 2 --nproc_per_node 8 --node_rank $NODE_RANK \\
+        --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 \\
+        -m warp_drive.training.example_training_script --env tag_continuous
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.distributed as dist
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Where this process sits: rank, world size and its device index."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def launched_by_torchrun() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "LOCAL_RANK" in os.environ
+
+
+def init_from_env(backend_kind: str) -> DistContext:
+    """Initialise the process group from torchrun's environment (NCCL for pycuda, gloo for cpu)."""
+    if not launched_by_torchrun():
+        return DistContext()
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if backend_kind == "pycuda":
+        torch.cuda.set_device(local_rank)
+        pg_backend = "nccl"
+    else:
+        pg_backend = "gloo"
+    if not dist.is_initialized():
+        kwargs = {"device_id": torch.device("cuda", local_rank)} if pg_backend == "nccl" else {}
+        dist.init_process_group(backend=pg_backend, **kwargs)
+    ctx = DistContext(dist.get_rank(), dist.get_world_size(), local_rank)
+    logger.info("rank %d of %d on %s (%s)", ctx.rank, ctx.world_size, f"cuda:{local_rank}" if pg_backend == "nccl" else "cpu", pg_backend)
+    return ctx
+
+
+def wrap_model(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """DDP-wrap ``model`` when a process group with several ranks is active."""
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return model
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def all_reduce_mean(values: torch.Tensor) -> torch.Tensor:
+    """Average a tensor over ranks (identity without a process group)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        values = values.clone()
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+        values /= dist.get_world_size()
+    return values
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def launch_with_torchrun(num_procs: int, argv: Sequence[str]) -> int:
+    """Re-run the example script under torchrun with ``num_procs`` processes on this machine."""
+    args = list(argv)
+    for flag in ("--num_gpus", "-n"):
+        while flag in args:
+            i = args.index(flag)
+            del args[i:i + 2]
+        args = [a for a in args if not a.startswith(flag + "=")]
+    if torch.cuda.is_available() and torch.cuda.device_count() < num_procs and "--backend" not in args:
+        logger.warning("%d processes requested but %d GPUs are visible", num_procs, torch.cuda.device_count())
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={num_procs}",
+           "-m", "warp_drive.training.example_training_script", *args]
+    return subprocess.call(cmd)

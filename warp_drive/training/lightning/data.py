@@ -1,0 +1,135 @@
+"""Rollouts as a Lightning data source: an iterable dataset whose items are GPU-resident batches.
+
+Each item is one on-device rollout of the engine (a :class:`~warp_drive.training.trainer.Trainer`):
+``B = train_batch_size // num_envs`` env steps for every env replica, followed by the advantage
+computation of every trained policy. The item is a dict ``{policy tag: {name: tensor}}`` whose
+tensors live on the engine's device (views of its rollout buffers plus the fresh advantages and
+returns); nothing is copied to the host, and the DataLoader passes the dict through untouched
+(``batch_size=None``, identity collate, no workers).
+
+The batch tensors are views of buffers the next rollout overwrites: consume a batch before asking
+for the next one. Lightning does so, because the dataset has a length (rollouts per Lightning
+epoch), which turns off Lightning's one-batch prefetch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from warp_drive.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_drive.training.trainer import Trainer
+
+logger = logging.getLogger(__name__)
+
+Tensor = torch.Tensor
+#: ``{policy tag: {"obs", "actions", "advantages", "returns", "old_log_probs", "old_values"}}``
+PolicyBatches = dict[str, dict[str, Any]]
+
+
+def default_iterations_per_epoch(engine: Trainer) -> int:
+    """Rollouts per Lightning epoch so that an epoch spans at least one full episode per env.
+
+    ``ceil(episode_length / steps_per_iter)``, at least 1: with time-limited episodes every epoch
+    then ends at least one episode, so the per-epoch episode return is defined.
+    """
+    return max(1, math.ceil(engine.env_wrapper.episode_length / engine.steps_per_iter))
+
+
+def trained_tags(engine: Trainer) -> list[str]:
+    """Tags of the policies with ``to_train`` set, in the engine's policy order."""
+    return [tag for tag, p in engine.policies.items() if p.to_train]
+
+
+@torch.no_grad()
+def make_policy_batches(engine: Trainer, last_values: Mapping[str, Tensor] | None = None) -> PolicyBatches:
+    """Training batches of every trained policy from the engine's current rollout buffers.
+
+    Computes GAE advantages and returns with each policy's algorithm (updating its return
+    normalizer, if any: call once per rollout), exactly as ``Trainer.update`` does.
+
+    Args:
+        engine: The trainer that just ran ``generate_rollout()``.
+        last_values: ``{tag: V(s_B)}`` returned by the rollout; default ``engine.rollout.values``.
+
+    Returns:
+        ``{tag: batch}``; batch tensors are on the engine's device.
+
+    Shapes:
+        obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
+        advantages, returns, old_log_probs, old_values: (B, E, A).
+    """
+    values = last_values if last_values is not None else engine.rollout.values
+    out: PolicyBatches = {}
+    for tag in trained_tags(engine):
+        p = engine.policies[tag]
+        b = p.buffers
+        adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, values[tag], b.terminated, b.truncated,
+                                                  b.next_values)
+        out[tag] = {"obs": b.obs, "actions": b.actions, "advantages": adv, "returns": ret,
+                    "old_log_probs": b.log_probs, "old_values": b.values}
+    return out
+
+
+def passthrough_collate(item: Any) -> Any:
+    """Collate function of the rollout DataLoader: returns the item unchanged (no copy)."""
+    return item
+
+
+class RolloutDataset(IterableDataset):
+    """Iterable dataset of on-device rollouts of one engine.
+
+    Iterating yields ``iterations_per_epoch`` batches (one Lightning epoch); each ``next`` runs
+    ``engine.generate_rollout()`` and :func:`make_policy_batches`. The env state carries over from
+    one epoch to the next, as in ``Trainer.train``. Use it with ``num_workers=0`` only: the env
+    lives on this process's device.
+
+    Args:
+        engine: The trainer holding the env, sampler, models and buffers.
+        iterations_per_epoch: Rollouts per epoch (default :func:`default_iterations_per_epoch`).
+
+    Raises:
+        ConfigError: ``iterations_per_epoch`` < 1, or no policy is trained.
+    """
+
+    def __init__(self, engine: Trainer, iterations_per_epoch: int | None = None) -> None:
+        super().__init__()
+        ipe = default_iterations_per_epoch(engine) if iterations_per_epoch is None else int(iterations_per_epoch)
+        if ipe < 1:
+            raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1 (rollouts per Lightning epoch)")
+        if not trained_tags(engine):
+            raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
+        self.engine = engine
+        self.iterations_per_epoch = ipe
+
+    def __len__(self) -> int:
+        return self.iterations_per_epoch
+
+    def __iter__(self) -> Iterator[PolicyBatches]:
+        for _ in range(self.iterations_per_epoch):
+            yield self.collect()
+
+    def collect(self) -> PolicyBatches:
+        """One rollout and its training batches (on the device; no host sync)."""
+        engine = self.engine
+        start = time.perf_counter()
+        last_values = engine.generate_rollout()
+        if not isinstance(last_values, Mapping):  # engines whose rollout returns nothing
+            last_values = engine.rollout.values
+        batch = make_policy_batches(engine, last_values)
+        engine.perf["rollout"] = engine.perf.get("rollout", 0.0) + (time.perf_counter() - start)
+        return batch
+
+
+def rollout_dataloader(engine: Trainer, iterations_per_epoch: int | None = None) -> DataLoader:
+    """A DataLoader over :class:`RolloutDataset` that passes device batches through untouched."""
+    dataset = RolloutDataset(engine, iterations_per_epoch)
+    return DataLoader(dataset, batch_size=None, collate_fn=passthrough_collate, num_workers=0, pin_memory=False)
