@@ -1,0 +1,324 @@
+"""Shared base of the single-agent classic-control envs (gymnasium's dynamics, one agent per env).
+
+Each env keeps one float32 state row per replica in the data store array ``state`` (E, 1, d).
+Its NumPy step (:meth:`ClassicControlEnv.numpy_step`, the spec) and its CUDA step kernel
+(``<env>_step.cu``, one thread per env on a flat grid) compute gymnasium's transition from that
+row in the precision gymnasium uses (float64 for CartPole, Acrobot, MountainCar and Pendulum;
+float32 for ContinuousMountainCar, whose gymnasium state is float32), then store it as float32.
+
+Episode bookkeeping (both backends): ``_timestep_`` += 1; ``_done_`` = ``TERMINAL_DONE_VALUE``
+(1, or 2 for the MountainCars: goal reached) on termination, even at the time limit, else 1 when
+``_timestep_ >= episode_length`` (truncation), else 0.
+
+Initial states follow gymnasium's reset distribution, drawn by a numpy Generator seeded with
+``seed``: :meth:`reset` uses ``Generator(PCG64(SeedSequence(seed)))``, the generator gymnasium's
+``reset(seed=seed)`` builds, so successive ``reset()`` calls reproduce gymnasium's successive
+initial states (as float32). With ``reset_pool_size = P >= 2`` a pool of P initial states (and
+their observations, aligned row by row) is drawn once from a child of that seed sequence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+
+from warp_drive.errors import ConfigError
+from warp_drive.utils.constants import Constants
+from warp_drive.utils.data_feed import DataFeed
+from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+
+#: Name of the per-env state array (E, 1, state_dim) in the data store.
+STATE = "state"
+#: Threads per block of the flat-grid step kernels (one thread per env).
+THREADS_PER_BLOCK = 128
+ENV_BACKENDS = ("cpu", "pycuda")
+
+
+class PhysicsParam(NamedTuple):
+    """One overridable physics constant of an env (declared in the env's ``constants.py``).
+
+    Attributes:
+        default: gymnasium's value.
+        rule: ``"finite"``, ``"positive"``, ``"nonnegative"`` (finite floats), ``"bool"``, or a
+            tuple of allowed strings.
+        cuda_name: name in the CUDA prelude, or None when the kernel only uses constants derived
+            from it. Floats travel as ``<cuda_name>Hi/Mid/Lo`` (see :func:`split_double`); bools
+            as 0/1 ints; strings as their index in ``rule``.
+    """
+
+    default: Any
+    rule: Any
+    cuda_name: str | None
+
+
+class Transition(NamedTuple):
+    """Result of one vectorised step (E envs)."""
+
+    state: np.ndarray  # (E, state_dim) float32: next state as stored
+    obs: np.ndarray  # (E, obs_dim) float32: gymnasium's observation
+    reward: np.ndarray  # (E,) float32: gymnasium's reward, cast to float32
+    terminated: np.ndarray  # (E,) bool: gymnasium's `terminated`
+
+
+def split_double(value: float) -> tuple[float, float, float]:
+    """Three float32-representable floats ``(hi, mid, lo)`` with ``hi + mid + lo == value`` exactly.
+
+    warp_drive's prelude renders Python floats as ``constexpr float``; the CUDA sources rebuild the
+    float64 constant as ``double(hi) + double(mid) + double(lo)`` (exact: 3 x 24 bits >= 53).
+    """
+    value = float(value)
+    if value != 0.0 and not 1e-20 < abs(value) < 1e30:
+        raise ConfigError(
+            f"physics constant {value!r} cannot travel to CUDA exactly; use 1e-20 < |value| < 1e30 (or 0)"
+        )
+    hi = float(np.float32(value))
+    mid = float(np.float32(value - hi))
+    lo = value - hi - mid
+    if not (float(np.float32(lo)) == lo and hi + mid + lo == value):  # pragma: no cover
+        raise ConfigError(f"physics constant {value!r} cannot be split into three floats exactly")
+    return hi, mid, lo
+
+
+def scalar_pow2(x: np.ndarray) -> np.ndarray:
+    """``x**2`` as gymnasium computes it on a NumPy scalar: C ``pow(x, 2)`` (``powf`` for float32).
+
+    pow is not always correctly rounded, so it differs from ``x * x`` (and from ``x ** 2`` on an
+    array, which NumPy turns into ``x * x``) by one ulp for about 0.1% of inputs. An array
+    exponent makes NumPy call pow element by element.
+    """
+    return np.power(x, np.full_like(x, 2))
+
+
+def _check_value(env: str, key: str, value: Any, rule: Any) -> Any:
+    """Validate one physics override; returns the normalised value or raises ConfigError."""
+    if isinstance(rule, tuple):
+        if value not in rule:
+            raise ConfigError(f"{env}: {key}={value!r} is not allowed; expected one of {list(rule)}")
+        return value
+    if rule == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ConfigError(f"{env}: {key}={value!r} must be a bool (true/false)")
+        return bool(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"{env}: {key}={value!r} must be a number, got {type(value).__name__}")
+    value = float(value)
+    ok = {
+        "finite": math.isfinite(value),
+        "positive": math.isfinite(value) and value > 0.0,
+        "nonnegative": math.isfinite(value) and value >= 0.0,
+    }[rule]
+    if not ok:
+        raise ConfigError(f"{env}: {key}={value!r} must be a {rule} finite number")
+    if value != 0.0 and not 1e-20 < abs(value) < 1e30:
+        raise ConfigError(f"{env}: {key}={value!r} is out of range; use 1e-20 < |{key}| < 1e30")
+    return value
+
+
+def _check_int(env: str, key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{env}: {key}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+class ClassicControlEnv(CUDAEnvironmentContext):
+    """Base of the classic-control envs: one agent (id 0), state ``(E, 1, STATE_DIM)``.
+
+    Args:
+        episode_length: time limit T (``_done_`` = 1 at ``_timestep_ >= T``).
+        reset_pool_size: 0 -> every reset restores the initial state of :meth:`reset`; P >= 2 ->
+            each reset draws one of P initial states (state and observation pools, one row per
+            env per reset, shared by both pools).
+        seed: seed of the initial-state draws (None: fresh entropy). Also the pool-draw seed the
+            wrapper uses (``env.seed``).
+        env_backend: ``"cpu"`` (NumPy step) or ``"pycuda"`` (CUDA step kernel).
+        **physics: overrides of the env's physics constants (see its ``constants.PHYSICS``).
+
+    Raises:
+        ConfigError: on any invalid argument (unknown physics key with a did-you-mean hint).
+    """
+
+    # ----------------------------------------------------------- set by each env class
+    STATE_DIM: ClassVar[int] = 0
+    OBS_DIM: ClassVar[int] = 0
+    #: Overridable physics constants: keyword -> PhysicsParam.
+    PHYSICS: ClassVar[Mapping[str, PhysicsParam]] = MappingProxyType({})
+    #: ``_done_`` value on termination (MountainCars: 2 = goal reached).
+    TERMINAL_DONE_VALUE: ClassVar[int] = 1
+
+    step_kernel_args: ClassVar[tuple] = (
+        STATE,
+        Constants.OBSERVATIONS,
+        Constants.ACTIONS,
+        Constants.REWARDS,
+        Constants.DONE,
+        Constants.TIMESTEP,
+        ("episode_length", "meta"),
+    )
+
+    def __init__(
+        self,
+        episode_length: int = 500,
+        reset_pool_size: int = 0,
+        seed: int | None = None,
+        env_backend: str = "cpu",
+        **physics: Any,
+    ) -> None:
+        env = type(self).__name__
+        self.episode_length = _check_int(env, "episode_length", episode_length, 1)
+        self.reset_pool_size = _check_int(env, "reset_pool_size", reset_pool_size, 0)
+        if self.reset_pool_size == 1:
+            raise ConfigError(
+                f"{env}: reset_pool_size=1 is not a pool; use 0 (restore one saved initial state) "
+                f"or >= 2 (draw one of that many initial states at every reset)"
+            )
+        if seed is not None:
+            seed = _check_int(env, "seed", seed, 0)
+        self.seed = seed
+        if env_backend not in ENV_BACKENDS:
+            raise ConfigError(
+                f"{env}: env_backend={env_backend!r} is unknown; use one of {list(ENV_BACKENDS)}"
+            )
+        self.env_backend = env_backend
+        self.params: Mapping[str, Any] = MappingProxyType(self._resolve_physics(physics))
+        self.num_agents = 1
+        self.observation_space = {0: self.make_observation_space()}
+        self.action_space = {0: self.make_action_space()}
+        seed_seq = np.random.SeedSequence(seed)
+        self._reset_rng = np.random.Generator(np.random.PCG64(seed_seq))
+        self._pool_rng = np.random.Generator(np.random.PCG64(seed_seq.spawn(1)[0]))
+        self._pool: tuple[np.ndarray, np.ndarray] | None = None
+        self.state: np.ndarray | None = None  # host initial state (STATE_DIM,) float32
+
+    def _resolve_physics(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        env = type(self).__name__
+        params = {key: p.default for key, p in self.PHYSICS.items()}
+        for key, value in overrides.items():
+            if key not in self.PHYSICS:
+                match = difflib.get_close_matches(key, list(self.PHYSICS), n=1)
+                hint = f"did you mean {match[0]!r}? " if match else ""
+                raise ConfigError(
+                    f"{env} got an unknown argument {key!r}; {hint}physics keys: {', '.join(self.PHYSICS)}"
+                )
+            params[key] = _check_value(env, key, value, self.PHYSICS[key].rule)
+        self.check_physics(params)
+        return params
+
+    # ----------------------------------------------------------- per-env hooks
+    def check_physics(self, params: Mapping[str, Any]) -> None:
+        """Cross-parameter checks (e.g. min < max); raise ConfigError."""
+
+    def make_observation_space(self) -> spaces.Box:
+        raise NotImplementedError
+
+    def make_action_space(self) -> spaces.Space:
+        raise NotImplementedError
+
+    def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, STATE_DIM) float32 initial states from gymnasium's reset distribution."""
+        raise NotImplementedError
+
+    def observe(self, state: np.ndarray) -> np.ndarray:
+        """(n, OBS_DIM) float32 observations of (n, STATE_DIM) float32 states."""
+        raise NotImplementedError
+
+    def transition(self, state: np.ndarray, action: np.ndarray) -> Transition:
+        """gymnasium's step for (E, STATE_DIM) float32 states and (E,) actions."""
+        raise NotImplementedError
+
+    def extra_cuda_constants(self) -> dict[str, int | float]:
+        """Derived constants for the prelude (float values are split like physics floats)."""
+        return {}
+
+    # ----------------------------------------------------------- host side
+    def reset(self) -> dict[int, np.ndarray]:
+        """Draw a new initial state (gymnasium's distribution); returns ``{0: obs}``."""
+        self.state = self.sample_initial_states(self._reset_rng, 1)[0]
+        return {0: self.observe(self.state[None, :])[0]}
+
+    def reset_pool(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(states (P, 1, d), observations (P, 1, obs_dim))``, drawn once and cached."""
+        if self._pool is None:
+            states = self.sample_initial_states(self._pool_rng, self.reset_pool_size)
+            self._pool = (states[:, None, :], self.observe(states)[:, None, :])
+        return self._pool
+
+    def _host_state(self) -> np.ndarray:
+        if self.state is None:
+            self.reset()
+        return self.state
+
+    def get_data_dictionary(self) -> DataFeed:
+        """``state`` (1, STATE_DIM): restored from its saved copy at reset unless pooled."""
+        feed = DataFeed()
+        feed.add_data(
+            STATE,
+            self._host_state()[None, :].copy(),
+            save_copy_and_apply_at_reset=self.reset_pool_size == 0,
+        )
+        return feed
+
+    def get_tensor_dictionary(self) -> DataFeed:
+        """With a reset pool: ``observations`` (1, OBS_DIM), a pool target like ``state``."""
+        feed = DataFeed()
+        if self.reset_pool_size:
+            obs = self.observe(self._host_state()[None, :])
+            feed.add_data(Constants.OBSERVATIONS, obs)
+        return feed
+
+    def get_reset_pool_dictionary(self) -> DataFeed:
+        """With ``reset_pool_size`` P >= 2: state and observation pools of P aligned rows."""
+        feed = DataFeed()
+        if self.reset_pool_size:
+            states, obs = self.reset_pool()
+            feed.add_pool_for_reset(f"{STATE}_reset_pool", states.copy(), reset_target=STATE)
+            feed.add_pool_for_reset(
+                f"{Constants.OBSERVATIONS}_reset_pool", obs.copy(), reset_target=Constants.OBSERVATIONS
+            )
+        return feed
+
+    def cuda_constants(self) -> dict[str, int | float]:
+        """Prelude constants: physics (floats as exact Hi/Mid/Lo float triples) and flags."""
+        out: dict[str, int | float] = {
+            "kStateDim": self.STATE_DIM,
+            "kObsDim": self.OBS_DIM,
+            "kTerminalDoneValue": self.TERMINAL_DONE_VALUE,
+        }
+        values = {p.cuda_name: (self.params[key], p.rule) for key, p in self.PHYSICS.items() if p.cuda_name}
+        values.update({name: (v, None) for name, v in self.extra_cuda_constants().items()})
+        for name, (value, rule) in values.items():
+            if isinstance(rule, tuple):
+                out[name] = rule.index(value)
+            elif isinstance(value, (bool, np.bool_)) or isinstance(value, (int, np.integer)):
+                out[name] = int(value)
+            else:
+                out[name + "Hi"], out[name + "Mid"], out[name + "Lo"] = split_double(value)
+        return out
+
+    # ----------------------------------------------------------- stepping
+    def numpy_step(self, data: Mapping[str, Any]) -> None:
+        """CPU step of every env, in place: the spec the CUDA kernel mirrors."""
+        state = data[STATE]  # (E, 1, d) float32
+        actions = data[Constants.ACTIONS][:, 0, 0]
+        result = self.transition(state[:, 0, :], actions)
+        state[:, 0, :] = result.state
+        data[Constants.OBSERVATIONS][:, 0, :] = result.obs
+        data[Constants.REWARDS][:, 0] = result.reward
+        timestep = data[Constants.TIMESTEP]
+        timestep += 1
+        done = data[Constants.DONE]
+        truncated = timestep >= int(data["episode_length"])
+        done[:] = np.where(result.terminated, self.TERMINAL_DONE_VALUE, truncated.astype(np.int32))
+
+    def cuda_step_kernel(self) -> None:
+        """Launch the step kernel on a flat grid: one thread per env, 128 threads per block."""
+        num_envs = int(self.cuda_data_manager.num_envs)
+        grid = ((num_envs + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, 1, 1)
+        self.launch(
+            self.step_function_name, self.step_kernel_args, grid=grid, block=(THREADS_PER_BLOCK, 1, 1)
+        )

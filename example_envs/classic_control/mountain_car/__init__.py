@@ -1,0 +1,1 @@
+"""Classic-control env package: see README.md."""

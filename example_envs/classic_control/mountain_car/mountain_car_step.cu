@@ -1,0 +1,63 @@
+// MountainCar step kernel (gymnasium MountainCar-v0), one thread per env on a flat grid.
+//
+// Mirrors example_envs/classic_control/mountain_car/mountain_car.py. Constants come from the
+// prelude rendered from mountain_car/constants.py by ClassicControlMountainCarEnv.cuda_constants():
+// a float64 constant kName arrives as three floats kNameHi/Mid/Lo whose double sum is exactly
+// the Python value (base.py: split_double); ints arrive as ints.
+
+#define CC_DOUBLE(name) \
+  (static_cast<double>(name##Hi) + static_cast<double>(name##Mid) + static_cast<double>(name##Lo))
+
+constexpr double kMinPosition = CC_DOUBLE(kMinPosition);
+constexpr double kMaxPosition = CC_DOUBLE(kMaxPosition);
+constexpr double kMaxSpeed = CC_DOUBLE(kMaxSpeed);
+constexpr double kGoalPosition = CC_DOUBLE(kGoalPosition);
+constexpr double kGoalVelocity = CC_DOUBLE(kGoalVelocity);
+constexpr double kForce = CC_DOUBLE(kForce);
+constexpr double kGravity = CC_DOUBLE(kGravity);
+
+// np.clip(x, lo, hi) for lo <= hi (NaN passes through).
+__host__ __device__ __forceinline__ double ClipDouble(double x, double lo, double hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
+// Mirrors mountain_car.py: mountain_car_transition (one env). Reads state before writing
+// next_state (they may alias); returns gymnasium's `terminated` (goal reached).
+__host__ __device__ inline bool MountainCarTransition(const float* state, int action,
+                                                      float* next_state, float* obs,
+                                                      float* reward) {
+  double position = state[0];
+  double velocity = state[1];
+  velocity = velocity + (static_cast<double>(action - 1) * kForce + cos(3 * position) * (-kGravity));
+  velocity = ClipDouble(velocity, -kMaxSpeed, kMaxSpeed);
+  position = position + velocity;
+  position = ClipDouble(position, kMinPosition, kMaxPosition);
+  if (position == kMinPosition && velocity < 0) velocity = 0.0;
+  const bool terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
+  next_state[0] = obs[0] = static_cast<float>(position);
+  next_state[1] = obs[1] = static_cast<float>(velocity);
+  *reward = -1.0f;
+  return terminated;
+}
+
+// Mirrors base.py: ClassicControlEnv.numpy_step (timestep and done flag of one env).
+__host__ __device__ inline void ClassicControlEndStep(int env_id, bool terminated, int* done_arr,
+                                                   int* timestep_arr, int episode_length) {
+  const int t = timestep_arr[env_id] + 1;
+  timestep_arr[env_id] = t;
+  done_arr[env_id] = terminated ? kTerminalDoneValue : (t >= episode_length ? 1 : 0);
+}
+
+// state (E, 1, 2), observations (E, 1, 2), sampled_actions (E, 1, 1), rewards (E, 1),
+// _done_ (E,): 2 = goal reached (also at the time limit), 1 = time limit. Flat grid.
+extern "C" __global__ void CudaClassicControlMountainCarEnvStep(
+    float* state_arr, float* observations_arr, const int* sampled_actions_arr, float* rewards_arr,
+    int* done_arr, int* timestep_arr, const int episode_length) {
+  const int kEnvId = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (kEnvId >= wkNumberEnvs) return;
+  float* state = state_arr + kEnvId * kStateDim;
+  const bool terminated =
+      MountainCarTransition(state, sampled_actions_arr[kEnvId], state,
+                            observations_arr + kEnvId * kObsDim, rewards_arr + kEnvId);
+  ClassicControlEndStep(kEnvId, terminated, done_arr, timestep_arr, episode_length);
+}
