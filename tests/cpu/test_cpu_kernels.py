@@ -35,7 +35,7 @@ def _sample(
     flag = np.zeros(1, np.int32) if flag is None else flag
     actions = np.full((rows, stride), -1, np.int32)
     ck.sample_actions(
-        probs, actions, counters, flag, rows, num_actions, stride, offset, seed, stream, argmax
+        probs, actions, counters, flag, None, rows, num_actions, stride, offset, seed, stream, argmax
     )
     return actions[:, offset], int(flag[0]), counters
 
@@ -206,7 +206,7 @@ def test_action_stride_and_offset_write_only_their_column() -> None:
     counters = np.zeros(8, np.uint32)
     flag = np.zeros(1, np.int32)
     actions = np.full((8, 3), -1, np.int32)
-    ck.sample_actions(probs, actions, counters, flag, 8, 3, 3, 1, 0, 0, 0)
+    ck.sample_actions(probs, actions, counters, flag, None, 8, 3, 3, 1, 0, 0, 0)
     assert np.all(actions[:, 1] == 2)
     assert np.all(actions[:, [0, 2]] == -1)
 
@@ -229,7 +229,7 @@ def _gauss(
     counters = np.zeros(rows, np.uint32) if counters is None else counters
     flag = np.zeros(1, np.int32)
     out = np.zeros((rows, dim), np.float32)
-    ck.sample_gaussian_actions(mean, std, out, counters, flag, rows, dim, seed, stream, det)
+    ck.sample_gaussian_actions(mean, std, out, counters, flag, None, rows, dim, seed, stream, det)
     return out, int(flag[0]), counters
 
 
@@ -460,10 +460,36 @@ def test_kernels_write_through_cpu_torch_tensors() -> None:
     actions = torch.full((2, 1), -1, dtype=torch.int32)
     counters = torch.zeros(2, dtype=torch.int32)
     flag = torch.zeros(1, dtype=torch.int32)
-    ck.sample_actions(probs, actions, counters, flag, 2, 2, 1, 0, 0, 0, 0)
+    ck.sample_actions(probs, actions, counters, flag, None, 2, 2, 1, 0, 0, 0, 0)
     assert actions.reshape(-1).tolist() == [1, 0]
     assert counters.tolist() == [1, 1] and flag.item() == 0
     done = torch.tensor([1, 0], dtype=torch.int32)
     timestep = torch.tensor([3, 4], dtype=torch.int32)
     ck.undo_done_flag_and_reset_timestep(done, timestep, 0)
     assert done.tolist() == [0, 0] and timestep.tolist() == [0, 4]
+
+
+def test_log_probs_written_and_accumulated() -> None:
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(4), size=50).astype(np.float32)
+    actions = np.zeros((50, 2), np.int32)
+    counters = np.zeros(50, np.uint32)
+    flag = np.zeros(1, np.int32)
+    lp = np.full(50, 99.0, np.float32)
+    ck.sample_actions(probs, actions, counters, flag, lp, 50, 4, 2, 0, 1, 2, 0, 1)
+    np.testing.assert_allclose(lp, np.log(probs[np.arange(50), actions[:, 0]]), rtol=1e-6)
+    ck.sample_actions(probs, actions, counters, flag, lp, 50, 4, 2, 1, 1, 2, 0, 2)
+    joint = np.log(probs[np.arange(50), actions[:, 0]]) + np.log(probs[np.arange(50), actions[:, 1]])
+    np.testing.assert_allclose(lp, joint, rtol=1e-5)
+
+
+def test_gaussian_log_density() -> None:
+    rng = np.random.default_rng(4)
+    mean = rng.normal(size=(30, 3)).astype(np.float32)
+    std = rng.uniform(0.5, 2, size=(30, 3)).astype(np.float32)
+    out = np.zeros((30, 3), np.float32)
+    lp = np.zeros(30, np.float32)
+    ck.sample_gaussian_actions(mean, std, out, np.zeros(30, np.uint32), np.zeros(1, np.int32), lp, 30, 3, 1, 2, 0, 1)
+    z = (out - mean) / std
+    want = (-0.5 * z**2 - np.log(std) - 0.5 * np.log(2 * np.pi)).sum(1)
+    np.testing.assert_allclose(lp, want, rtol=1e-5, atol=1e-5)

@@ -193,7 +193,7 @@ def _numpy_categorical(
     flag = np.zeros(1, dtype=np.int32)
     cnt = counters.copy()
     cpu_kernels.sample_actions(
-        probs.copy(), out, cnt, flag, rows, actions, 1, 0, seed, stream, argmax
+        probs.copy(), out, cnt, flag, None, rows, actions, 1, 0, seed, stream, argmax
     )
     return out, int(flag[0])
 
@@ -255,7 +255,7 @@ def test_gaussian_host_matches_numpy(host_binary: Path, dim: int, det: int) -> N
     out = np.zeros((rows, dim), dtype=np.float32)
     flag = np.zeros(1, dtype=np.int32)
     cpu_kernels.sample_gaussian_actions(
-        mean, std, out, counters.copy(), flag, rows, dim, seed, stream, det
+        mean, std, out, counters.copy(), flag, None, rows, dim, seed, stream, det
     )
     np.testing.assert_allclose(host, out, rtol=1e-6, atol=1e-6)
     assert got[0, 0] == 1 and np.all(got[1:, 0] == 0) and flag[0] == 1

@@ -97,13 +97,13 @@ def build_wrapper(
     return wrapper
 
 
-def agent_ids(env: CUDAEnvironmentContext) -> list[Any]:
+def agent_ids(env: Any) -> list[Any]:
     """The env's agent ids in data-store order (the placeholders stack agents in sorted id order)."""
     return sorted(env.observation_space)
 
 
 # ----------------------------------------------------------------------------- seeding
-def reseed_env_rng(env: CUDAEnvironmentContext, seed: int) -> list[str]:
+def reseed_env_rng(env: Any, seed: int) -> list[str]:
     """Re-seed the host RNG an env draws its initial states from.
 
     Tried in order: an env method ``reseed(seed)`` (the hook for custom envs); the classic-control
@@ -159,7 +159,7 @@ def install_start_states(
         The number of saved-copy arrays rewritten.
     """
     dm = wrapper.cuda_data_manager
-    env = wrapper.env
+    env: Any = wrapper.env
     pools = dm.reset_target_to_pool
     names = [n for n in dm.reset_data_list if n not in pools]
     if not names or not rows:

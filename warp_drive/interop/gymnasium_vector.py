@@ -35,9 +35,9 @@ envs report no per-step info). Use ``final_obs`` to bootstrap values of truncate
 **Agents.** Only single-agent envs (N == 1) are accepted, unless ``flatten_agents=True``: then
 each (env replica, agent) pair is one sub-env, ``num_envs = E * N`` in env-major order (sub-env
 ``e * N + a``), all agents must share one observation and one action space, and every sub-env of a
-replica ends (and resets) when the replica's episode ends; agents that leave a game early (e.g.
-TagContinuous runners) are not reported separately and keep receiving observations and zero
-reward until the replica ends.
+replica ends (and resets) when the replica's episode ends. Agents that leave a game early (e.g.
+tagged TagContinuous runners) are not reported separately: until their replica ends they get
+whatever the env writes for them (TagContinuous: reward 0, and their actions are ignored).
 
 **Seeding.** ``reset(seed=s)`` re-seeds the env's host RNG with ``s + e`` for replica ``e`` and draws
 that replica's new initial state from it (classic-control envs then start exactly where
@@ -57,7 +57,9 @@ for MultiDiscrete, ``(num_envs, *box_shape)`` for Box. They are written into the
 
 Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
-``gymnasium.utils.env_checker`` covers single envs only and does not apply here.
+``gymnasium.utils.env_checker`` covers single envs only and does not apply here; instead the tests
+check the adapter against Gymnasium's own ``SyncVectorEnv(autoreset_mode=SAME_STEP)`` on
+CartPole-v1 (same seeds and actions) and run it under ``gymnasium.wrappers.vector.RecordEpisodeStatistics``.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env_wrapper import EnvWrapper, resolve_backend
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
 from warp_drive.interop._common import (
     InteropError,
@@ -80,6 +82,7 @@ from warp_drive.interop._common import (
     build_wrapper,
     check_seed,
     install_start_states,
+    make_env,
     split_done,
 )
 from warp_drive.utils.constants import Constants
@@ -111,7 +114,8 @@ class WarpDriveVectorEnv(VectorEnv):
             unsupported spaces, or bad arguments.
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    #: Class defaults; each instance holds its own copy.
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}  # noqa: RUF012
 
     def __init__(
         self,
@@ -127,8 +131,10 @@ class WarpDriveVectorEnv(VectorEnv):
         device_id: int | None = None,
         blocks_per_env: int | None = None,
     ) -> None:
-        inner = env.env if isinstance(env, EnvWrapper) else env
-        if isinstance(inner, CUDAEnvironmentContext):  # refuse before compiling anything
+        if isinstance(env, str):  # build the instance first: refuse before compiling anything
+            env, env_config = make_env(env, env_config, resolve_backend(backend)), None
+        inner: Any = env.env if isinstance(env, EnvWrapper) else env
+        if getattr(inner, "num_agents", None) is not None:
             self._check_agents(int(inner.num_agents), flatten_agents, type(inner).__name__)
         wrapper = build_wrapper(env, env_config, backend, num_envs, device_id, blocks_per_env)
         n_agents = int(wrapper.n_agents)
@@ -142,9 +148,10 @@ class WarpDriveVectorEnv(VectorEnv):
         self.metadata = dict(type(self).metadata)
         self.render_mode = None
 
-        ids = agent_ids(wrapper.env)
-        obs_spaces = [wrapper.env.observation_space[i] for i in ids]
-        act_spaces = [wrapper.env.action_space[i] for i in ids]
+        inner = wrapper.env
+        ids = agent_ids(inner)
+        obs_spaces = [inner.observation_space[i] for i in ids]
+        act_spaces = [inner.action_space[i] for i in ids]
         if any(s != obs_spaces[0] for s in obs_spaces) or any(s != act_spaces[0] for s in act_spaces):
             raise ConfigError(
                 f"{wrapper.name}: flatten_agents needs every agent to share one observation space and one "
@@ -349,7 +356,7 @@ class WarpDriveVectorEnv(VectorEnv):
                 f"actions have shape {tuple(src.shape)}; expected {self.num_envs} rows of "
                 f"{self._heads} value(s) each (action_space.shape = {self.action_space.shape})"
             )
-        src = src.to(device=target.device, dtype=target.dtype, non_blocking=True)
+        src = src.to(device=target.device, dtype=target.dtype)
         if self.check_actions:
             self._check_action_values(src)
         target.copy_(src.reshape(target.shape))
@@ -364,6 +371,7 @@ class WarpDriveVectorEnv(VectorEnv):
             lo = torch.as_tensor(space.start.reshape(-1), device=src.device)
             hi = lo + torch.as_tensor(space.nvec.reshape(-1), device=src.device) - 1
         else:
+            assert isinstance(space, spaces.Box)  # action_layout() admits Discrete, MultiDiscrete, Box
             lo = torch.as_tensor(space.low.reshape(-1), device=src.device)
             hi = torch.as_tensor(space.high.reshape(-1), device=src.device)
         bad = ((flat < lo) | (flat > hi)).any(dim=1)

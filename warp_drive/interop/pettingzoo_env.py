@@ -69,7 +69,6 @@ from warp_drive.interop._common import (
 )
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
-from warp_drive.utils.placeholders import action_layout
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +97,12 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             or an env whose observations are not one flat array per agent.
     """
 
-    metadata: dict[str, Any] = {"name": "warp_drive", "is_parallelizable": True, "render_modes": ["ansi"]}
+    #: Class defaults; each instance holds its own copy (with the env's name).
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "name": "warp_drive",
+        "is_parallelizable": True,
+        "render_modes": ["ansi"],
+    }
 
     def __init__(
         self,
@@ -124,7 +128,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         self.render_mode = render_mode
         self.redraw_start_states = bool(redraw_start_states)
         self.closed = False
-        inner = self.wrapper.env
+        inner: Any = self.wrapper.env
         self.metadata = {**type(self).metadata, "name": f"warp_drive_{inner.name or type(inner).__name__}"}
 
         self._env_ids = agent_ids(inner)
@@ -150,7 +154,6 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             )
         self._action_shape = dm.get_shape(Constants.ACTIONS)
         self._action_dtype = np.int32 if "int" in dm.get_dtype(Constants.ACTIONS) else np.float32
-        self._heads = {name: action_layout(sp)[0] for name, sp in self._action_spaces.items()}
         self._active_flag = self._resolve_active_flag(active_flag)
         self._needs_reset = True
 
@@ -242,7 +245,11 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             active = dm.pull_data_from_device(self._active_flag)[0] != 0
 
         live = self.agents
-        out_obs, out_rew, out_term, out_trunc, out_info = {}, {}, {}, {}, {}
+        out_obs: dict[str, np.ndarray] = {}
+        out_rew: dict[str, float] = {}
+        out_term: dict[str, bool] = {}
+        out_trunc: dict[str, bool] = {}
+        out_info: dict[str, dict[str, Any]] = {}
         for name in live:
             k = self._index[name]
             left = active is not None and not active[k]

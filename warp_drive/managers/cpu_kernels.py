@@ -53,6 +53,8 @@ ERROR_BAD_SUM = 2
 PROB_SUM_TOLERANCE = np.float32(1e-3)
 #: Philox stream (key word 1) of the reset pools, "pool" in ASCII (WK_POOL_STREAM).
 POOL_STREAM = 0x706F6F6C
+_FLT_TINY = np.finfo(np.float32).tiny  # WK_FLT_TINY
+_HALF_LOG_2PI = 0.9189385332046727  # WK_HALF_LOG_2PI
 
 
 # --------------------------------------------------------------------------- helpers
@@ -163,6 +165,7 @@ def sample_actions(
     actions: np.ndarray,
     counters: np.ndarray,
     error_flag: np.ndarray,
+    log_probs: np.ndarray | None,
     num_rows: int,
     num_actions: int,
     action_stride: int,
@@ -170,6 +173,7 @@ def sample_actions(
     seed: int,
     stream_id: int,
     use_argmax: int,
+    log_prob_mode: int = 0,
 ) -> None:
     """Categorical sampling; twin of the ``sample_actions`` kernel (``sampler.cuh``).
 
@@ -188,6 +192,8 @@ def sample_actions(
         seed: Philox key word 0.
         stream_id: Philox key word 1 (one stream per action head).
         use_argmax: Nonzero: take the first maximum, draw nothing.
+        log_probs: float32 (num_rows,) or None; receives log p(a) (mode 1) or adds it (mode 2).
+        log_prob_mode: 0 none, 1 write, 2 accumulate (joint log-probability over heads).
     """
     p = _rows(probs, np.float32, num_rows, num_actions)
     out = _words(actions, np.int32)
@@ -200,6 +206,11 @@ def sample_actions(
         chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]))
         calls += np.uint32(1)
     out[np.arange(num_rows, dtype=np.int64) * action_stride + action_offset] = chosen
+    if log_prob_mode:
+        picked = p[np.arange(num_rows), chosen]
+        lp = np.log(np.maximum(picked, np.float32(_FLT_TINY))).astype(np.float32)
+        dst = _words(log_probs, np.float32)[:num_rows]
+        dst[...] = dst + lp if log_prob_mode == 2 else lp
     _or_error_flag(error_flag, bits)
 
 
@@ -209,11 +220,13 @@ def sample_gaussian_actions(
     actions: np.ndarray,
     counters: np.ndarray,
     error_flag: np.ndarray,
+    log_probs: np.ndarray | None,
     num_rows: int,
     action_dim: int,
     seed: int,
     stream_id: int,
     deterministic: int,
+    log_prob_mode: int = 0,
 ) -> None:
     """Diagonal Gaussian sampling; twin of ``sample_gaussian_actions`` (``sampler.cuh``).
 
@@ -254,6 +267,11 @@ def sample_gaussian_actions(
         with np.errstate(invalid="ignore", over="ignore"):
             out[...] = m + s * z  # float32, no FMA (as __fadd_rn(m, __fmul_rn(s, z)))
         calls += np.uint32(1)
+    if log_prob_mode:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (out - m) / s
+            lp = (np.float32(-0.5) * z * z - np.log(s) - np.float32(_HALF_LOG_2PI)).sum(axis=1, dtype=np.float32)
+        _words(log_probs, np.float32)[:num_rows] = lp
     _or_error_flag(error_flag, bits)
 
 

@@ -117,6 +117,8 @@ class Sampler:
         use_argmax: bool = False,
         head: int = 0,
         check: bool = True,
+        log_probs: torch.Tensor | None = None,
+        accumulate_log_probs: bool = False,
     ) -> None:
         """Draw one categorical action per (env, agent) row into column ``head`` of ``action_name``.
 
@@ -126,6 +128,9 @@ class Sampler:
             check: raise at once if probabilities are NaN/negative or do not sum to 1 (+-1e-3).
                 This reads a flag from the device; a training loop passes False and calls
                 :meth:`check` once per iteration.
+            log_probs: optional float32 (num_envs, num_agents) tensor receiving log p(action)
+                (written in the same kernel: no extra launches).
+            accumulate_log_probs: add to ``log_probs`` instead of overwriting (multi-head actions).
 
         Raises:
             SamplerError: bad probabilities (with ``check``), or not initialized / registered.
@@ -135,8 +140,9 @@ class Sampler:
         E, A, H = actions.shape
         rows, n = E * A, dist.shape[2]
         counter = self._counter(data_manager, action_name, head, rows)
-        args = [dist, actions, counter, self._error_flag, rows, n, H, head, self._seed,
-                stream_id(action_name, head), int(bool(use_argmax))]
+        lp, mode = self._log_prob_arg(log_probs, (E, A), 2 if accumulate_log_probs else 1)
+        args = [dist, actions, counter, self._error_flag, lp, rows, n, H, head, self._seed,
+                stream_id(action_name, head), int(bool(use_argmax)), mode]
         self._fm.launch("sample_actions", args, grid=(-(-rows // THREADS_PER_BLOCK), 1), block=(THREADS_PER_BLOCK, 1, 1))
         if check:
             self.check(dist)
@@ -149,8 +155,11 @@ class Sampler:
         action_name: str,
         deterministic: bool = False,
         check: bool = True,
+        log_probs: torch.Tensor | None = None,
     ) -> None:
         """Draw ``mean + std * N(0, 1)`` per action dimension into float32 ``action_name``.
+
+        ``log_probs`` (optional, (num_envs, num_agents) float32) receives the joint log-density.
 
         Shapes:
             mean, std: (num_envs, num_agents, action_dim), action_dim = num_heads of the placeholder.
@@ -165,11 +174,20 @@ class Sampler:
             raise DataTypeError("std must be float32 on the same device as mean")
         rows = E * A
         counter = self._counter(data_manager, action_name, 0, rows)
-        args = [mean.contiguous(), std.contiguous(), actions, counter, self._error_flag, rows, H, self._seed,
-                stream_id(action_name, 0), int(bool(deterministic))]
+        lp, mode = self._log_prob_arg(log_probs, (E, A), 1)
+        args = [mean.contiguous(), std.contiguous(), actions, counter, self._error_flag, lp, rows, H, self._seed,
+                stream_id(action_name, 0), int(bool(deterministic)), mode]
         self._fm.launch("sample_gaussian_actions", args, grid=(-(-rows // THREADS_PER_BLOCK), 1), block=(THREADS_PER_BLOCK, 1, 1))
         if check:
             self.check(mean)
+
+    def _log_prob_arg(self, log_probs: torch.Tensor | None, shape: tuple[int, int], mode: int) -> tuple[Any, int]:
+        if log_probs is None:
+            return (0 if self._fm.has_kernels else None), 0
+        if log_probs.dtype != torch.float32 or tuple(log_probs.shape) != shape or not log_probs.is_contiguous():
+            raise DataShapeError(f"log_probs must be a contiguous float32 tensor of shape {shape}, got "
+                                 f"{log_probs.dtype} {tuple(log_probs.shape)}")
+        return log_probs, mode
 
     def check(self, distribution: torch.Tensor | None = None) -> None:
         """Raise :class:`SamplerError` if any sample since the last check saw bad inputs."""

@@ -91,14 +91,37 @@ class EpisodeStats:
 
     def update(self, rewards: Tensor, done: Tensor) -> None:
         """Add one step's rewards (E, A); close the episodes of ``done`` envs (E,) bool."""
-        self.running_return += rewards
-        self.running_length += 1
-        d = done.to(torch.float32)
-        self.return_sum += (self.running_return.mean(1) * d).sum()
-        self.length_sum += (self.running_length * d).sum()
+        self.update_from_batch(rewards.unsqueeze(0), done.unsqueeze(0))
+
+    def update_from_batch(self, rewards: Tensor, done: Tensor) -> None:
+        """Add a rollout's rewards (B, E, A) and done flags (B, E), vectorised over time.
+
+        Episode returns are differences of a running cumulative sum (which includes the return
+        carried over from earlier batches) between consecutive done steps of each env.
+        """
+        B = rewards.shape[0]
+        r = rewards.mean(2)
+        s = torch.cumsum(r, 0) + self.running_return.mean(1)
+        steps = torch.arange(1, B + 1, device=r.device, dtype=r.dtype)[:, None] + self.running_length
+        idx = torch.arange(B, device=r.device)[:, None].expand_as(done)
+        last_incl = torch.cummax(torch.where(done, idx, torch.full_like(idx, -1)), 0).values
+        prev = torch.cat((torch.full_like(last_incl[:1], -1), last_incl[:-1]), 0)
+        has_prev = prev >= 0
+        prev_c = prev.clamp(min=0)
+        ret = s - torch.where(has_prev, s.gather(0, prev_c), torch.zeros_like(s))
+        length = steps - torch.where(has_prev, steps.gather(0, prev_c), torch.zeros_like(steps))
+        d = done.to(r.dtype)
+        self.return_sum += (ret * d).sum()
+        self.length_sum += (length * d).sum()
         self.count += d.sum()
-        self.running_return.mul_(1 - d[:, None])
-        self.running_length.mul_(1 - d)
+        last = last_incl[-1]
+        any_done = last >= 0
+        last_c = last.clamp(min=0)[None]
+        carry_ret = s[-1] - torch.where(any_done, s.gather(0, last_c)[0], torch.zeros_like(s[-1]))
+        carry_len = steps[-1] - torch.where(any_done, steps.gather(0, last_c)[0], torch.zeros_like(steps[-1]))
+        # the running return is kept as a per-env mean over agents (broadcast to the agent axis)
+        self.running_return.copy_(carry_ret[:, None].expand_as(self.running_return))
+        self.running_length.copy_(carry_len)
 
     def reset_running(self) -> None:
         self.running_return.zero_()

@@ -41,14 +41,34 @@ def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     return torch.where(mask, a, b)
 
 
+class SharedBuffers:
+    """Per-step arrays every policy reads: done flags, timesteps and all agents' rewards.
+
+    Shapes: done, timestep: (B, E) int32; rewards: (B, E, N) float32.
+    """
+
+    def __init__(self, steps: int, dm: Any) -> None:
+        done = dm.data_on_device_via_torch(Constants.DONE)
+        rewards = dm.data_on_device_via_torch(Constants.REWARDS)
+        self.done = torch.zeros((steps, *done.shape), dtype=done.dtype, device=done.device)
+        self.timestep = torch.zeros_like(self.done)
+        self.rewards = torch.zeros((steps, *rewards.shape), dtype=rewards.dtype, device=rewards.device)
+
+
 class Rollout:
-    """Runs ``steps`` env steps for every policy, filling each policy's :class:`RolloutBuffers`."""
+    """Runs ``steps`` env steps for every policy, filling each policy's :class:`RolloutBuffers`.
+
+    Per step only what cannot be derived later is copied (observations, actions, log-probs and
+    values per policy; done flags, timesteps and rewards once); rewards per policy, termination
+    flags and episode statistics are computed once per iteration by :meth:`finalize`.
+    """
 
     def __init__(self, trainer: Any) -> None:
         self.t = trainer
         self.dm = trainer.env_wrapper.cuda_data_manager
         self.heads: dict[str, Any] = {}
         self.values: dict[str, Tensor] = {}
+        self.shared = SharedBuffers(trainer.steps_per_iter, self.dm)
 
     @torch.no_grad()
     def begin(self) -> None:
@@ -60,24 +80,29 @@ class Rollout:
 
     @torch.no_grad()
     def sample(self, step: int | None) -> None:
-        """Sample every policy's actions into the env's action placeholder; record them at ``step``."""
+        """Sample every policy's actions into the env's action placeholder; record them at ``step``.
+
+        The sampler kernel writes the joint log-probability of the sampled action directly.
+        """
         t = self.t
         for p in t.policies.values():
             heads = self.heads[p.tag]
+            record = step is not None and p.buffers is not None
+            lp = p.buffers.log_probs[step] if record else None
             if p.action_spec.is_gaussian:
                 mean, std = heads[0]
-                t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=t.deterministic, check=False)
+                t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=t.deterministic, check=False,
+                                          log_probs=lp)
             else:
                 for h, probs in enumerate(heads):
-                    t.sampler.sample(self.dm, probs, p.action_name, use_argmax=t.deterministic, head=h, check=False)
+                    t.sampler.sample(self.dm, probs, p.action_name, use_argmax=t.deterministic, head=h, check=False,
+                                     log_probs=lp, accumulate_log_probs=h > 0)
             actions = self.dm.data_on_device_via_torch(p.action_name)
             if p.action_name != Constants.ACTIONS:
                 self.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
-            if step is not None and p.buffers is not None:
-                b = p.buffers
-                b.actions[step].copy_(actions)
-                b.log_probs[step].copy_(log_prob_and_entropy(heads, actions)[0])
-                b.values[step].copy_(self.values[p.tag])
+            if record:
+                p.buffers.actions[step].copy_(actions)
+                p.buffers.values[step].copy_(self.values[p.tag])
 
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
@@ -91,26 +116,19 @@ class Rollout:
 
     @torch.no_grad()
     def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
-        """Rewards, done flags, episode stats and the forward on ``s_{t+1}`` (bootstrap values)."""
+        """Record done flags, timesteps and rewards; forward on ``s_{t+1}`` (bootstrap values)."""
         t, dm = self.t, self.dm
         done_i = dm.data_on_device_via_torch(Constants.DONE)
-        done = done_i > 0
-        truncated = (done_i == 1) & (dm.data_on_device_via_torch(Constants.TIMESTEP) >= t.env_wrapper.episode_length)
-        if not t.bootstrap_at_time_limit:
-            truncated = torch.zeros_like(truncated)
-        rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
+        if step is not None:
+            self.shared.done[step].copy_(done_i)
+            self.shared.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
+            self.shared.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
         next_out = {}
         for p in t.policies.values():
-            rewards = p.select(rewards_all)
-            p.stats.update(rewards, done)
             next_out[p.tag] = p.model(policy_obs(dm, p, t.obs_names))
             if step is not None:
-                b = p.buffers
-                b.rewards[step].copy_(rewards)
-                b.terminated[step].copy_(done & ~truncated)
-                b.truncated[step].copy_(truncated)
-                b.next_values[step].copy_(next_out[p.tag][1])
-        return done, next_out
+                p.buffers.next_values[step].copy_(next_out[p.tag][1])
+        return done_i > 0, next_out
 
     @torch.no_grad()
     def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
@@ -124,3 +142,20 @@ class Rollout:
                 self.values[p.tag] = _where_done(done, p.reset_values, values)
             else:  # reset observations unknown: one more forward on the post-reset observations
                 self.heads[p.tag], self.values[p.tag] = p.model(policy_obs(self.dm, p, t.obs_names))
+
+    @torch.no_grad()
+    def finalize(self) -> None:
+        """Per-policy rewards, termination/truncation flags and episode statistics of the batch."""
+        t, sh = self.t, self.shared
+        done = sh.done > 0
+        if t.bootstrap_at_time_limit:
+            truncated = (sh.done == 1) & (sh.timestep >= t.env_wrapper.episode_length)
+        else:
+            truncated = torch.zeros_like(done)
+        terminated = done & ~truncated
+        for p in t.policies.values():
+            b = p.buffers
+            b.rewards.copy_(sh.rewards if p.contiguous_all else sh.rewards.index_select(2, p.agent_index))
+            b.terminated.copy_(terminated)
+            b.truncated.copy_(truncated)
+            p.stats.update_from_batch(b.rewards, done)

@@ -182,6 +182,8 @@ class Trainer:
             done, next_out = self.rollout.after_step(step)
             mark("env_step")
             self.rollout.advance(done, next_out)
+        mark("policy")
+        self.rollout.finalize()
         if timer is not None:
             timer.stop()
         return dict(self.rollout.values)

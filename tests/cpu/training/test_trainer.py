@@ -99,3 +99,29 @@ def test_metrics_files_written(tmp_path):
     assert np.isfinite(m["shared/loss"]) and m["perf/env_steps_per_s"] > 0
     assert (tmp_path / "run" / "metrics.jsonl").is_file() and (tmp_path / "run" / "metrics.csv").is_file()
     assert any((tmp_path / "run").glob("shared_*.state_dict"))
+
+
+def test_episode_stats_from_batches_match_a_step_loop():
+    from warp_drive.training.policy_state import EpisodeStats
+
+    rng = np.random.default_rng(0)
+    E, A = 5, 3
+    fast = EpisodeStats.create(E, A, torch.device("cpu"))
+    ret_sum = len_sum = count = 0.0
+    running, length = np.zeros(E), np.zeros(E)
+    for B in (7, 1, 12, 4):
+        rewards = rng.normal(size=(B, E, A)).astype(np.float32)
+        done = rng.random((B, E)) < 0.3
+        fast.update_from_batch(torch.from_numpy(rewards), torch.from_numpy(done))
+        for t in range(B):  # the straightforward reference
+            running += rewards[t].mean(1)
+            length += 1
+            for e in np.flatnonzero(done[t]):
+                ret_sum += running[e]
+                len_sum += length[e]
+                count += 1
+                running[e] = length[e] = 0
+    out = fast.pop()
+    assert out["episodes"].item() == count
+    assert out["episode_return_mean"].item() == pytest.approx(ret_sum / count, rel=1e-5)
+    assert out["episode_length_mean"].item() == pytest.approx(len_sum / count, rel=1e-6)

@@ -21,6 +21,8 @@
 #define WK_ERROR_BAD_SUM 2    // |sum(probs) - 1| > WK_PROB_SUM_TOLERANCE
 
 #define WK_PROB_SUM_TOLERANCE 1e-3f
+#define WK_FLT_TINY 1.17549435e-38f       // smallest normal float: log-probabilities of 0 stay finite
+#define WK_HALF_LOG_2PI 0.9189385332046727f
 
 // First index of the maximum of p[0 .. n-1] (0 when n <= 0).
 __host__ __device__ inline int wkArgmaxRow(const float* p, int n) {
@@ -116,11 +118,13 @@ __host__ __device__ inline int wkSampleGaussianRow(const float* mean, const floa
 // probs: (num_rows, num_actions) float32; actions[r * action_stride + action_offset]
 // receives the index (action_stride = number of heads, action_offset = head).
 // NumPy twin: warp_drive.managers.cpu_kernels.sample_actions.
+// log_prob_mode: 0 = no log-probability, 1 = write log p(a) to log_probs[r], 2 = add it
+// (several heads of one action accumulate the joint log-probability in one buffer).
 extern "C" __global__ void sample_actions(const float* probs, int* actions,
                                           unsigned int* counters, int* error_flag,
-                                          int num_rows, int num_actions, int action_stride,
-                                          int action_offset, int seed, int stream_id,
-                                          int use_argmax) {
+                                          float* log_probs, int num_rows, int num_actions,
+                                          int action_stride, int action_offset, int seed,
+                                          int stream_id, int use_argmax, int log_prob_mode) {
   const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= num_rows) return;
   const unsigned int call_count = use_argmax ? 0u : counters[r];
@@ -129,6 +133,10 @@ extern "C" __global__ void sample_actions(const float* probs, int* actions,
       probs + r * num_actions, num_actions, static_cast<unsigned int>(r), call_count,
       static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id), use_argmax, &errors);
   actions[r * action_stride + action_offset] = action;
+  if (log_prob_mode != 0) {
+    const float lp = logf(fmaxf(probs[r * num_actions + action], WK_FLT_TINY));
+    log_probs[r] = log_prob_mode == 2 ? log_probs[r] + lp : lp;
+  }
   if (!use_argmax) counters[r] = call_count + 1u;
   if (errors != 0) atomicOr(error_flag, errors);
 }
@@ -136,11 +144,13 @@ extern "C" __global__ void sample_actions(const float* probs, int* actions,
 // Diagonal Gaussian sampling, one thread per row.
 // mean, std, actions: (num_rows, action_dim) float32.
 // NumPy twin: warp_drive.managers.cpu_kernels.sample_gaussian_actions.
+// log_prob_mode: 0 = none, 1 = write the joint log-density of the row's action to log_probs[r].
 extern "C" __global__ void sample_gaussian_actions(const float* mean, const float* std,
                                                    float* actions, unsigned int* counters,
-                                                   int* error_flag, int num_rows,
-                                                   int action_dim, int seed, int stream_id,
-                                                   int deterministic) {
+                                                   int* error_flag, float* log_probs,
+                                                   int num_rows, int action_dim, int seed,
+                                                   int stream_id, int deterministic,
+                                                   int log_prob_mode) {
   const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= num_rows) return;
   const unsigned int call_count = deterministic ? 0u : counters[r];
@@ -149,6 +159,15 @@ extern "C" __global__ void sample_gaussian_actions(const float* mean, const floa
       mean + base, std + base, actions + base, action_dim, static_cast<unsigned int>(r),
       call_count, static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id),
       deterministic);
+  if (log_prob_mode != 0) {
+    float lp = 0.0f;
+    for (int j = 0; j < action_dim; ++j) {
+      const float s = std[base + j];
+      const float z = (actions[base + j] - mean[base + j]) / s;
+      lp += -0.5f * z * z - logf(s) - WK_HALF_LOG_2PI;
+    }
+    log_probs[r] = lp;
+  }
   if (!deterministic) counters[r] = call_count + 1u;
   if (errors != 0) atomicOr(error_flag, errors);
 }

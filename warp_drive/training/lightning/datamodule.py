@@ -1,0 +1,51 @@
+"""LightningDataModule serving on-device rollouts of a module's engine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torch.utils.data import DataLoader
+
+from warp_drive.errors import ConfigError
+from warp_drive.training.lightning.data import rollout_dataloader
+from warp_drive.training.lightning.module import L, WarpDriveModule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_drive.training.trainer import Trainer
+
+
+class WarpDriveDataModule(L.LightningDataModule):
+    """Train data: one on-device rollout per batch, ``{tag: {name: device tensor}}``.
+
+    The engine is taken from ``source`` when the train dataloader is requested, i.e. after
+    :meth:`WarpDriveModule.setup` has built it on this rank's device (DDP-safe).
+
+    Args:
+        source: The :class:`WarpDriveModule` (preferred) or an engine (Trainer).
+        iterations_per_epoch: Rollouts per Lightning epoch; default: the module's.
+
+    Example::
+
+        trainer.fit(module, datamodule=WarpDriveDataModule(module))
+    """
+
+    def __init__(self, source: WarpDriveModule | Trainer, iterations_per_epoch: int | None = None) -> None:
+        super().__init__()
+        if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
+            raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
+        self.source = source
+        self.iterations_per_epoch = iterations_per_epoch
+
+    def _engine(self) -> Trainer:
+        if isinstance(self.source, WarpDriveModule):
+            if self.source.engine is None:
+                raise ConfigError("the module has no engine yet: fit the module (its setup builds the engine) "
+                                  "or call module.ensure_engine() first")
+            return self.source.engine
+        return self.source
+
+    def train_dataloader(self) -> DataLoader:
+        ipe = self.iterations_per_epoch
+        if ipe is None and isinstance(self.source, WarpDriveModule):
+            ipe = self.source.iterations_per_epoch
+        return rollout_dataloader(self._engine(), ipe)

@@ -1,0 +1,480 @@
+"""WarpDrive training as a :class:`lightning.LightningModule`.
+
+The module owns an *engine*, a :class:`~warp_drive.training.trainer.Trainer` that holds the env
+replicas, the sampler, the per-policy models, optimizers, algorithms and rollout buffers, all on
+one device. Lightning drives the loop:
+
+* data: :class:`~warp_drive.training.lightning.data.RolloutDataset` (through
+  :class:`WarpDriveDataModule`) runs one on-device rollout per batch and yields the per-policy
+  batches (device tensors, advantages included);
+* ``training_step``: manual optimization, one optimizer per trained policy (the engine's own Adam
+  optimizers, returned by ``configure_optimizers``), ``num_epochs`` x ``num_minibatches`` gradient
+  steps per policy (PPO) or one (A2C) with ``self.manual_backward``, ``self.clip_gradients``
+  (the policy's ``max_grad_norm``) and ``optimizer.step()``. The update is the one of
+  ``Trainer.update``: same minibatch shuffles (the engine's generator), same schedules, same
+  clipping, so with the same seed both paths produce the same weights;
+* logging: ``self.log`` of the update metrics every step (device tensors; Lightning reads them
+  only on its logging steps), and at the last step of every epoch the episode statistics of the
+  epoch (``<tag>/episode_return_mean`` ...), learning rates, timesteps and env steps per second;
+* checkpoints: weights (``state_dict``) and optimizer states are Lightning's; the engine counters
+  (iteration, per-policy timesteps, return normalizers, sampler seeds and counters, the shuffle
+  generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``.
+
+Multi-GPU (``strategy="ddp"``): pass ``engine_factory=`` instead of an engine; each rank then
+builds its own env replicas on its own GPU in :meth:`WarpDriveModule.setup` (different sampler
+seeds per rank, same initial weights). Lightning's DDP averages the gradients of every backward;
+the engine's own DDP wrapper (used by the torchrun path) is dropped. With more than one trained
+policy every backward leaves the other policies' parameters unused, so DDP needs
+``find_unused_parameters=True`` (``build_lightning_trainer`` sets it). Logged metrics are averaged
+over ranks (episode statistics: summed, then divided).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from warp_drive.errors import ConfigError
+from warp_drive.training.algorithms.update import grad_norm_and_clip
+from warp_drive.training.lightning.data import default_iterations_per_epoch, trained_tags
+from warp_drive.training.lightning.engine import EngineFactory
+from warp_drive.training.utils.minibatch import iterate_minibatches
+from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
+
+try:
+    import lightning as L
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "warp_drive.training.lightning needs PyTorch Lightning 2.x: pip install 'warpdrive-marl[lightning]' "
+        "(or pip install 'lightning>=2.0')"
+    ) from err
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_drive.training.trainer import Trainer
+
+logger = logging.getLogger(__name__)
+
+Tensor = torch.Tensor
+CHECKPOINT_KEY = "warp_drive"
+CHECKPOINT_FORMAT = 1
+
+
+def _to_cpu(tree: Any) -> Any:
+    if isinstance(tree, Tensor):
+        return tree.detach().cpu()
+    if isinstance(tree, Mapping):
+        return {k: _to_cpu(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_to_cpu(v) for v in tree)
+    return tree
+
+
+def _optimizer_state_to(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """Moves an optimizer's state tensors to ``device`` (Adam's ``step`` stays where it is)."""
+    for state in optimizer.state.values():
+        for key, value in state.items():
+            if key != "step" and isinstance(value, Tensor):
+                state[key] = value.to(device)
+
+
+class WarpDriveModule(L.LightningModule):
+    """LightningModule running WarpDrive's A2C/PPO updates on GPU-resident rollout batches.
+
+    Pass exactly one of ``engine`` (an already built Trainer: single device) or
+    ``engine_factory`` (built per rank in :meth:`setup`: required for DDP).
+
+    Args:
+        engine: The engine (env, sampler, models, optimizers, buffers).
+        engine_factory: ``factory(rank=, world_size=, device_id=) -> Trainer``, e.g.
+            :class:`~warp_drive.training.lightning.engine.ExampleEnvEngineFactory`.
+        iterations_per_epoch: Rollouts per Lightning epoch; default: enough rollouts to span one
+            episode (``ceil(episode_length / steps_per_iter)``).
+        sync_dist: Average logged metrics over ranks under DDP (one all-reduce per step for the
+            update metrics, one per epoch for the epoch metrics).
+        track_grad_norm: Log ``<tag>/grad_norm``, the mean pre-clip gradient norm (one extra
+            norm per gradient step, no host sync).
+
+    Raises:
+        ConfigError: Both or neither of ``engine`` / ``engine_factory``; no trained policy; a
+            policy tag that is not a valid module name.
+
+    Example::
+
+        engine = Trainer(wrapper, config, policy_map, verbose=False)
+        module = WarpDriveModule(engine)
+        trainer = build_lightning_trainer(module, max_epochs=50)
+        trainer.fit(module, datamodule=WarpDriveDataModule(module))
+    """
+
+    def __init__(
+        self,
+        engine: Trainer | None = None,
+        *,
+        engine_factory: EngineFactory | None = None,
+        iterations_per_epoch: int | None = None,
+        sync_dist: bool = True,
+        track_grad_norm: bool = True,
+    ) -> None:
+        super().__init__()
+        if (engine is None) == (engine_factory is None):
+            raise ConfigError("pass exactly one of engine= (a built Trainer) or engine_factory= (built per rank)")
+        if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
+            raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
+        self.save_hyperparameters(ignore=["engine", "engine_factory"])
+        self.automatic_optimization = False
+        self.engine_factory = engine_factory
+        self.sync_dist = sync_dist
+        self.track_grad_norm = track_grad_norm
+        self._iterations_per_epoch_arg = iterations_per_epoch
+        self.engine: Trainer | None = None
+        self.policy_models = nn.ModuleDict()
+        self.episode_metrics: dict[str, Tensor] = {}
+        self._trained: list[str] = []
+        self._lr: dict[str, ParamScheduler] = {}
+        self._pending_state: dict[str, Any] | None = None
+        self._t_last = 0.0
+        if engine is not None:
+            self.attach_engine(engine)
+
+    # ------------------------------------------------------------------ engine
+    def attach_engine(self, engine: Trainer) -> None:
+        """Adopt ``engine``: register its models as submodules (``policy_models.<tag>``).
+
+        Policies with ``to_train: false`` get ``requires_grad=False`` (they are only rolled out).
+        """
+        for tag in engine.policies:
+            if not tag or "." in tag:
+                raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
+        if not trained_tags(engine):
+            raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
+        self.engine = engine
+        for tag, p in engine.policies.items():
+            self.policy_models[tag] = p.model
+            if not p.to_train:
+                p.model.requires_grad_(False)
+        self._trained = trained_tags(engine)
+        self._lr = {tag: ParamScheduler(engine.policies[tag].config.lr, f"policy.{tag}.lr") for tag in self._trained}
+        self.hparams["run_config"] = engine.config.to_dict()
+        if self._pending_state is not None:
+            state, self._pending_state = self._pending_state, None
+            self._restore_engine_state(state)
+
+    def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Trainer:
+        """The engine, built with the factory first if needed (outside ``Trainer.fit``)."""
+        if self.engine is None:
+            assert self.engine_factory is not None
+            self.attach_engine(self.engine_factory(rank=rank, world_size=world_size, device_id=device_id))
+        return self.engine  # type: ignore[return-value]
+
+    @property
+    def iterations_per_epoch(self) -> int | None:
+        """Rollouts per Lightning epoch (None until the engine exists, unless given)."""
+        if self._iterations_per_epoch_arg is not None:
+            return int(self._iterations_per_epoch_arg)
+        return default_iterations_per_epoch(self.engine) if self.engine is not None else None
+
+    @property
+    def num_trained_policies(self) -> int | None:
+        """Number of trained policies (read from the factory's config before the engine exists)."""
+        if self.engine is not None:
+            return len(self._trained)
+        run_config = getattr(self.engine_factory, "run_config", None)
+        if callable(run_config):
+            cfg = run_config()
+            return sum(1 for tag in cfg.policy_tags if cfg.policy[tag].to_train)
+        return None
+
+    def _distributed(self) -> bool:
+        return self._trainer is not None and self.trainer.world_size > 1
+
+    # ------------------------------------------------------------------ Lightning hooks
+    def setup(self, stage: str) -> None:
+        """Build the engine on this rank's device (factory) and check the placement."""
+        strategy = self.trainer.strategy
+        root = strategy.root_device
+        if self.engine is None:
+            device_id = root.index if root.type == "cuda" else None
+            self.ensure_engine(self.global_rank, self.trainer.world_size, device_id)
+        engine = self.engine
+        assert engine is not None
+        dev = torch.device(engine.device)
+        if dev.type != root.type or (dev.type == "cuda" and (dev.index or 0) != (root.index or 0)):
+            raise ConfigError(
+                f"the engine's env and models live on {dev} but Lightning runs rank {self.global_rank} on {root}: use "
+                "accelerator='gpu' with the pycuda backend and accelerator='cpu' with the cpu backend; with several "
+                "devices pass engine_factory= so that every rank builds its env on its own device")
+        for p in engine.policies.values():  # Lightning's DDP syncs the gradients; the engine's wrapper is not used
+            if getattr(p, "train_model", None) is not None and p.train_model is not p.model:
+                p.train_model = p.model
+        if self.trainer.world_size > 1 and len(self._trained) > 1:
+            ddp_kwargs = getattr(strategy, "_ddp_kwargs", None)
+            if isinstance(ddp_kwargs, dict) and not ddp_kwargs.get("find_unused_parameters", False):
+                raise ConfigError(
+                    f"{len(self._trained)} trained policies under DDP: each backward leaves the other policies' "
+                    "parameters unused; use build_lightning_trainer(strategy='ddp') or "
+                    "DDPStrategy(find_unused_parameters=True)")
+
+    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
+        """The engine's optimizers of the trained policies, in policy order."""
+        assert self.engine is not None, "setup() builds the engine before configure_optimizers()"
+        return [self.engine.policies[tag].optimizer for tag in self._trained]
+
+    def on_train_start(self) -> None:
+        """Reset every env and the running episode statistics, as ``Trainer.train`` does."""
+        engine = self.engine
+        assert engine is not None
+        engine.env_wrapper.reset_all_envs()
+        for p in engine.policies.values():
+            p.stats.reset_running()
+        self._t_last = time.perf_counter()
+
+    def on_train_epoch_start(self) -> None:
+        self._t_last = time.perf_counter()
+
+    def training_step(self, batch: Mapping[str, Mapping[str, Any]], batch_idx: int) -> None:
+        """Update every trained policy from one rollout batch (PPO epochs/minibatches or one A2C step)."""
+        engine = self.engine
+        assert engine is not None
+        t0 = time.perf_counter()
+        batch_size = engine.config.trainer.train_batch_size
+        for p in engine.policies.values():
+            p.timestep += batch_size
+        if self._distributed():
+            self._sync_value_normalizers()
+        optimizers = self.optimizers()
+        if not isinstance(optimizers, list):
+            optimizers = [optimizers]
+        metrics: dict[str, Tensor] = {}
+        for tag, opt in zip(self._trained, optimizers):
+            if tag not in batch:
+                raise ConfigError(f"the batch has no entry for trained policy '{tag}' (keys: {sorted(batch)})")
+            for key, value in self._update_policy(tag, opt, batch[tag]).items():
+                metrics[f"{tag}/{key}"] = value
+        engine.iteration += 1
+        now = time.perf_counter()
+        engine.perf["training"] = engine.perf.get("training", 0.0) + (now - t0)
+        engine.perf["total"] = engine.perf.get("total", 0.0) + (now - self._t_last)
+        engine.perf["steps"] = engine.perf.get("steps", 0) + batch_size
+        self._t_last = now
+        self._log_step_metrics(metrics)
+        if self.trainer.is_last_batch or batch_idx + 1 >= self.trainer.num_training_batches:
+            self._log_epoch_metrics()
+
+    def teardown(self, stage: str) -> None:
+        """Lightning moved the optimizer states to the CPU: put them back next to the engine's models."""
+        if self.engine is not None:
+            for tag in self._trained:
+                _optimizer_state_to(self.engine.policies[tag].optimizer, torch.device(self.engine.device))
+
+    def cpu(self) -> WarpDriveModule:
+        """No-op: the models stay on their env's device (Lightning's teardown would move them).
+
+        Moving them would break the engine (its env and buffers stay on the device) and any
+        CUDA graph that reads the parameters in place.
+        """
+        logger.debug("WarpDriveModule.cpu() ignored: the engine's models stay on %s",
+                     None if self.engine is None else self.engine.device)
+        return self
+
+    # ------------------------------------------------------------------ update
+    def _update_policy(self, tag: str, opt: Any, batch: Mapping[str, Any]) -> dict[str, Tensor]:
+        """``num_epochs`` x ``num_minibatches`` gradient steps; metrics averaged (device tensors)."""
+        engine = self.engine
+        assert engine is not None
+        p = engine.policies[tag]
+        pc = p.config
+        set_optimizer_lr(p.optimizer, self._lr[tag].get_param_value(p.timestep))
+        params = [q for q in p.model.parameters() if q.requires_grad]
+        totals: dict[str, Tensor] = {}
+        steps = 0
+        for _ in range(pc.num_epochs):
+            for mb in iterate_minibatches(batch, pc.num_minibatches, generator=engine.generator):
+                head_outputs, values = p.model(mb["obs"])
+                loss, metrics = p.algorithm.compute_loss(
+                    head_outputs, values, mb["actions"], mb["advantages"], mb["returns"], timestep=p.timestep,
+                    old_log_probs=mb.get("old_log_probs"), old_values=mb.get("old_values"))
+                opt.zero_grad(set_to_none=True)
+                self.manual_backward(loss)
+                if self.track_grad_norm:
+                    metrics["grad_norm"] = grad_norm_and_clip(params, None).detach()
+                if pc.clip_grad_norm:
+                    self.clip_gradients(opt, gradient_clip_val=pc.max_grad_norm, gradient_clip_algorithm="norm")
+                opt.step()
+                for key, value in metrics.items():
+                    totals[key] = totals[key] + value if key in totals else value
+                steps += 1
+        return {key: value / steps for key, value in totals.items()}
+
+    @torch.no_grad()
+    def _sync_value_normalizers(self) -> None:
+        """Average the running return statistics over ranks (each rank merged its own returns)."""
+        engine = self.engine
+        assert engine is not None
+        norms = [engine.policies[t].algorithm.value_normalizer for t in self._trained]
+        norms = [n for n in norms if n is not None]
+        if not norms:
+            return
+        stats = torch.stack([torch.stack([n.mean, n.var + n.mean * n.mean]) for n in norms])
+        stats = self.trainer.strategy.reduce(stats, reduce_op="mean")
+        for n, (mean, second) in zip(norms, stats):
+            n.mean.copy_(mean)
+            n.var.copy_((second - mean * mean).clamp_min(0.0))
+
+    # ------------------------------------------------------------------ logging
+    def _log_step_metrics(self, metrics: dict[str, Tensor]) -> None:
+        if not metrics:
+            return
+        if self.sync_dist and self._distributed():
+            names = list(metrics)
+            stacked = torch.stack([metrics[k].detach().float().reshape(()) for k in names])
+            stacked = self.trainer.strategy.reduce(stacked, reduce_op="mean")
+            metrics = dict(zip(names, stacked.unbind(0)))
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1, sync_dist=False)
+
+    def _log_epoch_metrics(self) -> None:
+        """Episode statistics since the last epoch (summed over ranks), lr, timesteps, env steps/s."""
+        engine = self.engine
+        assert engine is not None
+        tags = list(engine.policies)
+        sums = []
+        for tag in tags:
+            s = engine.policies[tag].stats
+            sums.append(torch.stack([s.return_sum, s.length_sum, s.count]).reshape(3).float())
+            s.pop()  # zero the sums for the next epoch
+        stacked = torch.stack(sums)
+        distributed = self._distributed()
+        if distributed and self.sync_dist:
+            stacked = self.trainer.strategy.reduce(stacked, reduce_op="sum")
+        episode: dict[str, Tensor] = {}
+        for tag, (ret, length, count) in zip(tags, stacked.unbind(0)):
+            episode[f"{tag}/episode_return_mean"] = ret / count
+            episode[f"{tag}/episode_length_mean"] = length / count
+            episode[f"{tag}/episodes"] = count
+        self.episode_metrics = episode
+        sync = distributed and self.sync_dist  # values are equal on every rank: the mean changes nothing
+        self.log_dict({k: v for k, v in episode.items() if k.endswith("episode_return_mean")}, on_step=False,
+                      on_epoch=True, batch_size=1, prog_bar=True, sync_dist=sync)
+        self.log_dict({k: v for k, v in episode.items() if not k.endswith("episode_return_mean")}, on_step=False,
+                      on_epoch=True, batch_size=1, sync_dist=sync)
+        host: dict[str, float] = {}
+        for tag, p in engine.policies.items():
+            host[f"{tag}/timestep"] = float(p.timestep)
+            if tag in self._lr:
+                host[f"{tag}/lr"] = float(self._lr[tag].get_param_value(p.timestep))
+        perf = engine.perf
+        world = self.trainer.world_size
+        if perf.get("total"):
+            rate = float(perf["steps"]) / float(perf["total"])
+            host["perf/env_steps_per_s"] = world * rate
+            host["perf/agent_steps_per_s"] = world * rate * engine.env_wrapper.n_agents
+        host["perf/iteration"] = float(engine.iteration)
+        self.log_dict(host, on_step=False, on_epoch=True, batch_size=1, sync_dist=sync)
+
+    # ------------------------------------------------------------------ checkpoints
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store the engine counters (every rank's sampler/RNG/normalizer state under DDP)."""
+        if self.engine is not None:
+            checkpoint[CHECKPOINT_KEY] = self.engine_state()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore the engine counters (deferred until the engine exists)."""
+        state = checkpoint.get(CHECKPOINT_KEY)
+        if state is None:
+            logger.warning("the checkpoint has no '%s' entry: engine counters start from zero", CHECKPOINT_KEY)
+            return
+        if self.engine is None:
+            self._pending_state = state
+        else:
+            self._restore_engine_state(state)
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine counters as a checkpoint entry (collective under DDP: call on every rank)."""
+        engine = self.engine
+        assert engine is not None
+        dev = torch.device(engine.device)
+        local = {
+            "rank": self.global_rank,
+            "sampler": {"seed": int(engine.sampler.seed), "counters": _to_cpu(engine.sampler.counters_state())},
+            "generator": engine.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
+            "algorithms": {tag: _to_cpu(p.algorithm.state_dict()) for tag, p in engine.policies.items()},
+        }
+        ranks = [local]
+        if self._distributed() and torch.distributed.is_available() and torch.distributed.is_initialized():
+            gathered: list[Any] = [None] * torch.distributed.get_world_size()
+            torch.distributed.all_gather_object(gathered, local)
+            ranks = sorted(gathered, key=lambda s: s["rank"])
+        return {
+            "format_version": CHECKPOINT_FORMAT,
+            "iteration": int(engine.iteration),
+            "seed": int(engine.seed),
+            "config": engine.config.to_dict(),
+            "timesteps": {tag: int(p.timestep) for tag, p in engine.policies.items()},
+            "agent_ids": {tag: list(p.agent_ids) for tag, p in engine.policies.items()},
+            "perf": dict(engine.perf),
+            "world_size": len(ranks),
+            "ranks": ranks,
+        }
+
+    def _restore_engine_state(self, state: Mapping[str, Any]) -> None:
+        engine = self.engine
+        assert engine is not None
+        if state.get("format_version") != CHECKPOINT_FORMAT:
+            raise ConfigError(f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
+        if set(state["timesteps"]) != set(engine.policies):
+            raise ConfigError(f"checkpoint policies {sorted(state['timesteps'])} differ from the engine's {sorted(engine.policies)}")
+        for tag, ids in state.get("agent_ids", {}).items():
+            if list(ids) != list(engine.policies[tag].agent_ids):
+                raise ConfigError(f"policy '{tag}' had agents {ids} in the checkpoint but {engine.policies[tag].agent_ids} now")
+        engine.iteration = int(state["iteration"])
+        for tag, p in engine.policies.items():
+            p.timestep = int(state["timesteps"][tag])
+        engine.perf.update(state.get("perf", {}))
+        rank = self.global_rank if self._trainer is not None else 0
+        ranks = list(state["ranks"])
+        mine = next((r for r in ranks if r["rank"] == rank), None)
+        if mine is None or len(ranks) != (self.trainer.world_size if self._trainer is not None else 1):
+            logger.warning("checkpoint written by %d rank(s), restored on rank %d of %d: ranks without a saved "
+                           "state keep their fresh sampler streams", len(ranks), rank,
+                           self.trainer.world_size if self._trainer is not None else 1)
+        for tag, p in engine.policies.items():
+            p.algorithm.load_state_dict((mine or ranks[0])["algorithms"][tag])
+        if mine is None:
+            return
+        dev = torch.device(engine.device)
+        engine.sampler.init_random(int(mine["sampler"]["seed"]))
+        engine.sampler.load_counters_state({k: v.to(dev) for k, v in mine["sampler"]["counters"].items()})
+        engine.generator.set_state(mine["generator"].cpu())
+        torch.set_rng_state(mine["torch_rng"].cpu())
+        if mine.get("cuda_rng") is not None and dev.type == "cuda":
+            torch.cuda.set_rng_state(mine["cuda_rng"].cpu(), dev)
+        logger.info("engine restored at iteration %d", engine.iteration)
+
+    def restore_checkpoint(self, path: str | Path) -> None:
+        """Load a Lightning checkpoint of this module outside ``Trainer.fit`` (e.g. to evaluate).
+
+        Restores the weights, the optimizer states and the engine counters; builds the engine
+        with the factory (rank 0, one device) if needed.
+
+        Raises:
+            ConfigError: The file does not exist or does not match the engine's policies.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+        engine = self.ensure_engine()
+        ckpt = torch.load(path, map_location=torch.device(engine.device), weights_only=False)
+        self.load_state_dict(ckpt["state_dict"])
+        states = ckpt.get("optimizer_states", [])
+        if len(states) != len(self._trained):
+            raise ConfigError(f"checkpoint has {len(states)} optimizer states for {len(self._trained)} trained policies")
+        for tag, opt_state in zip(self._trained, states):
+            engine.policies[tag].optimizer.load_state_dict(opt_state)
+        self.on_load_checkpoint(ckpt)

@@ -1,0 +1,116 @@
+"""Train an example env with PyTorch Lightning (one GPU, several GPUs with DDP, or the CPU).
+
+Examples::
+
+    python -m warp_drive.training.lightning.train --env tag_continuous trainer.num_envs=100
+    python -m warp_drive.training.lightning.train --env tag_continuous --devices 2 --strategy ddp
+    python -m warp_drive.training.lightning.train --env tag_continuous --resume last --tensorboard
+    python -m warp_drive.training.lightning.train --env tag_continuous --backend cpu --max-epochs 2
+
+With ``--strategy ddp`` Lightning starts one process per device (it re-runs this command with
+``LOCAL_RANK`` set); each builds its own env replicas on its GPU. Overrides are dotted
+``key=value`` pairs, as for ``warp_drive.training.example_training_script``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+logger = logging.getLogger("warp_drive.training.lightning.train")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
+    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
+    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None, help="default: pycuda when usable, else cpu")
+    p.add_argument("--accelerator", default=None, help="Lightning accelerator (default: gpu for pycuda, cpu for cpu)")
+    p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
+    p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
+    p.add_argument("--max-epochs", type=int, default=None, help="default: the run config's num_episodes")
+    p.add_argument("--iterations-per-epoch", type=int, default=None, help="rollouts per Lightning epoch")
+    p.add_argument("--results-dir", default="lightning_runs", help="root of logs, checkpoints and renders")
+    p.add_argument("--resume", default=None, help="checkpoint path, or 'last' for the newest last.ckpt")
+    p.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
+    p.add_argument("--render-every", type=int, default=0, help="render a Tag rollout GIF every N epochs (0: off)")
+    p.add_argument("--returns-every", type=int, default=1, help="log episode returns every N epochs")
+    p.add_argument("--summary", action="store_true", help="write rank<r>_summary.json (weights checksum, metrics)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+def _devices(text: str) -> int | str | list[int]:
+    if text == "auto":
+        return text
+    if "," in text:
+        return [int(x) for x in text.split(",") if x]
+    return int(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from warp_drive.training.lightning import (
+        EpisodeReturnLogger, ExampleEnvEngineFactory, RolloutRenderCallback, WarpDriveDataModule, WarpDriveModule,
+        build_lightning_trainer,
+    )
+
+    factory = ExampleEnvEngineFactory(env=args.env, config=args.config, overrides=args.overrides, backend=args.backend,
+                                      results_dir=str(Path(args.results_dir) / "engine"))
+    module = WarpDriveModule(engine_factory=factory, iterations_per_epoch=args.iterations_per_epoch)
+    max_epochs = args.max_epochs
+    if max_epochs is None:
+        import math
+
+        cfg = factory.run_config()
+        episode_length = int(dict(cfg.env).get("episode_length", 0) or 0)
+        if not episode_length:
+            raise SystemExit("pass --max-epochs (the run config's env section has no episode_length)")
+        iters = cfg.trainer.num_iterations(episode_length)
+        ipe = args.iterations_per_epoch or max(1, math.ceil(episode_length / cfg.trainer.batch_size_per_env))
+        max_epochs = max(1, math.ceil(iters / ipe))
+    callbacks = [EpisodeReturnLogger(every_n_epochs=args.returns_every)]
+    if args.render_every > 0:
+        callbacks.append(RolloutRenderCallback(every_n_epochs=args.render_every))
+    trainer = build_lightning_trainer(
+        module, max_epochs=max_epochs, accelerator=args.accelerator, devices=_devices(args.devices),
+        strategy=args.strategy, default_root_dir=args.results_dir,
+        loggers=["csv", "tensorboard"] if args.tensorboard else ["csv"], callbacks=callbacks,
+        enable_progress_bar=not args.quiet)
+    ckpt_path = args.resume
+    if ckpt_path == "last":
+        found = sorted(Path(args.results_dir).rglob("last.ckpt"), key=lambda p: p.stat().st_mtime)
+        ckpt_path = str(found[-1]) if found else None
+    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path)
+    engine = module.engine
+    log_dir = trainer.log_dir  # a collective under DDP: every rank asks
+    if args.summary and engine is not None:
+        checksum = sum(float(p.detach().double().sum()) for p in module.policy_models.parameters())
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if torch.is_tensor(v) and v.numel() == 1}
+        summary = {"rank": trainer.global_rank, "world_size": trainer.world_size, "iteration": engine.iteration,
+                   "sampler_seed": int(engine.sampler.seed), "weights_checksum": checksum, "metrics": metrics,
+                   "log_dir": log_dir}
+        out = Path(args.results_dir) / f"rank{trainer.global_rank}_summary.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(summary, indent=2))
+    if trainer.is_global_zero:
+        logger.info("trained %d iterations; logs and checkpoints under %s", engine.iteration if engine else 0,
+                    log_dir or args.results_dir)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
