@@ -48,7 +48,8 @@ class RolloutBuffers:
 
     Shapes:
         obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
-        log_probs, values, rewards, next_values: (B, E, A); terminated, truncated: (B, E).
+        log_probs, values, rewards, next_values, advantages, returns: (B, E, A);
+        terminated, truncated: (B, E).
     """
 
     obs: Any
@@ -59,6 +60,8 @@ class RolloutBuffers:
     next_values: Tensor
     terminated: Tensor
     truncated: Tensor
+    advantages: Tensor
+    returns: Tensor
 
     @classmethod
     def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
@@ -71,7 +74,7 @@ class RolloutBuffers:
         f = lambda: torch.zeros((steps, E, num_agents), dtype=torch.float32, device=dev)  # noqa: E731
         flags = lambda: torch.zeros((steps, E), dtype=torch.bool, device=dev)  # noqa: E731
         return cls(obs, torch.zeros((steps, E, num_agents, columns), dtype=action_dtype, device=dev), f(), f(), f(), f(),
-                   flags(), flags())
+                   flags(), flags(), f(), f())
 
 
 @dataclass

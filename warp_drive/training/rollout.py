@@ -145,7 +145,7 @@ class Rollout:
 
     @torch.no_grad()
     def finalize(self) -> None:
-        """Per-policy rewards, termination/truncation flags and episode statistics of the batch."""
+        """Per-policy rewards, termination/truncation flags, episode statistics and advantages."""
         t, sh = self.t, self.shared
         done = sh.done > 0
         if t.bootstrap_at_time_limit:
@@ -159,3 +159,8 @@ class Rollout:
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
             p.stats.update_from_batch(b.rewards, done)
+            if p.to_train:
+                adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, self.values[p.tag], b.terminated,
+                                                          b.truncated, b.next_values)
+                b.advantages.copy_(adv)
+                b.returns.copy_(ret)

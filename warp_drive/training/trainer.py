@@ -188,23 +188,20 @@ class Trainer:
             timer.stop()
         return dict(self.rollout.values)
 
-    def update(self, last_values: dict[str, torch.Tensor]) -> dict[str, dict[str, torch.Tensor]]:
-        """One update of every trained policy from the current buffers.
+    def update(self, last_values: dict[str, torch.Tensor] | None = None) -> dict[str, dict[str, torch.Tensor]]:
+        """One update (epochs x minibatches) of every trained policy from the current buffers.
 
-        Args:
-            last_values: ``{tag: V(s_B)}`` returned by :meth:`generate_rollout`.
+        Advantages and returns were computed at the end of the rollout (:meth:`Rollout.finalize`);
+        ``last_values`` is accepted for API symmetry with :meth:`generate_rollout`.
         """
         out = {}
         for p in self.policies.values():
             p.timestep += self.config.trainer.train_batch_size
             if not p.to_train:
                 continue
-            b = p.buffers
-            adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, last_values[p.tag], b.terminated,
-                                                      b.truncated, b.next_values)
-            batch = {"obs": b.obs, "actions": b.actions, "advantages": adv, "returns": ret,
+            b, pc = p.buffers, p.config
+            batch = {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
                      "old_log_probs": b.log_probs, "old_values": b.values}
-            pc = p.config
             set_optimizer_lr(p.optimizer, ParamScheduler(pc.lr, "lr").get_param_value(p.timestep))
             out[p.tag] = update_policy(
                 p.train_model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,

