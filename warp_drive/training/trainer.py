@@ -127,7 +127,7 @@ class Trainer:
         self.graphed_rollout: GraphedRollout | None = None
         if tc.use_cuda_graph:
             if self.device.type != "cuda":
-                logger.warning("trainer.use_cuda_graph needs the pycuda backend; running eagerly on %s", self.device)
+                logger.debug("trainer.use_cuda_graph applies to the pycuda backend; running eagerly on %s", self.device)
             else:
                 self.graphed_rollout = GraphedRollout(lambda: self.generate_rollout(_EAGER), env_wrapper.cuda_function_manager)
         if tc.tf32 and self.device.type == "cuda":

@@ -21,7 +21,10 @@ or from the command line: ``python -m warp_drive.training.lightning.train --env 
 --devices 2 --strategy ddp``.
 """
 
-from warp_drive.training.lightning.builder import build_lightning_trainer, silence_irrelevant_lightning_warnings
+from warp_drive.training.lightning.builder import (
+    build_lightning_trainer,
+    silence_irrelevant_lightning_warnings,
+)
 from warp_drive.training.lightning.callbacks import (
     EpisodeReturnLogger,
     PerfStatsCallback,

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402  (after the import check in .module)
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
+
 from warp_drive.errors import ConfigError
 from warp_drive.training.lightning.callbacks import PerfStatsCallback
 from warp_drive.training.lightning.module import L, WarpDriveModule
-
-from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402  (after the import check in .module)
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
 
 #: Lightning warnings that do not apply to on-device rollouts (the data is produced on the
 #: device by this process: no workers; the dataset's length is exact).

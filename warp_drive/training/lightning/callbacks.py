@@ -213,9 +213,12 @@ class RolloutRenderCallback(L.Callback):
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         epoch = trainer.current_epoch
-        if (epoch + 1) % self.every_n_epochs or not trainer.is_global_zero:
+        if (epoch + 1) % self.every_n_epochs:
             return
+        # trainer.log_dir is a collective under DDP: every rank asks before rank 0 renders alone
         folder = self.dirpath or Path(trainer.log_dir or trainer.default_root_dir) / "rollouts"
+        if not trainer.is_global_zero:
+            return
         path = self.render(_engine(pl_module), folder / self.filename.format(epoch=epoch), title=f"Tag, epoch {epoch}")
         self.paths.append(path)
         logger.info("rollout of epoch %d rendered to %s", epoch, path)
@@ -236,7 +239,10 @@ class RolloutRenderCallback(L.Callback):
         Raises:
             ConfigError: The env is not a Tag env (no NumPy step or positions).
         """
-        from warp_drive.utils.rollout_animation import collect_tag_episode, render_episode
+        from warp_drive.utils.rollout_animation import (
+            collect_tag_episode,
+            render_episode,
+        )
 
         env = self.host_env(engine)
         if not (hasattr(env, "numpy_step") and hasattr(env, "is_tagger") and hasattr(env, "grid_length")):

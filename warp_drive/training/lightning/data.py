@@ -1,10 +1,10 @@
 """Rollouts as a Lightning data source: an iterable dataset whose items are GPU-resident batches.
 
 Each item is one on-device rollout of the engine (a :class:`~warp_drive.training.trainer.Trainer`):
-``B = train_batch_size // num_envs`` env steps for every env replica, followed by the advantage
-computation of every trained policy. The item is a dict ``{policy tag: {name: tensor}}`` whose
-tensors live on the engine's device (views of its rollout buffers plus the fresh advantages and
-returns); nothing is copied to the host, and the DataLoader passes the dict through untouched
+``B = train_batch_size // num_envs`` env steps for every env replica, ending with the advantages
+and returns of every trained policy (computed on the device by the rollout). The item is a dict
+``{policy tag: {name: tensor}}`` whose tensors are views of the engine's rollout buffers on its
+device; nothing is copied to the host, and the DataLoader passes the dict through untouched
 (``batch_size=None``, identity collate, no workers).
 
 The batch tensors are views of buffers the next rollout overwrites: consume a batch before asking
@@ -53,27 +53,34 @@ def trained_tags(engine: Trainer) -> list[str]:
 def make_policy_batches(engine: Trainer, last_values: Mapping[str, Tensor] | None = None) -> PolicyBatches:
     """Training batches of every trained policy from the engine's current rollout buffers.
 
-    Computes GAE advantages and returns with each policy's algorithm (updating its return
-    normalizer, if any: call once per rollout), exactly as ``Trainer.update`` does.
+    The advantages and returns are those the rollout computed at its end (``Rollout.finalize``
+    fills ``buffers.advantages`` / ``buffers.returns``, return normalizer included), exactly what
+    ``Trainer.update`` trains on. For buffers without them (older engines) they are computed
+    here with the policy's algorithm (call once per rollout: it updates the return normalizer).
 
     Args:
         engine: The trainer that just ran ``generate_rollout()``.
-        last_values: ``{tag: V(s_B)}`` returned by the rollout; default ``engine.rollout.values``.
+        last_values: ``{tag: V(s_B)}`` returned by the rollout; default ``engine.rollout.values``
+            (only read when the advantages are computed here).
 
     Returns:
-        ``{tag: batch}``; batch tensors are on the engine's device.
+        ``{tag: batch}``; batch tensors are on the engine's device (views of the buffers).
 
     Shapes:
         obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
         advantages, returns, old_log_probs, old_values: (B, E, A).
     """
-    values = last_values if last_values is not None else engine.rollout.values
     out: PolicyBatches = {}
     for tag in trained_tags(engine):
         p = engine.policies[tag]
         b = p.buffers
-        adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, values[tag], b.terminated, b.truncated,
-                                                  b.next_values)
+        if b is None:
+            raise ConfigError(f"policy '{tag}' has no rollout buffers; build the engine with a Trainer")
+        adv, ret = getattr(b, "advantages", None), getattr(b, "returns", None)
+        if adv is None or ret is None:
+            values = last_values if last_values is not None else engine.rollout.values
+            adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, values[tag], b.terminated, b.truncated,
+                                                      b.next_values)
         out[tag] = {"obs": b.obs, "actions": b.actions, "advantages": adv, "returns": ret,
                     "old_log_probs": b.log_probs, "old_values": b.values}
     return out

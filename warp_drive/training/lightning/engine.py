@@ -82,7 +82,7 @@ class ExampleEnvEngineFactory:
         """The validated run config (bundled or given, with the overrides and the backend)."""
         from example_envs import get_default_config_path
 
-        source = self.config if self.config is not None else get_default_config_path(self.env)
+        source = self.config if self.config is not None else get_default_config_path(str(self.env))
         return load_run_config(source, [*self.overrides, f"trainer.env_backend={self.resolved_backend}"])
 
     def __call__(self, *, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Trainer:

@@ -42,7 +42,11 @@ from torch import nn
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.update import grad_norm_and_clip
-from warp_drive.training.lightning.data import default_iterations_per_epoch, trained_tags
+from warp_drive.training.lightning.data import (
+    default_iterations_per_epoch,
+    rollout_dataloader,
+    trained_tags,
+)
 from warp_drive.training.lightning.engine import EngineFactory
 from warp_drive.training.utils.minibatch import iterate_minibatches
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -225,13 +229,23 @@ class WarpDriveModule(L.LightningModule):
         assert self.engine is not None, "setup() builds the engine before configure_optimizers()"
         return [self.engine.policies[tag].optimizer for tag in self._trained]
 
+    def train_dataloader(self) -> Any:
+        """Rollouts of this module's engine (used when ``fit`` gets no datamodule or dataloader).
+
+        :class:`~warp_drive.training.lightning.datamodule.WarpDriveDataModule` serves the same data
+        and takes precedence when passed.
+        """
+        assert self.engine is not None, "setup() builds the engine before train_dataloader()"
+        return rollout_dataloader(self.engine, self.iterations_per_epoch)
+
     def on_train_start(self) -> None:
         """Reset every env and the running episode statistics, as ``Trainer.train`` does."""
         engine = self.engine
         assert engine is not None
         engine.env_wrapper.reset_all_envs()
         for p in engine.policies.values():
-            p.stats.reset_running()
+            if p.stats is not None:
+                p.stats.reset_running()
         self._t_last = time.perf_counter()
 
     def on_train_epoch_start(self) -> None:
@@ -316,8 +330,7 @@ class WarpDriveModule(L.LightningModule):
         """Average the running return statistics over ranks (each rank merged its own returns)."""
         engine = self.engine
         assert engine is not None
-        norms = [engine.policies[t].algorithm.value_normalizer for t in self._trained]
-        norms = [n for n in norms if n is not None]
+        norms = [n for n in (engine.policies[t].algorithm.value_normalizer for t in self._trained) if n is not None]
         if not norms:
             return
         stats = torch.stack([torch.stack([n.mean, n.var + n.mean * n.mean]) for n in norms])
@@ -327,8 +340,18 @@ class WarpDriveModule(L.LightningModule):
             n.var.copy_((second - mean * mean).clamp_min(0.0))
 
     # ------------------------------------------------------------------ logging
+    def _is_logging_step(self) -> bool:
+        """Whether Lightning writes step metrics after this step (``log_every_n_steps``).
+
+        ``self.log`` costs host time per call, so the update metrics are only logged when
+        Lightning will use them, as ``Trainer.train`` does with ``metrics_log_freq``.
+        """
+        connector = getattr(self.trainer, "_logger_connector", None)
+        flag = getattr(connector, "should_update_logs", None)
+        return True if flag is None else bool(flag)
+
     def _log_step_metrics(self, metrics: dict[str, Tensor]) -> None:
-        if not metrics:
+        if not metrics or not self._is_logging_step():
             return
         if self.sync_dist and self._distributed():
             names = list(metrics)
@@ -345,6 +368,7 @@ class WarpDriveModule(L.LightningModule):
         sums = []
         for tag in tags:
             s = engine.policies[tag].stats
+            assert s is not None
             sums.append(torch.stack([s.return_sum, s.length_sum, s.count]).reshape(3).float())
             s.pop()  # zero the sums for the next epoch
         stacked = torch.stack(sums)
@@ -398,9 +422,9 @@ class WarpDriveModule(L.LightningModule):
         engine = self.engine
         assert engine is not None
         dev = torch.device(engine.device)
-        local = {
+        local: dict[str, Any] = {
             "rank": self.global_rank,
-            "sampler": {"seed": int(engine.sampler.seed), "counters": _to_cpu(engine.sampler.counters_state())},
+            "sampler": {"seed": int(engine.sampler.seed or 0), "counters": _to_cpu(engine.sampler.counters_state())},
             "generator": engine.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
@@ -410,7 +434,7 @@ class WarpDriveModule(L.LightningModule):
         if self._distributed() and torch.distributed.is_available() and torch.distributed.is_initialized():
             gathered: list[Any] = [None] * torch.distributed.get_world_size()
             torch.distributed.all_gather_object(gathered, local)
-            ranks = sorted(gathered, key=lambda s: s["rank"])
+            ranks = sorted(gathered, key=lambda s: int(s["rank"]))
         return {
             "format_version": CHECKPOINT_FORMAT,
             "iteration": int(engine.iteration),
@@ -427,12 +451,15 @@ class WarpDriveModule(L.LightningModule):
         engine = self.engine
         assert engine is not None
         if state.get("format_version") != CHECKPOINT_FORMAT:
-            raise ConfigError(f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
+            raise ConfigError(
+                f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
         if set(state["timesteps"]) != set(engine.policies):
-            raise ConfigError(f"checkpoint policies {sorted(state['timesteps'])} differ from the engine's {sorted(engine.policies)}")
+            raise ConfigError(
+                f"checkpoint policies {sorted(state['timesteps'])} differ from the engine's {sorted(engine.policies)}")
         for tag, ids in state.get("agent_ids", {}).items():
             if list(ids) != list(engine.policies[tag].agent_ids):
-                raise ConfigError(f"policy '{tag}' had agents {ids} in the checkpoint but {engine.policies[tag].agent_ids} now")
+                raise ConfigError(
+                    f"policy '{tag}' had agents {ids} in the checkpoint but {engine.policies[tag].agent_ids} now")
         engine.iteration = int(state["iteration"])
         for tag, p in engine.policies.items():
             p.timestep = int(state["timesteps"][tag])

@@ -19,7 +19,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 logger = logging.getLogger("warp_drive.training.lightning.train")
 
@@ -58,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from warp_drive.training.lightning import (
-        EpisodeReturnLogger, ExampleEnvEngineFactory, RolloutRenderCallback, WarpDriveDataModule, WarpDriveModule,
+        EpisodeReturnLogger,
+        ExampleEnvEngineFactory,
+        RolloutRenderCallback,
+        WarpDriveDataModule,
+        WarpDriveModule,
         build_lightning_trainer,
     )
 
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         iters = cfg.trainer.num_iterations(episode_length)
         ipe = args.iterations_per_epoch or max(1, math.ceil(episode_length / cfg.trainer.batch_size_per_env))
         max_epochs = max(1, math.ceil(iters / ipe))
-    callbacks = [EpisodeReturnLogger(every_n_epochs=args.returns_every)]
+    callbacks: list[Any] = [EpisodeReturnLogger(every_n_epochs=args.returns_every)]
     if args.render_every > 0:
         callbacks.append(RolloutRenderCallback(every_n_epochs=args.render_every))
     trainer = build_lightning_trainer(
@@ -95,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         checksum = sum(float(p.detach().double().sum()) for p in module.policy_models.parameters())
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if torch.is_tensor(v) and v.numel() == 1}
         summary = {"rank": trainer.global_rank, "world_size": trainer.world_size, "iteration": engine.iteration,
-                   "sampler_seed": int(engine.sampler.seed), "weights_checksum": checksum, "metrics": metrics,
+                   "sampler_seed": int(engine.sampler.seed or 0), "weights_checksum": checksum, "metrics": metrics,
                    "log_dir": log_dir}
         out = Path(args.results_dir) / f"rank{trainer.global_rank}_summary.json"
         out.parent.mkdir(parents=True, exist_ok=True)
