@@ -30,7 +30,10 @@ def _factory(tmp_path, overrides=TAG):
 
 
 def _fit(module, tmp_path, max_epochs, ckpt_path=None, **kw):
-    from warp_drive.training.lightning import WarpDriveDataModule, build_lightning_trainer
+    from warp_drive.training.lightning import (
+        WarpDriveDataModule,
+        build_lightning_trainer,
+    )
 
     kw.setdefault("enable_progress_bar", False)
     kw.setdefault("enable_model_summary", False)
@@ -42,7 +45,11 @@ def _fit(module, tmp_path, max_epochs, ckpt_path=None, **kw):
 def test_short_gpu_run_with_checkpoint_and_resume(tmp_path):
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from warp_drive.training.lightning import CHECKPOINT_KEY, EpisodeReturnLogger, WarpDriveModule
+    from warp_drive.training.lightning import (
+        CHECKPOINT_KEY,
+        EpisodeReturnLogger,
+        WarpDriveModule,
+    )
 
     factory = _factory(tmp_path)
     module = WarpDriveModule(factory(rank=0, world_size=1, device_id=0))
@@ -80,7 +87,10 @@ def test_lightning_matches_trainer_train_on_the_gpu(tmp_path):
     """Same seed: Trainer.train and the Lightning path agree (CUDA atomics allow last-bit noise)."""
     from warp_drive.training.lightning import WarpDriveModule
 
-    factory = _factory(tmp_path, TAG + ["trainer.num_envs=32", "trainer.train_batch_size=640"])
+    # few samples per rollout: a last-bit difference can then hardly flip a sampled action
+    small = ["trainer.num_envs=8", "trainer.train_batch_size=160", "env.num_taggers=2", "env.num_runners=10",
+             "env.num_other_agents_observed=5"]
+    factory = _factory(tmp_path, TAG + small)
     plain = factory(rank=0, world_size=1, device_id=0)
     plain.train(2)
     module = WarpDriveModule(factory(rank=0, world_size=1, device_id=0), iterations_per_epoch=1)

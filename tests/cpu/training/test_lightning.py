@@ -57,7 +57,7 @@ def _config(tmp_path, iters=8, a="PPO", b="A2C"):
            "gamma": 0.9, "num_minibatches": 4, "model": {"fc_dims": [32, 32]}}
     return {"name": "toy", "trainer": {"num_envs": 16, "train_batch_size": 16 * 20, "num_episodes": 16 * iters,
                                        "env_backend": "cpu", "seed": 3},
-            "policy": {"a": dict(pol), "b": dict(pol, algorithm=b)},
+            "policy": {"a": dict(pol), "b": dict(pol, algorithm=b, normalize_return=True)},
             "saving": {"metrics_log_freq": 1000, "model_params_save_freq": 100000, "basedir": str(tmp_path)}}
 
 
@@ -100,6 +100,8 @@ def test_rollout_dataset_yields_views_of_the_engine_buffers(tmp_path):
             buf = engine.policies[tag].buffers
             assert b["obs"].data_ptr() == buf.obs.data_ptr()  # no copy
             assert b["actions"].data_ptr() == buf.actions.data_ptr()
+            if getattr(buf, "advantages", None) is not None:  # computed by the rollout itself
+                assert b["advantages"].data_ptr() == buf.advantages.data_ptr()
             assert b["advantages"].shape == buf.rewards.shape == (20, 16, 2)
             assert torch.isfinite(b["advantages"]).all() and torch.isfinite(b["returns"]).all()
         batches += 1
@@ -109,7 +111,10 @@ def test_rollout_dataset_yields_views_of_the_engine_buffers(tmp_path):
 
 
 def test_lightning_update_is_the_trainer_update(tmp_path):
-    """Same seed, same engine config: Trainer.train and the Lightning path give bit-identical weights."""
+    """Same seed, same engine config: Trainer.train and the Lightning path give bit-identical weights.
+
+    Policy 'a' is PPO (4 minibatches), 'b' A2C with return normalization (its statistics must be
+    updated once per rollout on both paths)."""
     plain = _engine(tmp_path / "plain")
     plain.train(3)
     engine = _engine(tmp_path / "lightning")
@@ -117,6 +122,8 @@ def test_lightning_update_is_the_trainer_update(tmp_path):
     assert module.iterations_per_epoch == 1
     _fit(module, tmp_path / "lightning", max_epochs=3, checkpoint=False, perf_stats=False)
     _assert_same_weights(_weights(plain), _weights(engine))
+    torch.testing.assert_close(engine.policies["b"].algorithm.state_dict(), plain.policies["b"].algorithm.state_dict(),
+                               rtol=0, atol=0)
     assert engine.iteration == plain.iteration == 3
     assert {t: p.timestep for t, p in engine.policies.items()} == {t: p.timestep for t, p in plain.policies.items()}
     assert engine.perf["steps"] == 3 * 320 and engine.perf["total"] > 0
@@ -168,7 +175,8 @@ def test_resume_from_model_checkpoint_continues_identically(tmp_path):
     _fit(resumed, tmp_path / "b", max_epochs=4, ckpt_path=str(saved), checkpoint=False)
     _assert_same_weights(_weights(full.engine), _weights(resumed.engine))
     assert resumed.engine.iteration == full.engine.iteration == 4
-    assert {t: p.timestep for t, p in resumed.engine.policies.items()} == {t: p.timestep for t, p in full.engine.policies.items()}
+    timesteps = [{t: p.timestep for t, p in m.engine.policies.items()} for m in (resumed, full)]
+    assert timesteps[0] == timesteps[1]
     for k, v in full.engine.sampler.counters_state().items():
         torch.testing.assert_close(resumed.engine.sampler.counters_state()[k], v)
 
@@ -198,7 +206,9 @@ def test_engine_factory_builds_the_engine_in_setup(tmp_path):
     assert module.engine is None and module.iterations_per_epoch == 2
     with pytest.raises(ConfigError, match="max_epochs"):
         build_lightning_trainer(WarpDriveModule(engine_factory=factory))
-    _fit(module, tmp_path, max_epochs=1, checkpoint=False)
+    trainer = build_lightning_trainer(module, max_epochs=1, loggers=False, checkpoint=False, enable_progress_bar=False,
+                                      enable_model_summary=False, default_root_dir=str(tmp_path))
+    trainer.fit(module)  # no datamodule: the module's own train_dataloader serves the rollouts
     assert built == [(0, 1, None)] and module.engine.iteration == 2
 
 

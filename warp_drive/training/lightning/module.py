@@ -145,6 +145,8 @@ class WarpDriveModule(L.LightningModule):
         self._t_last = 0.0
         if engine is not None:
             self.attach_engine(engine)
+        elif callable(getattr(engine_factory, "run_config", None)):  # logged with the hyperparameters
+            self.hparams["run_config"] = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ engine
     def attach_engine(self, engine: Trainer) -> None:

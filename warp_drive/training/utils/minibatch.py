@@ -101,6 +101,9 @@ def iterate_minibatches(
             raise DataShapeError(
                 f"batch tensors disagree on the leading shape: {tensor.shape[0]} vs {n} samples."
             )
+    if num_minibatches == 1:  # the whole batch: order does not matter, so skip the gather copy
+        yield flat
+        return
     for index in minibatch_indices(
         n, num_minibatches, device=device, generator=generator, shuffle=shuffle
     ):
