@@ -37,7 +37,7 @@ setup(
         "viz": ["matplotlib>=3.6", "pillow>=9.0"],
         "lightning": ["lightning>=2.0"],
         "interop": ["pettingzoo>=1.24"],
-        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10"],
+        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0", "nbformat>=5.7"],
     },
     entry_points={"console_scripts": ["warp-drive-train=warp_drive.training.example_training_script:main"]},
     classifiers=[

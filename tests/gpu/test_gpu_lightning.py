@@ -52,11 +52,10 @@ def test_short_gpu_run_with_checkpoint_and_resume(tmp_path):
     )
 
     factory = _factory(tmp_path)
-    module = WarpDriveModule(factory(rank=0, world_size=1, device_id=0))
-    assert module.iterations_per_epoch == 2
+    module = WarpDriveModule(factory(rank=0, world_size=1, device_id=0), iterations_per_epoch=2)
     returns = EpisodeReturnLogger()
     ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_epochs=1, save_last=True)
-    trainer = _fit(module, tmp_path, max_epochs=3, checkpoint=ckpt, callbacks=[returns])
+    trainer = _fit(module, tmp_path, max_epochs=3, checkpoint=ckpt, callbacks=[returns], log_every_n_steps=2)
     assert trainer.strategy.root_device.type == "cuda"
     metrics = trainer.callback_metrics
     losses = {k: float(v) for k, v in metrics.items() if k.endswith("/loss")}
@@ -73,14 +72,16 @@ def test_short_gpu_run_with_checkpoint_and_resume(tmp_path):
     state = torch.load(last, map_location="cpu", weights_only=False)
     assert state[CHECKPOINT_KEY]["iteration"] == 6
 
-    fresh = WarpDriveModule(factory(rank=0, world_size=1, device_id=0))
+    fresh = WarpDriveModule(factory(rank=0, world_size=1, device_id=0), iterations_per_epoch=2)
     fresh.restore_checkpoint(last)
     for key, value in fresh.state_dict().items():
         torch.testing.assert_close(value.cpu(), state["state_dict"][key], rtol=0, atol=0)
     assert fresh.engine.iteration == 6
-    trainer = _fit(fresh, tmp_path / "resume", max_epochs=4, ckpt_path=str(last), checkpoint=False, loggers=False)
+    trainer = _fit(fresh, tmp_path / "resume", max_epochs=4, ckpt_path=str(last), checkpoint=False, loggers=False,
+                   log_every_n_steps=2)
     assert fresh.engine.iteration == 8 and trainer.current_epoch == 4
-    assert all(math.isfinite(float(v)) for k, v in trainer.callback_metrics.items() if k.endswith("/loss"))
+    losses = {k: float(v) for k, v in trainer.callback_metrics.items() if k.endswith("/loss")}
+    assert set(losses) == {"runner/loss", "tagger/loss"} and all(math.isfinite(v) for v in losses.values())
 
 
 def test_lightning_matches_trainer_train_on_the_gpu(tmp_path):
@@ -105,6 +106,7 @@ def test_ddp_on_two_gpus(tmp_path):
         pytest.skip("needs >= 2 GPUs")
     cmd = [sys.executable, "-m", "warp_drive.training.lightning.train", "--env", "tag_continuous", "--backend", "pycuda",
            "--devices", "2", "--strategy", "ddp", "--max-epochs", "2", "--results-dir", str(tmp_path), "--summary",
+           "--log-every-n-steps", "2", "--iterations-per-epoch", "2",
            "--quiet", *TAG]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for extra in ([], ["--max-epochs", "3", "--resume", "last"]):

@@ -118,8 +118,8 @@ def test_lightning_update_is_the_trainer_update(tmp_path):
     plain = _engine(tmp_path / "plain")
     plain.train(3)
     engine = _engine(tmp_path / "lightning")
-    module = WarpDriveModule(engine)
-    assert module.iterations_per_epoch == 1
+    assert WarpDriveModule(_engine(tmp_path / "default")).iterations_per_epoch == 10  # whole episodes, >= 10
+    module = WarpDriveModule(engine, iterations_per_epoch=1)
     _fit(module, tmp_path / "lightning", max_epochs=3, checkpoint=False, perf_stats=False)
     _assert_same_weights(_weights(plain), _weights(engine))
     torch.testing.assert_close(engine.policies["b"].algorithm.state_dict(), plain.policies["b"].algorithm.state_dict(),
@@ -131,9 +131,9 @@ def test_lightning_update_is_the_trainer_update(tmp_path):
 
 def test_fit_with_loggers_checkpoint_and_callbacks(tmp_path):
     engine = _engine(tmp_path)
-    module = WarpDriveModule(engine)
+    module = WarpDriveModule(engine, iterations_per_epoch=1)
     returns = EpisodeReturnLogger(every_n_epochs=2, evaluate=True)
-    trainer = _fit(module, tmp_path, max_epochs=4, loggers=["csv", "tensorboard"], callbacks=[returns])
+    trainer = _fit(module, tmp_path, max_epochs=4, loggers=["csv", "tensorboard"], callbacks=[returns], log_every_n_steps=1)
     perf = next(c for c in trainer.callbacks if isinstance(c, PerfStatsCallback))
     # the example callback fired on epochs 1 and 3, with training and evaluation returns
     assert [row["epoch"] for row in returns.history] == [1.0, 3.0]
@@ -145,7 +145,7 @@ def test_fit_with_loggers_checkpoint_and_callbacks(tmp_path):
     for key in ("a/loss", "b/loss", "a/policy_loss", "a/approx_kl", "a/grad_norm", "a/episode_return_mean",
                 "b/episode_return_mean", "perf/env_steps_per_s", "perf/epoch_env_steps_per_s"):
         assert key in metrics and math.isfinite(float(metrics[key])), key
-    # CSV rows: step metrics every iteration (log_every_n_steps = iterations per epoch = 1)
+    # CSV rows: step metrics every iteration (log_every_n_steps=1)
     csv_dir = Path(trainer.loggers[0].log_dir)
     with open(csv_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
@@ -166,12 +166,12 @@ def test_fit_with_loggers_checkpoint_and_callbacks(tmp_path):
 
 def test_resume_from_model_checkpoint_continues_identically(tmp_path):
     every = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, every_n_epochs=1, filename="{epoch}")
-    full = WarpDriveModule(_engine(tmp_path / "a"))
+    full = WarpDriveModule(_engine(tmp_path / "a"), iterations_per_epoch=1)
     _fit(full, tmp_path / "a", max_epochs=4, checkpoint=every)
     saved = tmp_path / "ckpt" / "epoch=1.ckpt"
     assert saved.is_file()
 
-    resumed = WarpDriveModule(_engine(tmp_path / "b"))
+    resumed = WarpDriveModule(_engine(tmp_path / "b"), iterations_per_epoch=1)
     _fit(resumed, tmp_path / "b", max_epochs=4, ckpt_path=str(saved), checkpoint=False)
     _assert_same_weights(_weights(full.engine), _weights(resumed.engine))
     assert resumed.engine.iteration == full.engine.iteration == 4
@@ -232,7 +232,7 @@ def test_rollout_render_callback_writes_a_gif(tmp_path):
     pytest.importorskip("matplotlib")
     pytest.importorskip("PIL")
     factory = ExampleEnvEngineFactory(env="tag_continuous", overrides=TINY_TAG, backend="cpu")
-    module = WarpDriveModule(factory(rank=0, world_size=1, device_id=None))
+    module = WarpDriveModule(factory(rank=0, world_size=1, device_id=None), iterations_per_epoch=1)
     render = RolloutRenderCallback(every_n_epochs=1, dirpath=tmp_path / "gifs", max_frames=4)
     _fit(module, tmp_path, max_epochs=1, checkpoint=False, callbacks=[render])
     assert [p.name for p in render.paths] == ["rollout_epoch0000.gif"] and render.paths[0].stat().st_size > 0
@@ -242,6 +242,7 @@ def test_ddp_on_two_cpu_processes(tmp_path):
     """strategy='ddp' (gloo): every rank builds its own env; weights stay equal, rollouts differ; resume works."""
     cmd = [sys.executable, "-m", "warp_drive.training.lightning.train", "--env", "tag_continuous", "--backend", "cpu",
            "--devices", "2", "--strategy", "ddp", "--max-epochs", "2", "--results-dir", str(tmp_path), "--summary",
+           "--log-every-n-steps", "1", "--iterations-per-epoch", "1",
            "--quiet", *TINY_TAG]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
     for extra in ([], ["--max-epochs", "3", "--resume", "last"]):

@@ -34,6 +34,7 @@ from warp_drive.training.lightning.callbacks import (
 from warp_drive.training.lightning.data import (
     RolloutDataset,
     default_iterations_per_epoch,
+    iterations_per_epoch_for,
     make_policy_batches,
     passthrough_collate,
     rollout_dataloader,
@@ -54,6 +55,7 @@ __all__ = [
     "WarpDriveModule",
     "build_lightning_trainer",
     "default_iterations_per_epoch",
+    "iterations_per_epoch_for",
     "make_policy_batches",
     "numpy_policy",
     "passthrough_collate",

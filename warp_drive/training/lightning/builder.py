@@ -8,12 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402  (after the import check in .module)
-from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
-
 from warp_drive.errors import ConfigError
+from warp_drive.training.lightning._compat import (
+    CSVLogger,
+    L,
+    Logger,
+    ModelCheckpoint,
+    TensorBoardLogger,
+)
 from warp_drive.training.lightning.callbacks import PerfStatsCallback
-from warp_drive.training.lightning.module import L, WarpDriveModule
+from warp_drive.training.lightning.module import WarpDriveModule
 
 #: Lightning warnings that do not apply to on-device rollouts (the data is produced on the
 #: device by this process: no workers; the dataset's length is exact).
@@ -101,7 +105,9 @@ def build_lightning_trainer(
         perf_stats: Add a :class:`PerfStatsCallback`.
         callbacks: More callbacks.
         enable_progress_bar: Lightning's progress bar (one host sync per refresh).
-        log_every_n_steps: Period of step metrics; default: the module's iterations per epoch.
+        log_every_n_steps: Period (in iterations) of the step metrics (losses, KL, gradient norms);
+            default 10. Epoch metrics (episode returns, env steps/s)
+            are logged every epoch regardless.
         **trainer_kwargs: Passed on to ``lightning.Trainer``.
 
     Raises:
@@ -146,7 +152,7 @@ def build_lightning_trainer(
         "callbacks": cbs,
         "enable_checkpointing": bool(checkpoint),
         "enable_progress_bar": enable_progress_bar,
-        "log_every_n_steps": log_every_n_steps if log_every_n_steps is not None else (ipe or 1),
+        "log_every_n_steps": log_every_n_steps if log_every_n_steps is not None else 10,
         "use_distributed_sampler": False,
         "num_sanity_val_steps": 0,
         "default_root_dir": root,

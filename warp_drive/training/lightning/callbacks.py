@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.lightning.module import L
+from warp_drive.training.lightning._compat import L
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer

@@ -35,13 +35,26 @@ Tensor = torch.Tensor
 PolicyBatches = dict[str, dict[str, Any]]
 
 
-def default_iterations_per_epoch(engine: Trainer) -> int:
-    """Rollouts per Lightning epoch so that an epoch spans at least one full episode per env.
+#: Default lower bound of rollouts per Lightning epoch: epoch-end work (logger writes, callbacks,
+#: one device sync) is then spread over enough iterations to stay negligible.
+MIN_ITERATIONS_PER_EPOCH = 10
 
-    ``ceil(episode_length / steps_per_iter)``, at least 1: with time-limited episodes every epoch
-    then ends at least one episode, so the per-epoch episode return is defined.
+
+def iterations_per_epoch_for(episode_length: int, steps_per_iter: int,
+                             min_iterations: int = MIN_ITERATIONS_PER_EPOCH) -> int:
+    """Smallest multiple of ``ceil(episode_length / steps_per_iter)`` that is >= ``min_iterations``.
+
+    An epoch then spans whole episodes (with time-limited episodes every epoch ends at least one
+    episode per env, so the per-epoch episode return is defined) and at least ``min_iterations``
+    rollouts.
     """
-    return max(1, math.ceil(engine.env_wrapper.episode_length / engine.steps_per_iter))
+    per_episode = max(1, math.ceil(episode_length / max(1, steps_per_iter)))
+    return per_episode * max(1, math.ceil(min_iterations / per_episode))
+
+
+def default_iterations_per_epoch(engine: Trainer) -> int:
+    """:func:`iterations_per_epoch_for` the engine's episode length and rollout length."""
+    return iterations_per_epoch_for(engine.env_wrapper.episode_length, engine.steps_per_iter)
 
 
 def trained_tags(engine: Trainer) -> list[str]:

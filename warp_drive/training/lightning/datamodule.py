@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 from torch.utils.data import DataLoader
 
 from warp_drive.errors import ConfigError
+from warp_drive.training.lightning._compat import L
 from warp_drive.training.lightning.data import rollout_dataloader
-from warp_drive.training.lightning.module import L, WarpDriveModule
+from warp_drive.training.lightning.module import WarpDriveModule
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer

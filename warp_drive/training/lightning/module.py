@@ -5,17 +5,18 @@ replicas, the sampler, the per-policy models, optimizers, algorithms and rollout
 one device. Lightning drives the loop:
 
 * data: :class:`~warp_drive.training.lightning.data.RolloutDataset` (through
-  :class:`WarpDriveDataModule`) runs one on-device rollout per batch and yields the per-policy
-  batches (device tensors, advantages included);
+  :class:`WarpDriveDataModule`, or the module's own ``train_dataloader``) runs one on-device
+  rollout per batch and yields the per-policy batches (device tensors, advantages included);
 * ``training_step``: manual optimization, one optimizer per trained policy (the engine's own Adam
   optimizers, returned by ``configure_optimizers``), ``num_epochs`` x ``num_minibatches`` gradient
   steps per policy (PPO) or one (A2C) with ``self.manual_backward``, ``self.clip_gradients``
   (the policy's ``max_grad_norm``) and ``optimizer.step()``. The update is the one of
   ``Trainer.update``: same minibatch shuffles (the engine's generator), same schedules, same
   clipping, so with the same seed both paths produce the same weights;
-* logging: ``self.log`` of the update metrics every step (device tensors; Lightning reads them
-  only on its logging steps), and at the last step of every epoch the episode statistics of the
-  epoch (``<tag>/episode_return_mean`` ...), learning rates, timesteps and env steps per second;
+* logging: ``self.log`` of the update metrics (``<tag>/loss``, ``policy_loss``, ``approx_kl``,
+  ``grad_norm`` ...) on Lightning's logging steps (``log_every_n_steps``; device tensors, no host
+  sync here), and at the last step of every epoch the episode statistics of the epoch
+  (``<tag>/episode_return_mean`` ...), learning rates, timesteps and env steps per second;
 * checkpoints: weights (``state_dict``) and optimizer states are Lightning's; the engine counters
   (iteration, per-policy timesteps, return normalizers, sampler seeds and counters, the shuffle
   generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``.
@@ -42,6 +43,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.update import grad_norm_and_clip
+from warp_drive.training.lightning._compat import L
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
     rollout_dataloader,
@@ -50,14 +52,6 @@ from warp_drive.training.lightning.data import (
 from warp_drive.training.lightning.engine import EngineFactory
 from warp_drive.training.utils.minibatch import iterate_minibatches
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
-
-try:
-    import lightning as L
-except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "warp_drive.training.lightning needs PyTorch Lightning 2.x: pip install 'warpdrive-marl[lightning]' "
-        "(or pip install 'lightning>=2.0')"
-    ) from err
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
@@ -97,10 +91,10 @@ class WarpDriveModule(L.LightningModule):
         engine: The engine (env, sampler, models, optimizers, buffers).
         engine_factory: ``factory(rank=, world_size=, device_id=) -> Trainer``, e.g.
             :class:`~warp_drive.training.lightning.engine.ExampleEnvEngineFactory`.
-        iterations_per_epoch: Rollouts per Lightning epoch; default: enough rollouts to span one
-            episode (``ceil(episode_length / steps_per_iter)``).
-        sync_dist: Average logged metrics over ranks under DDP (one all-reduce per step for the
-            update metrics, one per epoch for the epoch metrics).
+        iterations_per_epoch: Rollouts per Lightning epoch; default: whole episodes and at least
+            10 rollouts (:func:`~warp_drive.training.lightning.data.iterations_per_epoch_for`).
+        sync_dist: Average logged metrics over ranks under DDP (one stacked all-reduce per logging
+            step for the update metrics; the epoch metrics at the epoch end).
         track_grad_norm: Log ``<tag>/grad_norm``, the mean pre-clip gradient norm (one extra
             norm per gradient step, no host sync).
 
@@ -130,7 +124,13 @@ class WarpDriveModule(L.LightningModule):
             raise ConfigError("pass exactly one of engine= (a built Trainer) or engine_factory= (built per rank)")
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
-        self.save_hyperparameters(ignore=["engine", "engine_factory"])
+        run_config = None
+        if engine is not None:
+            run_config = engine.config.to_dict()
+        elif callable(getattr(engine_factory, "run_config", None)):
+            run_config = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
+        self.save_hyperparameters({"iterations_per_epoch": iterations_per_epoch, "sync_dist": sync_dist,
+                                   "track_grad_norm": track_grad_norm, "run_config": run_config})
         self.automatic_optimization = False
         self.engine_factory = engine_factory
         self.sync_dist = sync_dist
@@ -145,8 +145,6 @@ class WarpDriveModule(L.LightningModule):
         self._t_last = 0.0
         if engine is not None:
             self.attach_engine(engine)
-        elif callable(getattr(engine_factory, "run_config", None)):  # logged with the hyperparameters
-            self.hparams["run_config"] = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ engine
     def attach_engine(self, engine: Trainer) -> None:
@@ -166,7 +164,6 @@ class WarpDriveModule(L.LightningModule):
                 p.model.requires_grad_(False)
         self._trained = trained_tags(engine)
         self._lr = {tag: ParamScheduler(engine.policies[tag].config.lr, f"policy.{tag}.lr") for tag in self._trained}
-        self.hparams["run_config"] = engine.config.to_dict()
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
             self._restore_engine_state(state)

@@ -35,12 +35,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
     p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
     p.add_argument("--max-epochs", type=int, default=None, help="default: the run config's num_episodes")
-    p.add_argument("--iterations-per-epoch", type=int, default=None, help="rollouts per Lightning epoch")
+    p.add_argument("--iterations-per-epoch", type=int, default=None,
+                   help="rollouts per Lightning epoch (default: whole episodes, at least 10)")
     p.add_argument("--results-dir", default="lightning_runs", help="root of logs, checkpoints and renders")
     p.add_argument("--resume", default=None, help="checkpoint path, or 'last' for the newest last.ckpt")
     p.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
     p.add_argument("--render-every", type=int, default=0, help="render a Tag rollout GIF every N epochs (0: off)")
     p.add_argument("--returns-every", type=int, default=1, help="log episode returns every N epochs")
+    p.add_argument("--log-every-n-steps", type=int, default=None, help="period of step metrics (default 10)")
     p.add_argument("--summary", action="store_true", help="write rank<r>_summary.json (weights checksum, metrics)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p.parse_args(argv)
@@ -64,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         WarpDriveDataModule,
         WarpDriveModule,
         build_lightning_trainer,
+        iterations_per_epoch_for,
     )
 
     factory = ExampleEnvEngineFactory(env=args.env, config=args.config, overrides=args.overrides, backend=args.backend,
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if not episode_length:
             raise SystemExit("pass --max-epochs (the run config's env section has no episode_length)")
         iters = cfg.trainer.num_iterations(episode_length)
-        ipe = args.iterations_per_epoch or max(1, math.ceil(episode_length / cfg.trainer.batch_size_per_env))
+        ipe = args.iterations_per_epoch or iterations_per_epoch_for(episode_length, cfg.trainer.batch_size_per_env)
         max_epochs = max(1, math.ceil(iters / ipe))
     callbacks: list[Any] = [EpisodeReturnLogger(every_n_epochs=args.returns_every)]
     if args.render_every > 0:
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         module, max_epochs=max_epochs, accelerator=args.accelerator, devices=_devices(args.devices),
         strategy=args.strategy, default_root_dir=args.results_dir,
         loggers=["csv", "tensorboard"] if args.tensorboard else ["csv"], callbacks=callbacks,
-        enable_progress_bar=not args.quiet)
+        enable_progress_bar=not args.quiet, log_every_n_steps=args.log_every_n_steps)
     ckpt_path = args.resume
     if ckpt_path == "last":
         found = sorted(Path(args.results_dir).rglob("last.ckpt"), key=lambda p: p.stat().st_mtime)
