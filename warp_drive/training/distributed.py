@@ -86,6 +86,15 @@ def all_reduce_mean(values: torch.Tensor) -> torch.Tensor:
     return values
 
 
+def sync_buffers(module: torch.nn.Module | None) -> None:
+    """Average a module's floating-point buffers over ranks (e.g. running return statistics)."""
+    if module is None or not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return
+    for buf in module.buffers():
+        if buf.is_floating_point():
+            buf.copy_(all_reduce_mean(buf))
+
+
 def barrier() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()

@@ -30,7 +30,7 @@ from warp_drive.training.policy_state import (
     EpisodeStats, PolicyState, RolloutBuffers, agent_index, validate_policy_map,
 )
 from warp_drive.training.cuda_graph import GraphedRollout
-from warp_drive.training.distributed import wrap_model
+from warp_drive.training.distributed import sync_buffers, wrap_model
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.rollout import Rollout, policy_obs
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -200,6 +200,7 @@ class Trainer:
             if not p.to_train:
                 continue
             b, pc = p.buffers, p.config
+            sync_buffers(p.algorithm.value_normalizer)  # identical return statistics on every rank
             batch = {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
                      "old_log_probs": b.log_probs, "old_values": b.values}
             set_optimizer_lr(p.optimizer, ParamScheduler(pc.lr, "lr").get_param_value(p.timestep))
