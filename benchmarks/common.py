@@ -13,6 +13,9 @@ import torch
 
 
 def commit() -> str:
+    """The git commit measured ($WARP_DRIVE_COMMIT when the tree travels without .git)."""
+    if os.environ.get("WARP_DRIVE_COMMIT"):
+        return os.environ["WARP_DRIVE_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=Path(__file__).parent, check=False).stdout.strip() or "unknown"
