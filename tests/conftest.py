@@ -11,6 +11,14 @@ import pytest
 os.environ.setdefault("WARP_DRIVE_CACHE_DIR", os.path.join(tempfile.gettempdir(), "warp_drive_test_cache"))
 
 
+try:  # tiny models on a loaded 2-core CI machine run far faster on one thread
+    import torch
+
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover
+    pass
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
 

@@ -360,6 +360,15 @@ class DataManager:
     def device_data_via_torch(self) -> dict[str, torch.Tensor]:
         return {n: self._tensors[n] for n in self._torch_accessible}
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Host copies of every array's current values (for checkpoints; saved reset copies excluded)."""
+        return {n: t.detach().cpu().clone() for n, t in self._tensors.items() if not n.endswith(Constants.AT_RESET_SUFFIX)}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore values saved by :meth:`state_dict` (names must exist with the same shapes)."""
+        for name, value in state.items():
+            self.assign(name, value)
+
     def names(self) -> Iterable[str]:
         """Every array and scalar name pushed so far."""
         return list(self._host_data)

@@ -115,9 +115,15 @@ class EnvironmentReset:
         name, feed = self._custom
         self._fm.launch(name, feed(list(args or [])), grid=grid, block=block)
 
-    def pool_state(self) -> torch.Tensor | None:
-        """Per-env pool draw counters (for checkpoints)."""
-        return None if self._pool_counters is None else self._pool_counters.clone()
+    def state_dict(self) -> dict:
+        """Pool seed and per-env pool draw counters (for checkpoints)."""
+        counters = None if self._pool_counters is None else self._pool_counters.detach().cpu().clone()
+        return {"pool_seed": self._pool_seed, "pool_counters": counters}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._pool_seed = int(state["pool_seed"])
+        if state["pool_counters"] is not None and self._pool_counters is not None:
+            self._pool_counters.copy_(state["pool_counters"])
 
 
 PyCUDAEnvironmentReset = EnvironmentReset

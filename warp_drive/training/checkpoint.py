@@ -56,6 +56,12 @@ def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
             for tag, p in trainer.policies.items()
         },
         "sampler": {"seed": trainer.sampler.seed, "counters": trainer.sampler.counters_state()},
+        # the env replicas themselves, so a resumed run continues the same episodes
+        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
+        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
+        "episode_carry": {tag: (p.stats.running_return.cpu(), p.stats.running_length.cpu())
+                          for tag, p in trainer.policies.items()},
+        "started": trainer.started,
         "rng": {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
@@ -98,6 +104,12 @@ def load_trainer(trainer: Any, path: str | Path) -> None:
     if state["rng"]["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
     trainer.generator.set_state(state["rng"]["generator"].cpu())
+    trainer.env_wrapper.cuda_data_manager.load_state_dict(state["data_store"])
+    trainer.env_wrapper.env_resetter.load_state_dict(state["env_resetter"])
+    for tag, (ret, length) in state["episode_carry"].items():
+        trainer.policies[tag].stats.running_return.copy_(ret)
+        trainer.policies[tag].stats.running_length.copy_(length)
+    trainer.started = bool(state["started"])
     logger.info("resumed from %s at iteration %d", path, trainer.iteration)
 
 

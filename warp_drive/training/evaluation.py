@@ -54,6 +54,7 @@ def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) ->
         w.reset_all_envs()
         for p in trainer.policies.values():
             p.stats.reset_running()
+        trainer.started = True  # envs were just force-reset: training continues from fresh episodes
     done_mask = (torch.arange(num_episodes, device=trainer.device)[:, None] < finished[None, :]).cpu().numpy()
     out = {}
     for tag in trainer.policies:

@@ -119,6 +119,7 @@ class Trainer:
         factory = model_factory or DEFAULT_MODEL_FACTORY
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in pmap.items()}
         self.iteration = 0
+        self.started = False  # envs are force-reset by the first train() call (and by evaluation)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.rollout = Rollout(self)
         self.metrics_writer: Any = None
@@ -136,11 +137,17 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self, num_iters: int | None = None) -> dict[str, float]:
-        """Run training iterations (all remaining by default); return the last logged metrics."""
+        """Run training iterations (all remaining by default); return the last logged metrics.
+
+        The first call force-resets every env; later calls continue the running episodes, so
+        ``train(1)`` in a loop trains exactly like one ``train(n)`` call.
+        """
         from warp_drive.training.progress import progress_bar
 
-        self.env_wrapper.reset_all_envs()
-        self._begin_episodes()
+        if not self.started:  # later calls continue the running episodes
+            self.env_wrapper.reset_all_envs()
+            self._begin_episodes()
+            self.started = True
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
         metrics: dict[str, float] = {}
         for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
