@@ -269,7 +269,8 @@ class Trainer:
         return it % self.config.saving.metrics_log_freq == 0 or it == last
 
     def _is_save_iteration(self, last: int) -> bool:
-        return self.rank == 0 and (self.iteration % self.config.saving.model_params_save_freq == 0 or self.iteration == last)
+        it = self.iteration
+        return self.rank == 0 and (it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters)
 
     # ------------------------------------------------------------------ metrics, checkpoints, eval
     def log_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
