@@ -28,6 +28,9 @@ def worker(iters: int) -> None:
     from warp_drive.training.distributed import init_from_env
 
     ctx = init_from_env("pycuda")
+    if not dist.is_initialized():  # one process: a group of one keeps the code path identical
+        torch.cuda.set_device(ctx.local_rank)
+        dist.init_process_group("nccl")
     t = make_trainer_for_rank(ctx)
     t.train(2)  # warm-up: compile, graph capture, NCCL buckets
     torch.cuda.synchronize()
