@@ -151,6 +151,8 @@ class Trainer:
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
         metrics: dict[str, float] = {}
         for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
+            # per-phase timing needs eager launches: with CUDA graphs the rollout replays as one unit
+            # (set trainer.use_cuda_graph=false, or use benchmarks/bench_end_to_end.py, for the split)
             timing = self.graphed_rollout is None and self._is_log_iteration(last, ahead=1)
             timer = self.timer if timing else None
             start = time.perf_counter()
