@@ -79,3 +79,19 @@ def test_pycuda_backend_without_pycuda_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pycuda.driver", None)
     with pytest.raises(DeviceUnavailableError, match=r"pip install 'warpdrive-marl\[cuda\]'"):
         device.init_cuda()
+
+
+@needs_nvcc
+def test_concurrent_processes_compile_once(tmp_path):
+    """Two processes asking for the same kernel: one runs nvcc, the other waits and hits the cache."""
+    code = (
+        "import sys; from warp_drive.cuda import compiler as c;"
+        "src = c.render_source(3, 3, 1, extra_code='extern \"C\" __global__ void k(float* a) { a[0] = 7; }');"
+        "p = c.compile_cubin(src, 'sm_90'); print(int(c.last_build_compiled), p)"
+    )
+    env = dict(os.environ, WARP_DRIVE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(Path(__file__).parents[2]))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(int(o[0]) for o in outs) == [0, 1], outs  # exactly one compiled
+    assert outs[0][1] == outs[1][1]

@@ -10,6 +10,7 @@ version. Files are written to a temporary name and renamed into place, so concur
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import math
@@ -174,10 +175,29 @@ def compile_cubin(
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:32]
     out_dir = cache_dir()
     target = out_dir / f"{key}_{arch}.cubin"
+    global last_build_compiled
+    last_build_compiled = False
     if use_cache and target.is_file():
         logger.debug("kernel cache hit %s", target)
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
+    # one compiler per key across processes (ranks, parallel jobs): the others wait, then hit the cache
+    with open(out_dir / f"{key}_{arch}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if use_cache and target.is_file():
+            logger.debug("kernel cache hit %s (built by another process)", target)
+            return target
+        _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
+        last_build_compiled = True
+    return target
+
+
+#: True when the last :func:`compile_cubin` call in this process ran nvcc (a cache miss).
+last_build_compiled = False
+
+
+def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str], out_dir: Path, target: Path) -> None:
+    """Run nvcc in a temporary directory and move the cubin atomically to ``target``."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="warp_drive_nvcc_") as tmp:
         src = Path(tmp) / "warp_drive_module.cu"
@@ -200,4 +220,3 @@ def compile_cubin(
             f.write(out.read_bytes())
         os.replace(tmp_target, target)
     logger.info("compiled %s for %s in %.1f s (cache miss)", target.name, arch, time.perf_counter() - start)
-    return target
