@@ -36,6 +36,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars")
     p.add_argument("--evaluate", action="store_true", help="only evaluate (greedy) the loaded weights")
+    p.add_argument("--auto_scale", "-a", action="store_true",
+                   help="find the num_envs and batch size per env that fit in GPU memory and run fastest, then train")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     return p.parse_args(argv)
 
@@ -94,7 +96,52 @@ def build(args: argparse.Namespace) -> Any:
     return trainer
 
 
+def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
+    """Search num_envs and steps per env on the GPU; return the overrides to train with."""
+    import gc
+
+    import torch
+
+    from example_envs import get_default_config_path
+    from warp_drive.config import load_run_config
+    from warp_drive.training.auto_scale import gpu_free_bytes, search
+
+    if choose_backend(args.backend) != "pycuda":
+        from warp_drive.errors import ConfigError
+
+        raise ConfigError("--auto_scale sizes runs for GPU memory; it needs the pycuda backend and a GPU")
+    base = load_run_config(get_default_config_path(args.env) if args.env else args.config, list(args.overrides))
+
+    def trial(envs: int, steps: int) -> tuple[float, int]:
+        trial_args = argparse.Namespace(**{**vars(args), "resume": None, "quiet": True, "results_dir": "/tmp/warp_drive_auto_scale",
+                                           "overrides": [*args.overrides, f"trainer.num_envs={envs}",
+                                                         f"trainer.train_batch_size={envs * steps}",
+                                                         "trainer.num_episodes=100000000", "saving.metrics_log_freq=100000000",
+                                                         "saving.model_params_save_freq=100000000"]})
+        torch.cuda.reset_peak_memory_stats()
+        trainer = None
+        try:
+            trainer = build(trial_args)
+            trainer.train(1)
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            trainer.train(2)
+            torch.cuda.synchronize()
+            rate = 2 * envs * steps / (time.perf_counter() - start)
+            return rate, int(torch.cuda.max_memory_allocated())
+        finally:
+            del trainer
+            gc.collect()
+            torch.cuda.empty_cache()
+
+    choice = search(trial, gpu_free_bytes(), base.trainer.num_envs, base.trainer.batch_size_per_env)
+    print(choice.table())
+    return [f"trainer.num_envs={choice.num_envs}", f"trainer.train_batch_size={choice.train_batch_size}"]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.auto_scale:
+        args.overrides = [*args.overrides, *auto_scale_overrides(args)]
     trainer = build(args)
     if args.evaluate:
         for tag, res in trainer.evaluate_episodes().items():

@@ -1,0 +1,141 @@
+"""Auto-scaling: the largest number of envs and the rollout length per env that fit and run fastest.
+
+Every array of the data store, the rollout buffers and the models are torch allocations, so the
+memory of a configuration is measured, not guessed: a small probe run gives the bytes per env
+(which grow linearly with ``num_envs`` and with the rollout length). The search then
+
+1. predicts the largest ``num_envs`` that fits in the free device memory (with a safety margin)
+   and checks it with a real trial, shrinking on an out-of-memory error;
+2. with that ``num_envs``, times a few rollout lengths per env and keeps the fastest that fits.
+
+Trials run in this process; an out-of-memory error in a trial is caught, the allocator's cache is
+emptied and the next, smaller trial runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from warp_drive.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+#: A trial: (num_envs, steps_per_env) -> (env steps per second, peak bytes). Raises MemoryError
+#: (or torch.cuda.OutOfMemoryError, a subclass of RuntimeError naming "out of memory") when it does not fit.
+Trial = Callable[[int, int], tuple[float, int]]
+
+
+@dataclass
+class Choice:
+    """Outcome of :func:`search`: the configuration to train with and every trial made."""
+
+    num_envs: int
+    steps_per_env: int
+    env_steps_per_s: float
+    trials: list[dict] = field(default_factory=list)
+
+    @property
+    def train_batch_size(self) -> int:
+        return self.num_envs * self.steps_per_env
+
+    def table(self) -> str:
+        lines = [f"{'num_envs':>9} {'steps/env':>9} {'env-steps/s':>14} {'peak GiB':>9}  result"]
+        for t in self.trials:
+            rate = f"{t['env_steps_per_s']:,.0f}" if t.get("env_steps_per_s") else "-"
+            peak = f"{t['peak_bytes'] / 2**30:.2f}" if t.get("peak_bytes") else "-"
+            lines.append(f"{t['num_envs']:>9} {t['steps_per_env']:>9} {rate:>14} {peak:>9}  {t['result']}")
+        lines.append(f"chosen: num_envs={self.num_envs}, train_batch_size={self.train_batch_size} "
+                     f"({self.steps_per_env} steps per env), {self.env_steps_per_s:,.0f} env-steps/s")
+        return "\n".join(lines)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """True for allocation failures from torch, pycuda or the driver."""
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "out of memory" in text or "cuda_error_out_of_memory" in text
+
+
+def search(
+    trial: Trial,
+    free_bytes: int,
+    start_envs: int,
+    steps_per_env: int,
+    step_candidates: Sequence[int] = (25, 50, 100, 200, 400),
+    max_envs: int = 1 << 20,
+    memory_fraction: float = 0.8,
+    env_multiple: int = 1,
+) -> Choice:
+    """Find ``num_envs`` and steps per env (see the module docstring).
+
+    Args:
+        trial: runs a configuration briefly and returns (env-steps/s, peak bytes).
+        free_bytes: device memory available to the run.
+        start_envs, steps_per_env: the probe configuration (the config's own values).
+        step_candidates: rollout lengths per env to time in step 2.
+        max_envs: upper bound on num_envs.
+        memory_fraction: share of ``free_bytes`` a configuration may use.
+        env_multiple: num_envs is rounded down to a multiple of this.
+
+    Raises:
+        ConfigError: even the probe configuration does not fit.
+    """
+    trials: list[dict] = []
+
+    def run(envs: int, steps: int) -> tuple[float, int] | None:
+        try:
+            rate, peak = trial(envs, steps)
+        except Exception as err:  # noqa: BLE001 - only out-of-memory is expected; others propagate
+            if not is_out_of_memory(err):
+                raise
+            trials.append({"num_envs": envs, "steps_per_env": steps, "result": "out of memory"})
+            return None
+        trials.append({"num_envs": envs, "steps_per_env": steps, "env_steps_per_s": rate, "peak_bytes": peak,
+                       "result": "ok" if peak <= memory_fraction * free_bytes else "over the memory margin"})
+        return rate, peak
+
+    budget = memory_fraction * free_bytes
+    probe = run(start_envs, steps_per_env)
+    while (probe is None or probe[1] > budget) and start_envs > env_multiple:
+        start_envs = max(env_multiple, start_envs // 2)
+        probe = run(start_envs, steps_per_env)
+    if probe is None or probe[1] > budget:
+        raise ConfigError(
+            f"even num_envs={start_envs} with {steps_per_env} steps per env does not fit in "
+            f"{free_bytes / 2**30:.1f} GiB of free device memory; reduce the env size or the model"
+        )
+    per_env = probe[1] / start_envs  # bytes per env at this rollout length (fixed costs included: conservative)
+    envs = _round(min(max_envs, int(budget // max(per_env, 1))), env_multiple)
+    best_envs, best = start_envs, probe
+    while envs > best_envs:
+        got = run(envs, steps_per_env)
+        if got is not None and got[1] <= budget:
+            best_envs, best = envs, got
+            break
+        envs = _round(int(envs * 0.75), env_multiple)
+    num_envs = best_envs
+    # step 2: the fastest rollout length that fits with num_envs
+    choice = Choice(num_envs, steps_per_env, best[0], trials)
+    per_step_env = best[1] / (num_envs * steps_per_env)
+    for steps in step_candidates:
+        if steps == steps_per_env or per_step_env * num_envs * steps > budget:
+            continue
+        got = run(num_envs, steps)
+        if got is not None and got[1] <= budget and got[0] > choice.env_steps_per_s:
+            choice.steps_per_env, choice.env_steps_per_s = steps, got[0]
+    logger.info("auto-scaling:\n%s", choice.table())
+    return choice
+
+
+def _round(value: int, multiple: int) -> int:
+    return max(multiple, (value // multiple) * multiple)
+
+
+def gpu_free_bytes(device: int | None = None) -> int:
+    """Free bytes on a CUDA device (plus what torch's cache already holds)."""
+    import torch
+
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
