@@ -167,6 +167,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_or_explain_oom(args: argparse.Namespace) -> int:
+    """Run; turn a device out-of-memory error into a message that says what to change."""
+    from warp_drive.training.auto_scale import is_out_of_memory
+
+    try:
+        return run(args)
+    except Exception as err:  # noqa: BLE001
+        if not is_out_of_memory(err):
+            raise
+        print(f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}).\n"
+              "Lower trainer.num_envs or trainer.train_batch_size, or pass --auto_scale to find the largest "
+              "configuration that fits.", file=sys.stderr)
+        return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
@@ -174,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from warp_drive.training.distributed import launch_with_torchrun
 
         return launch_with_torchrun(args.num_gpus, sys.argv[1:])
-    return run(args)
+    return _run_or_explain_oom(args)
 
 
 if __name__ == "__main__":

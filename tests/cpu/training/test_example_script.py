@@ -62,3 +62,15 @@ def test_every_bundled_config_loads_and_builds(name):
     cls = get_example_env_class(name)
     check_env_kwargs(cls, cfg.env, supplied_by_caller=("env_backend",))
     cls(**cfg.env)
+
+
+def test_out_of_memory_becomes_a_clear_message(monkeypatch, capsys):
+    from warp_drive.training import example_training_script as script
+
+    def boom(args):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    monkeypatch.setattr(script, "run", boom)
+    assert script.main(["--env", "cartpole", "--backend", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit in GPU memory" in err and "--auto_scale" in err
