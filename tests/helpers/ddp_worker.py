@@ -53,8 +53,7 @@ def main() -> None:
     dist.all_gather(rs, rewards)
     assert not torch.equal(rs[0], rs[1]), "ranks sampled identical rollouts (seeds must differ per rank)"
     path = out / "run" / "ckpt.pt"
-    if ctx.rank == 0:
-        t.save_checkpoint(path)
+    t.save_checkpoint(path)  # rank 0: shared state + its envs; rank 1: its envs in ckpt.rank1.pt
     barrier()
     t.train(2)
     resumed = make(out, backend, ctx)
@@ -62,6 +61,7 @@ def main() -> None:
     resumed.train(2)
     assert torch.allclose(flat_params(t), flat_params(resumed), atol=1e-6), "resumed run diverged"
     (out / f"ok_{ctx.rank}").write_text("ok")
+    barrier()  # nobody tears the group down while the other rank still talks
     dist.destroy_process_group()
 
 

@@ -36,14 +36,42 @@ def _model(m: torch.nn.Module) -> torch.nn.Module:
     return getattr(m, "module", m)  # unwrap DistributedDataParallel: no 'module.' prefixes
 
 
+def _rank_state(trainer: Any) -> dict:
+    """What differs between ranks: the env replicas, reset-pool and sampler counters, episode carry."""
+    return {
+        "sampler_counters": trainer.sampler.counters_state(),
+        # the env replicas themselves, so a resumed run continues the same episodes
+        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
+        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
+        "episode_carry": {tag: (p.stats.running_return.cpu(), p.stats.running_length.cpu())
+                          for tag, p in trainer.policies.items()},
+        "started": trainer.started,
+    }
+
+
+def rank_path(path: Path, rank: int) -> Path:
+    """Where rank ``rank`` (> 0) keeps its own state next to the checkpoint ``path``."""
+    return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
 def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
-    """Write the trainer's full state; also refresh ``checkpoint_latest.pt``."""
+    """Write the trainer's full state; also refresh ``checkpoint_latest.pt``.
+
+    Call it on every rank: rank 0 writes the shared state (weights, optimizers, counters, RNG)
+    and its own env state; every other rank writes only its env state to ``<name>.rank<r>.pt``.
+    """
     save_dir = Path(trainer.save_dir)
     path = Path(path) if path else save_dir / f"checkpoint_{trainer.iteration:08d}.pt"
+    if trainer.rank != 0:
+        atomic_save(_rank_state(trainer), rank_path(path, trainer.rank))
+        if path.parent == save_dir:
+            atomic_save(_rank_state(trainer), rank_path(save_dir / LATEST, trainer.rank))
+        return path
     state = {
         "format_version": FORMAT_VERSION,
         "iteration": trainer.iteration,
         "seed": trainer.seed,
+        "world_size": trainer.num_devices,
         "config": trainer.config.to_dict(),
         "policies": {
             tag: {
@@ -55,13 +83,8 @@ def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
             }
             for tag, p in trainer.policies.items()
         },
-        "sampler": {"seed": trainer.sampler.seed, "counters": trainer.sampler.counters_state()},
-        # the env replicas themselves, so a resumed run continues the same episodes
-        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
-        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
-        "episode_carry": {tag: (p.stats.running_return.cpu(), p.stats.running_length.cpu())
-                          for tag, p in trainer.policies.items()},
-        "started": trainer.started,
+        "sampler": {"seed": trainer.sampler.seed},
+        "rank_state": _rank_state(trainer),
         "rng": {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
@@ -99,17 +122,24 @@ def load_trainer(trainer: Any, path: str | Path) -> None:
         p.timestep = int(s["timestep"])
     trainer.iteration = int(state["iteration"])
     trainer.sampler.init_random(trainer.rank_seed)
-    trainer.sampler.load_counters_state(state["sampler"]["counters"])
     torch.set_rng_state(state["rng"]["torch"].cpu())
     if state["rng"]["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
     trainer.generator.set_state(state["rng"]["generator"].cpu())
-    trainer.env_wrapper.cuda_data_manager.load_state_dict(state["data_store"])
-    trainer.env_wrapper.env_resetter.load_state_dict(state["env_resetter"])
-    for tag, (ret, length) in state["episode_carry"].items():
-        trainer.policies[tag].stats.running_return.copy_(ret)
-        trainer.policies[tag].stats.running_length.copy_(length)
-    trainer.started = bool(state["started"])
+    rank_state = state["rank_state"]
+    if trainer.rank != 0:
+        own = rank_path(path, trainer.rank)
+        rank_state = torch.load(own, map_location="cpu", weights_only=False) if own.is_file() else None
+    if rank_state is None or state.get("world_size", 1) != trainer.num_devices:
+        trainer.started = False  # no env state for this rank: start from fresh episodes
+    else:
+        trainer.sampler.load_counters_state(rank_state["sampler_counters"])
+        trainer.env_wrapper.cuda_data_manager.load_state_dict(rank_state["data_store"])
+        trainer.env_wrapper.env_resetter.load_state_dict(rank_state["env_resetter"])
+        for tag, (ret, length) in rank_state["episode_carry"].items():
+            trainer.policies[tag].stats.running_return.copy_(ret)
+            trainer.policies[tag].stats.running_length.copy_(length)
+        trainer.started = bool(rank_state["started"])
     logger.info("resumed from %s at iteration %d", path, trainer.iteration)
 
 

@@ -151,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         trainer.train()
     except KeyboardInterrupt:
+        path = trainer.save_checkpoint()  # every rank writes its part
         if trainer.rank == 0:
-            path = trainer.save_checkpoint()
             print(f"\ninterrupted at iteration {trainer.iteration}; checkpoint saved to {path}")
         return 0
     finally:

@@ -272,7 +272,7 @@ class Trainer:
 
     def _is_save_iteration(self, last: int) -> bool:
         it = self.iteration
-        return self.rank == 0 and (it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters)
+        return it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters  # every rank saves its part
 
     # ------------------------------------------------------------------ metrics, checkpoints, eval
     def log_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
