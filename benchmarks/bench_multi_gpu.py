@@ -24,7 +24,6 @@ PER_GPU = ["trainer.num_envs=500", "trainer.train_batch_size=50000", "trainer.nu
 def worker(iters: int) -> None:
     import torch.distributed as dist
 
-    from common import make_trainer
     from warp_drive.training.distributed import init_from_env
 
     ctx = init_from_env("pycuda")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -260,9 +260,3 @@ def make_function_manager(backend: str, **kwargs: Any) -> FunctionManager:
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
 
     return PyCUDAFunctionManager(**kwargs)
-
-
-def check_known(mapping: Mapping[str, Any], name: str, what: str) -> None:
-    """Raise DataNotFoundError naming the known keys when ``name`` is missing."""
-    if name not in mapping:
-        raise DataNotFoundError(f"unknown {what} '{name}'; known: {', '.join(mapping)}")

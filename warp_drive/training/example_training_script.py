@@ -17,7 +17,6 @@ import argparse
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 logger = logging.getLogger("warp_drive.training.example_training_script")

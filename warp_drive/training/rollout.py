@@ -17,7 +17,6 @@ from typing import Any
 
 import torch
 
-from warp_drive.training.algorithms.distributions import log_prob_and_entropy
 from warp_drive.training.policy_state import PolicyState
 from warp_drive.utils.constants import Constants
 

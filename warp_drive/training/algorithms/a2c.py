@@ -251,18 +251,25 @@ class A2C:
         c_vf = self.vf_loss_coeff.get_param_value(timestep)
         c_ent = self.entropy_coeff.get_param_value(timestep)
         targets = self.value_targets(returns)
-        loss, metrics = a2c_loss(
-            log_prob,
-            entropy,
-            values,
-            advantages,
-            targets,
-            vf_loss_coeff=c_vf,
-            entropy_coeff=c_ent,
-            normalize_advantage=self.normalize_advantage,
-        )
+        loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values)
         metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
         return loss, metrics
+
+    def _loss(
+        self,
+        log_prob: Tensor,
+        entropy: Tensor,
+        values: Tensor,
+        advantages: Tensor,
+        targets: Tensor,
+        c_vf: float,
+        c_ent: float,
+        old_log_probs: Tensor | None,
+        old_values: Tensor | None,
+    ) -> tuple[Tensor, Metrics]:
+        """The algorithm's loss from per-sample quantities (A2C: the plain policy gradient)."""
+        return a2c_loss(log_prob, entropy, values, advantages, targets, vf_loss_coeff=c_vf, entropy_coeff=c_ent,
+                        normalize_advantage=self.normalize_advantage)
 
     def _common_metrics(
         self,

@@ -10,13 +10,11 @@ from 1 after the first step and the clip binds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from warp_drive.training.algorithms.a2c import A2C, Metrics, value_loss
-from warp_drive.training.algorithms.distributions import HeadOutput, log_prob_and_entropy
 from warp_drive.training.algorithms.normalization import standardize
 from warp_drive.training.utils.param_scheduler import ScheduleLike
 
@@ -136,45 +134,25 @@ class PPO(A2C):
         kwargs["vf_clip_param"] = policy_config.vf_clip_param
         return kwargs
 
-    def compute_loss(
+    def _loss(
         self,
-        head_outputs: Sequence[HeadOutput],
+        log_prob: Tensor,
+        entropy: Tensor,
         values: Tensor,
-        actions: Tensor,
         advantages: Tensor,
-        returns: Tensor,
-        *,
-        timestep: int,
-        old_log_probs: Tensor | None = None,
-        old_values: Tensor | None = None,
+        targets: Tensor,
+        c_vf: float,
+        c_ent: float,
+        old_log_probs: Tensor | None,
+        old_values: Tensor | None,
     ) -> tuple[Tensor, Metrics]:
-        """Loss and metrics on a (mini)batch.
-
-        Args:
-            head_outputs: The model's head outputs on the batch observations (with gradient).
-            values: The model's values on the batch observations (with gradient).
-            actions: Taken actions, one column per categorical head / Gaussian dimension.
-            advantages: From :meth:`compute_advantages`.
-            returns: From :meth:`compute_advantages` (reward units).
-            timestep: Env timestep at which the coefficient schedules are evaluated.
-            old_log_probs: Joint log-probabilities of ``actions`` under the rollout policy
-                (required).
-            old_values: Rollout-time value-head outputs (required if ``vf_clip_param`` is set).
-
-        Shapes:
-            values, advantages, returns, old_log_probs, old_values: (N...);
-            actions: (N..., n_columns).
-        """
+        """Clipped surrogate with the rollout's stored log-probabilities (``old_log_probs``)."""
         if old_log_probs is None:
             raise ValueError(
                 "PPO.compute_loss needs `old_log_probs`: the joint log-probabilities of the "
                 "actions under the policy that sampled them, stored at rollout time."
             )
-        log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
-        c_vf = self.vf_loss_coeff.get_param_value(timestep)
-        c_ent = self.entropy_coeff.get_param_value(timestep)
-        targets = self.value_targets(returns)
-        loss, metrics = ppo_loss(
+        return ppo_loss(
             log_prob,
             old_log_probs,
             entropy,
@@ -188,8 +166,6 @@ class PPO(A2C):
             old_values=old_values,
             vf_clip_param=self.vf_clip_param,
         )
-        metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
-        return loss, metrics
 
 
 def make_algorithm(policy_config: Any) -> A2C:
