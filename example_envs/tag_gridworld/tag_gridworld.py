@@ -65,6 +65,7 @@ class TagGridWorld(CUDAEnvironmentContext):
 
     name = "TagGridWorld"
     cuda_source = Path(__file__).with_name("tag_gridworld_step.cu")
+    phase_kernels = PHASE_KERNELS  # used when an env spans several blocks
     step_kernel_args = (
         "loc_x",
         "loc_y",
@@ -209,32 +210,6 @@ class TagGridWorld(CUDAEnvironmentContext):
             "kObsDim": self.obs_dim,
             "kRunnerType": C.RUNNER,
         }
-
-    # ------------------------------------------------------------------ GPU launch
-    def initialize_step_function_context(
-        self,
-        cuda_data_manager: Any,
-        cuda_function_manager: Any,
-        cuda_step_function_feed: Any,
-        step_function_name: str | None = None,
-    ) -> bool:
-        """Bind to the managers; on the GPU also load and check the phase kernels."""
-        super().initialize_step_function_context(
-            cuda_data_manager, cuda_function_manager, cuda_step_function_feed, step_function_name
-        )
-        if cuda_function_manager.has_kernels:
-            cuda_function_manager.initialize_functions(list(PHASE_KERNELS))
-            for kernel in PHASE_KERNELS:
-                cuda_function_manager.check_arguments(kernel, self.step_kernel_args, cuda_data_manager)
-        return True
-
-    def cuda_step_kernel(self) -> None:
-        """One fused kernel when an env fits in one block, else three phase kernels in order."""
-        if self.cuda_function_manager.blocks_per_env == 1:
-            self.launch(self.step_function_name, self.step_kernel_args)
-        else:
-            for kernel in PHASE_KERNELS:
-                self.launch(kernel, self.step_kernel_args)
 
     # ------------------------------------------------------------------ CPU step
     def numpy_step(self, data: Mapping[str, Any]) -> None:

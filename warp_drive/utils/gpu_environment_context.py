@@ -10,6 +10,7 @@ The contract (see ``docs/adding_an_env.md``)::
         name = "MyEnv"                       # step kernel: CudaMyEnvStep
         cuda_source = Path(__file__).with_name("my_env_step.cu")
         step_kernel_args = ("loc_x", "loc_y", Constants.ACTIONS, ..., ("episode_length", "meta"))
+        phase_kernels = ("CudaMyEnvMove", "CudaMyEnvFinish")  # optional: for multi-block envs
 
         def reset(self): ...                 # host reset of one env; returns {agent_id: obs}
         def get_data_dictionary(self): ...   # DataFeed of state arrays and parameters
@@ -47,6 +48,9 @@ class CUDAEnvironmentContext:
     cuda_source: ClassVar[Path | None] = None
     #: Arguments of the step kernel, bound by name: "name" or (name, "device"|"meta"|"shared").
     step_kernel_args: ClassVar[Sequence[Any]] = ()
+    #: Kernels that together make one step when an env spans several blocks (launched in order,
+    #: each with ``step_kernel_args``); empty when the step kernel handles every geometry.
+    phase_kernels: ClassVar[Sequence[str]] = ()
 
     env_backend: str = "cpu"
     cuda_data_manager: "DataManager | None" = None
@@ -99,10 +103,12 @@ class CUDAEnvironmentContext:
         self.cuda_step_function_feed = cuda_step_function_feed
         name = step_function_name or self.step_function_name
         if cuda_function_manager.has_kernels:
-            cuda_function_manager.initialize_functions([name])
+            kernels = [name, *self.phase_kernels]
+            cuda_function_manager.initialize_functions(kernels)
             self.cuda_step = cuda_function_manager.get_function(name)
             if self.step_kernel_args:
-                cuda_function_manager.check_arguments(name, self.step_kernel_args, cuda_data_manager)
+                for kernel in kernels:
+                    cuda_function_manager.check_arguments(kernel, self.step_kernel_args, cuda_data_manager)
         return True
 
     # ----------------------------------------------------------------- stepping
@@ -128,8 +134,13 @@ class CUDAEnvironmentContext:
             self.numpy_step(dm.host_view())
 
     def cuda_step_kernel(self) -> None:
-        """Launch the step kernel(s). Override to chain several phase kernels."""
-        self.launch(self.step_function_name, self.step_kernel_args)
+        """Launch the step kernel, or the ``phase_kernels`` in order when an env spans several
+        blocks (a kernel boundary is the barrier between blocks). Override for other schemes."""
+        if self.phase_kernels and self.cuda_function_manager.blocks_per_env > 1:
+            for kernel in self.phase_kernels:
+                self.launch(kernel, self.step_kernel_args)
+        else:
+            self.launch(self.step_function_name, self.step_kernel_args)
 
     def launch(
         self,
