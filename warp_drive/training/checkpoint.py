@@ -63,9 +63,10 @@ def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
     save_dir = Path(trainer.save_dir)
     path = Path(path) if path else save_dir / f"checkpoint_{trainer.iteration:08d}.pt"
     if trainer.rank != 0:
-        atomic_save(_rank_state(trainer), rank_path(path, trainer.rank))
+        own = _rank_state(trainer)
+        atomic_save(own, rank_path(path, trainer.rank))
         if path.parent == save_dir:
-            atomic_save(_rank_state(trainer), rank_path(save_dir / LATEST, trainer.rank))
+            atomic_save(own, rank_path(save_dir / LATEST, trainer.rank))
         return path
     state = {
         "format_version": FORMAT_VERSION,

@@ -29,6 +29,7 @@ def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) ->
     running_len = torch.zeros(E, device=trainer.device)
     finished = torch.zeros(E, dtype=torch.long, device=trainer.device)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
+    envs = torch.arange(E, device=trainer.device)
     try:
         rollout.begin()
         for _ in range(num_episodes * T):
@@ -41,10 +42,10 @@ def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) ->
             for tag, p in trainer.policies.items():
                 running[tag] += p.select(rewards_all)
                 mean = running[tag].mean(1)
-                returns[tag][slot, torch.arange(E, device=trainer.device)] += torch.where(record, mean, 0.0)
+                returns[tag][slot, envs] += torch.where(record, mean, 0.0)
                 running[tag].mul_((~done).float()[:, None])
             running_len += 1
-            lengths[slot, torch.arange(E, device=trainer.device)] += torch.where(record, running_len, 0.0)
+            lengths[slot, envs] += torch.where(record, running_len, 0.0)
             running_len.mul_((~done).float())
             finished += record.long()
             d, nxt = rollout.after_step(None)

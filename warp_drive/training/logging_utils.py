@@ -8,7 +8,6 @@ from typing import Any
 import torch
 
 from warp_drive.training.distributed import all_reduce_mean
-from warp_drive.training.utils.param_scheduler import ParamScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ def collect_metrics(trainer: Any, update_metrics: dict[str, dict[str, torch.Tens
     values = all_reduce_mean(torch.stack(tensors)).cpu().tolist() if tensors else []  # mean over ranks
     metrics: dict[str, float] = dict(zip(names, values))
     for tag, p in trainer.policies.items():
-        metrics[f"{tag}/lr"] = ParamScheduler(p.config.lr, "lr").get_param_value(p.timestep)
+        metrics[f"{tag}/lr"] = p.lr_schedule.get_param_value(p.timestep)
         metrics[f"{tag}/timestep"] = float(p.timestep)
     perf = trainer.perf
     world = trainer.num_devices

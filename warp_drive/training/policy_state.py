@@ -155,6 +155,7 @@ class PolicyState:
     action_name: str
     config: Any
     to_train: bool
+    lr_schedule: Any = None  # ParamScheduler of the learning rate, evaluated at `timestep`
     timestep: int = 0
     buffers: RolloutBuffers | None = None
     stats: EpisodeStats | None = None
@@ -171,6 +172,6 @@ class PolicyState:
         return x if self.contiguous_all else x.index_select(1, self.agent_index)
 
 
-def agent_index(ids: Sequence[int], device: torch.device) -> tuple[Tensor, bool]:
-    idx = torch.as_tensor(np.asarray(ids, dtype=np.int64), device=device)
-    return idx, list(ids) == list(range(len(ids)))
+def agent_index(ids: Sequence[int], device: torch.device) -> Tensor:
+    """The policy's agent ids as a long tensor on ``device`` (row order of its batches)."""
+    return torch.as_tensor(np.asarray(ids, dtype=np.int64), device=device)

@@ -212,7 +212,7 @@ class Trainer:
             sync_buffers(p.algorithm.value_normalizer)  # identical return statistics on every rank
             batch = {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
                      "old_log_probs": b.log_probs, "old_values": b.values}
-            set_optimizer_lr(p.optimizer, ParamScheduler(pc.lr, "lr").get_param_value(p.timestep))
+            set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
             out[p.tag] = update_policy(
                 p.train_model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
                 num_minibatches=pc.num_minibatches, max_grad_norm=pc.max_grad_norm if pc.clip_grad_norm else None,
@@ -231,18 +231,18 @@ class Trainer:
         model = factory.build(pc.model, obs_dims_from_space(obs_space), action_spec).to(self.device)
         if pc.model.model_ckpt_filepath:
             model.load_state_dict(ckpt.load_state_dict_file(pc.model.model_ckpt_filepath, self.device))
-        idx, _ = agent_index(ids, self.device)
+        idx = agent_index(ids, self.device)
         contiguous = ids == list(range(self.env_wrapper.n_agents))
         action_name = Constants.ACTIONS
         if not contiguous:
             action_name = f"{Constants.ACTIONS}_{tag}"
-            full = dm.data_on_device_via_torch(Constants.ACTIONS)
-            dm.push_data_to_device({action_name: np.zeros((full.shape[0], len(ids), full.shape[2]), full.cpu().numpy().dtype)},
-                                   torch_accessible=True)
+            E, _, heads = dm.get_shape(Constants.ACTIONS)
+            dtype = np.dtype(dm.get_dtype(Constants.ACTIONS))
+            dm.push_data_to_device({action_name: np.zeros((E, len(ids), heads), dtype)}, torch_accessible=True)
         self.sampler.register_actions(dm, action_name, max(action_spec.categorical or (1,)), is_deterministic=action_spec.is_gaussian)
-        lr0 = ParamScheduler(pc.lr, "lr").get_param_value(0)
-        state = PolicyState(tag, ids, idx, contiguous, model, torch.optim.Adam(model.parameters(), lr=lr0),
-                            make_algorithm(pc).to(self.device), action_spec, action_name, pc, pc.to_train)
+        lr = ParamScheduler(pc.lr, "lr")
+        state = PolicyState(tag, ids, idx, contiguous, model, torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
+                            make_algorithm(pc).to(self.device), action_spec, action_name, pc, pc.to_train, lr_schedule=lr)
         state.train_model = wrap_model(model, self.device)  # DDP across ranks; rollouts use `model`
         example = policy_obs(dm, state, self.obs_names)
         columns = dm.get_shape(action_name)[2]
@@ -256,8 +256,7 @@ class Trainer:
             p.stats.reset_running()
 
     def _seed_everything(self, seed: int) -> None:
-        torch.manual_seed(seed)
-        np.random.default_rng(seed)
+        torch.manual_seed(seed)  # model initialisation and minibatch shuffles; envs and sampler use Philox
 
     def _account_time(self, start: float, t_rollout: float) -> None:
         now = time.perf_counter()

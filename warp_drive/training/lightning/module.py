@@ -51,7 +51,7 @@ from warp_drive.training.lightning.data import (
 )
 from warp_drive.training.lightning.engine import EngineFactory
 from warp_drive.training.utils.minibatch import iterate_minibatches
-from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
+from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
@@ -140,7 +140,6 @@ class WarpDriveModule(L.LightningModule):
         self.policy_models = nn.ModuleDict()
         self.episode_metrics: dict[str, Tensor] = {}
         self._trained: list[str] = []
-        self._lr: dict[str, ParamScheduler] = {}
         self._pending_state: dict[str, Any] | None = None
         self._t_last = 0.0
         if engine is not None:
@@ -163,7 +162,6 @@ class WarpDriveModule(L.LightningModule):
             if not p.to_train:
                 p.model.requires_grad_(False)
         self._trained = trained_tags(engine)
-        self._lr = {tag: ParamScheduler(engine.policies[tag].config.lr, f"policy.{tag}.lr") for tag in self._trained}
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
             self._restore_engine_state(state)
@@ -302,7 +300,7 @@ class WarpDriveModule(L.LightningModule):
         assert engine is not None
         p = engine.policies[tag]
         pc = p.config
-        set_optimizer_lr(p.optimizer, self._lr[tag].get_param_value(p.timestep))
+        set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
         params = [q for q in p.model.parameters() if q.requires_grad]
         totals: dict[str, Tensor] = {}
         steps = 0
@@ -388,8 +386,8 @@ class WarpDriveModule(L.LightningModule):
         host: dict[str, float] = {}
         for tag, p in engine.policies.items():
             host[f"{tag}/timestep"] = float(p.timestep)
-            if tag in self._lr:
-                host[f"{tag}/lr"] = float(self._lr[tag].get_param_value(p.timestep))
+            if tag in self._trained:
+                host[f"{tag}/lr"] = float(p.lr_schedule.get_param_value(p.timestep))
         perf = engine.perf
         world = self.trainer.world_size
         if perf.get("total"):
