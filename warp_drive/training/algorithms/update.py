@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -45,6 +45,9 @@ def update_policy(
     num_minibatches: int = 1,
     max_grad_norm: float | None = None,
     generator: torch.Generator | None = None,
+    backward: Callable[[Tensor], None] | None = None,
+    clip_gradients: Callable[[], None] | None = None,
+    track_grad_norm: bool = True,
 ) -> Metrics:
     """Runs ``num_epochs`` passes of ``num_minibatches`` gradient steps over a rollout batch.
 
@@ -59,6 +62,10 @@ def update_policy(
         num_minibatches: Gradient steps per pass (must divide B * E).
         max_grad_norm: Clip threshold, or None for no clipping.
         generator: Torch generator on the batch device for the shuffles.
+        backward: replaces ``loss.backward()`` (e.g. Lightning's ``manual_backward``).
+        clip_gradients: replaces the clipping to ``max_grad_norm`` (e.g. Lightning's
+            ``clip_gradients``); the gradient norm is then measured before it is called.
+        track_grad_norm: report ``grad_norm`` (always measured when this function clips).
 
     Returns:
         Metrics averaged over all gradient steps (0-d tensors, no host sync), plus
@@ -85,8 +92,16 @@ def update_policy(
                 old_values=mb.get("old_values"),
             )
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
+            if backward is None:
+                loss.backward()
+            else:
+                backward(loss)
+            if clip_gradients is None:
+                metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
+            else:
+                if track_grad_norm:
+                    metrics["grad_norm"] = grad_norm_and_clip(params, None).detach()
+                clip_gradients()
             optimizer.step()
             for key, value in metrics.items():
                 totals[key] = totals[key] + value if key in totals else value

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.update import grad_norm_and_clip
+from warp_drive.training.algorithms.update import update_policy
 from warp_drive.training.lightning._compat import L
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
@@ -50,7 +50,6 @@ from warp_drive.training.lightning.data import (
     trained_tags,
 )
 from warp_drive.training.lightning.engine import EngineFactory
-from warp_drive.training.utils.minibatch import iterate_minibatches
 from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -301,26 +300,14 @@ class WarpDriveModule(L.LightningModule):
         p = engine.policies[tag]
         pc = p.config
         set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
-        params = [q for q in p.model.parameters() if q.requires_grad]
-        totals: dict[str, Tensor] = {}
-        steps = 0
-        for _ in range(pc.num_epochs):
-            for mb in iterate_minibatches(batch, pc.num_minibatches, generator=engine.generator):
-                head_outputs, values = p.model(mb["obs"])
-                loss, metrics = p.algorithm.compute_loss(
-                    head_outputs, values, mb["actions"], mb["advantages"], mb["returns"], timestep=p.timestep,
-                    old_log_probs=mb.get("old_log_probs"), old_values=mb.get("old_values"))
-                opt.zero_grad(set_to_none=True)
-                self.manual_backward(loss)
-                if self.track_grad_norm:
-                    metrics["grad_norm"] = grad_norm_and_clip(params, None).detach()
-                if pc.clip_grad_norm:
-                    self.clip_gradients(opt, gradient_clip_val=pc.max_grad_norm, gradient_clip_algorithm="norm")
-                opt.step()
-                for key, value in metrics.items():
-                    totals[key] = totals[key] + value if key in totals else value
-                steps += 1
-        return {key: value / steps for key, value in totals.items()}
+
+        def clip() -> None:
+            if pc.clip_grad_norm:
+                self.clip_gradients(opt, gradient_clip_val=pc.max_grad_norm, gradient_clip_algorithm="norm")
+
+        return update_policy(p.model, opt, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
+                             num_minibatches=pc.num_minibatches, generator=engine.generator,
+                             backward=self.manual_backward, clip_gradients=clip, track_grad_norm=self.track_grad_norm)
 
     @torch.no_grad()
     def _sync_value_normalizers(self) -> None:
