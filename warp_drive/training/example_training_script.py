@@ -22,14 +22,19 @@ from typing import Any, Sequence
 logger = logging.getLogger("warp_drive.training.example_training_script")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_source_arguments(p: argparse.ArgumentParser) -> None:
+    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
     src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
     p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
                    help="default: pycuda when pycuda and a GPU are present, else cpu")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_source_arguments(p)
     p.add_argument("--results_dir", default=None, help="run directory (default: saving.basedir/name/tag/<time>)")
     p.add_argument("--resume", default=None, help="checkpoint file or run directory to continue from")
     p.add_argument("--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")

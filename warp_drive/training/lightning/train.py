@@ -25,12 +25,10 @@ logger = logging.getLogger("warp_drive.training.lightning.train")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    from warp_drive.training.example_training_script import add_run_source_arguments
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
-    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
-    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
-    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None, help="default: pycuda when usable, else cpu")
+    add_run_source_arguments(p)
     p.add_argument("--accelerator", default=None, help="Lightning accelerator (default: gpu for pycuda, cpu for cpu)")
     p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
     p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
