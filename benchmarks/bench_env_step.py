@@ -2,7 +2,9 @@
 
 Tag continuous (partial observation, K = 10), over a grid of envs x agents, launched eagerly and
 replayed from a CUDA graph. Each config checks its work (timesteps advanced, observations finite).
-Usage: ``python benchmarks/bench_env_step.py [--steps 200]``. Keep the grid stable across merges.
+Usage: ``python benchmarks/bench_env_step.py [--steps 200] [--grid 2000x1000,100x110] [--tag before]``.
+Keep the default grid stable across merges; ``--grid`` runs a subset, and ``--tag`` names the results file
+(``env_step_<tag>_<gpu>.json``) so a subset never overwrites the full table.
 """
 
 from __future__ import annotations
@@ -93,16 +95,20 @@ def run(envs: int, agents: int, steps: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--grid", default="", help="comma-separated ENVSxAGENTS subset, e.g. 2000x1000,100x110")
+    ap.add_argument("--tag", default="", help="suffix of the results file name")
     args = ap.parse_args()
+    grid = [tuple(int(v) for v in item.split("x")) for item in args.grid.split(",") if item] or GRID
     rows = []
-    for envs, agents in GRID:
+    for envs, agents in grid:
         try:
             r = run(envs, agents, args.steps)
         except Exception as err:  # report and continue with the grid
             r = {"envs": envs, "agents": agents, "error": repr(err)[:300]}
         rows.append(r)
         print(json.dumps(r), flush=True)
-    print("written", write_results("env_step", {"rows": rows}))
+    name = f"env_step_{args.tag}" if args.tag else "env_step"
+    print("written", write_results(name, {"rows": rows, "steps": args.steps}))
 
 
 if __name__ == "__main__":
