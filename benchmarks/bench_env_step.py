@@ -2,7 +2,8 @@
 
 Tag continuous (partial observation, K = 10), over a grid of envs x agents, launched eagerly and
 replayed from a CUDA graph. Each config checks its work (timesteps advanced, observations finite).
-Usage: ``python benchmarks/bench_env_step.py [--steps 200] [--grid 2000x1000,100x110] [--tag before]``.
+Usage: ``python benchmarks/bench_env_step.py [--steps 200] [--grid 2000x1000,100x110] [--tag before]
+[--search grid,scan]``.
 Keep the default grid stable across merges; ``--grid`` runs a subset, and ``--tag`` names the results file
 (``env_step_<tag>_<gpu>.json``) so a subset never overwrites the full table.
 """
@@ -20,7 +21,7 @@ GRID = [(100, 110), (500, 110), (1000, 110), (2000, 110), (10000, 110), (1000, 2
         (1000, 1000), (200, 1000), (2000, 1000), (1, 5000)]
 
 
-def make(envs: int, agents: int):
+def make(envs: int, agents: int, search: str = "auto"):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.env_wrapper import EnvWrapper
     from warp_drive.managers.sampler import Sampler
@@ -30,7 +31,7 @@ def make(envs: int, agents: int):
                         episode_length=500, max_acceleration=0.1, min_acceleration=-0.1, max_turn=2.356, min_turn=-2.356,
                         num_acceleration_levels=20, num_turn_levels=20, use_full_observation=False,
                         num_other_agents_observed=10, tagging_distance=0.02, tag_reward_for_tagger=10.0,
-                        tag_penalty_for_runner=-10.0, seed=1)
+                        tag_penalty_for_runner=-10.0, seed=1, neighbour_search=search)
     w = EnvWrapper(env, num_envs=envs, env_backend="pycuda")
     w.reset_all_envs()
     s = Sampler(w.cuda_function_manager)
@@ -48,10 +49,10 @@ def make(envs: int, agents: int):
     return w, step
 
 
-def run(envs: int, agents: int, steps: int) -> dict:
+def run(envs: int, agents: int, steps: int, search: str = "auto") -> dict:
     import pycuda.driver as cuda
 
-    w, step = make(envs, agents)
+    w, step = make(envs, agents, search)
     dm = w.cuda_data_manager
     for _ in range(5):
         step()
@@ -87,7 +88,8 @@ def run(envs: int, agents: int, steps: int) -> dict:
     torch.cuda.synchronize()
     graph_s = a.elapsed_time(b) / 1000
     n = reps * per_graph
-    return {"envs": envs, "agents": agents, "eager_env_steps_per_s": envs * steps / eager_s,
+    return {"envs": envs, "agents": agents, "neighbour_search": search,
+            "grid_side": w.env.neighbour_grid_side, "eager_env_steps_per_s": envs * steps / eager_s,
             "graph_env_steps_per_s": envs * n / graph_s, "graph_agent_steps_per_s": envs * agents * n / graph_s,
             "graph_us_per_step": 1e6 * graph_s / n}
 
@@ -97,16 +99,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--grid", default="", help="comma-separated ENVSxAGENTS subset, e.g. 2000x1000,100x110")
     ap.add_argument("--tag", default="", help="suffix of the results file name")
+    ap.add_argument("--search", default="auto", help="neighbour_search of Tag continuous; comma-separated to compare")
     args = ap.parse_args()
     grid = [tuple(int(v) for v in item.split("x")) for item in args.grid.split(",") if item] or GRID
     rows = []
     for envs, agents in grid:
-        try:
-            r = run(envs, agents, args.steps)
-        except Exception as err:  # report and continue with the grid
-            r = {"envs": envs, "agents": agents, "error": repr(err)[:300]}
-        rows.append(r)
-        print(json.dumps(r), flush=True)
+        for search in args.search.split(","):
+            try:
+                r = run(envs, agents, args.steps, search)
+            except Exception as err:  # report and continue with the grid
+                r = {"envs": envs, "agents": agents, "neighbour_search": search, "error": repr(err)[:300]}
+            rows.append(r)
+            print(json.dumps(r), flush=True)
     name = f"env_step_{args.tag}" if args.tag else "env_step"
     print("written", write_results(name, {"rows": rows, "steps": args.steps}))
 

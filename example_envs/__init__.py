@@ -162,6 +162,16 @@ def check_bool(env_name: str, key: str, value: Any) -> bool:
     return bool(value)
 
 
+def check_choice(env_name: str, key: str, value: Any, choices: Iterable[str]) -> str:
+    """One of ``choices`` (strings), with a did-you-mean hint otherwise."""
+    choices = list(choices)
+    if value not in choices:
+        match = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f"did you mean '{match[0]}'? " if match else ""
+        raise ConfigError(f"{env_name}: {key}={value!r} is unknown; {hint}use one of {', '.join(map(repr, choices))}")
+    return str(value)
+
+
 def check_backend(env_name: str, value: Any) -> str:
     """``"cpu"`` or ``"pycuda"`` (the wrapper sets the real backend later)."""
     if value not in ("cpu", "pycuda"):

@@ -41,6 +41,7 @@ DEFAULTS: Final[dict[str, object]] = {
     "step_reward_for_runner": 0.0,
     "end_of_game_reward_for_runner": 1.0,
     "runner_exits_game_after_tagged": True,
+    "neighbour_search": "auto",
     "env_backend": "cpu",
 }
 
@@ -103,3 +104,27 @@ def feature_constants() -> dict[str, int]:
         "still_in_the_game": "kFeatureStillInTheGame",
     }
     return {names[f]: i for i, f in enumerate(OBS_FEATURES)}
+
+
+# ----------------------------------------------------------------- neighbour grid (CUDA only)
+#: ``neighbour_search`` values: "grid" sorts agents into square cells every step and searches
+#: rings of cells (exact); "scan" compares every pair; "auto" picks the grid for partial
+#: observation with at least GRID_MIN_AGENTS agents.
+NEIGHBOUR_SEARCH_MODES: Final[tuple[str, ...]] = ("auto", "grid", "scan")
+GRID_MIN_AGENTS: Final[int] = 256
+#: Largest cells-per-side (the cell starts are one int per cell in shared memory).
+GRID_MAX_SIDE: Final[int] = 32
+
+
+def neighbour_grid_side(num_agents: int, use_full_observation: bool, k: int, mode: str) -> int:
+    """Cells per side of the CUDA neighbour grid; 0 means brute-force scans (``kNeighbourGridSide``).
+
+    The cell side is chosen so that the K-th neighbour lies about 1.45 cells away on average
+    (about (K + 1) / 6.6 agents per cell, at least 1): the ring search then visits 2 rings at most
+    for most observers. At most one cell per agent (the prefix sum uses one thread per cell).
+    """
+    if mode == "scan" or (mode == "auto" and (use_full_observation or num_agents < GRID_MIN_AGENTS)):
+        return 0
+    agents_per_cell = max(1.0, (k + 1) / 6.6) if not use_full_observation else 4.0
+    side = int(math.sqrt(num_agents / agents_per_cell))
+    return max(1, min(GRID_MAX_SIDE, side))

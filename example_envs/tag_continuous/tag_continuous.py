@@ -33,6 +33,7 @@ from gymnasium import spaces
 from example_envs import (
     check_backend,
     check_bool,
+    check_choice,
     check_float,
     check_int,
     reject_unknown_kwargs,
@@ -78,6 +79,10 @@ class TagContinuous(CUDAEnvironmentContext):
         num_other_agents_observed: K, 1 <= K <= N - 1 (used with partial observation).
         tagging_distance: tag radius as a fraction of L, in (0, 1].
         runner_exits_game_after_tagged: a tagged runner leaves the game.
+        neighbour_search: how the CUDA kernel finds the K nearest agents and the nearest tagger:
+            "grid" (agents sorted into square cells each step, exact), "scan" (every pair) or
+            "auto" (grid for partial observation with >= 256 agents). Results are identical;
+            only speed differs. The NumPy step always compares every pair.
         env_backend: "cpu" or "pycuda" (overwritten by the EnvWrapper).
 
     Raises:
@@ -147,6 +152,7 @@ class TagContinuous(CUDAEnvironmentContext):
         step_reward_for_runner: float = 0.0,
         end_of_game_reward_for_runner: float = 1.0,
         runner_exits_game_after_tagged: bool = True,
+        neighbour_search: str = "auto",
         env_backend: str = "cpu",
         **unknown: Any,
     ) -> None:
@@ -206,6 +212,7 @@ class TagContinuous(CUDAEnvironmentContext):
         self.runner_exits_game_after_tagged = check_bool(
             env, "runner_exits_game_after_tagged", runner_exits_game_after_tagged
         )
+        self.neighbour_search = check_choice(env, "neighbour_search", neighbour_search, C.NEIGHBOUR_SEARCH_MODES)
         self.env_backend = check_backend(env, env_backend)
         self.starting_location_x = self._check_start("starting_location_x", starting_location_x, bounded=True)
         self.starting_location_y = self._check_start("starting_location_y", starting_location_y, bounded=True)
@@ -255,6 +262,13 @@ class TagContinuous(CUDAEnvironmentContext):
                 f"[0, grid_length={self.grid_length}]"
             )
         return arr.astype(F32)
+
+    @property
+    def neighbour_grid_side(self) -> int:
+        """Cells per side of the CUDA neighbour grid (0: brute-force scans); see ``neighbour_search``."""
+        return C.neighbour_grid_side(
+            self.num_agents, self.use_full_observation, self.num_observed, self.neighbour_search
+        )
 
     @property
     def is_tagger(self) -> npt.NDArray[np.bool_]:
@@ -327,6 +341,7 @@ class TagContinuous(CUDAEnvironmentContext):
             "kObsDim": self.obs_dim,
             "kUseFullObservation": self.use_full_observation,
             "kRunnerExitsGameAfterTagged": self.runner_exits_game_after_tagged,
+            "kNeighbourGridSide": self.neighbour_grid_side,
             "kTaggerType": C.TAGGER,
             "kTwoPi": float(C.TWO_PI),
             "kSqrt2": float(C.SQRT2),

@@ -6,7 +6,10 @@
 //
 // Two launch paths, same helpers, same results:
 //   * wkBlocksPerEnv == 1: CudaTagContinuousStep, one fused kernel; the moved state is staged in
-//     shared memory and the phases are separated by __syncthreads().
+//     shared memory and the phases are separated by __syncthreads(). With kNeighbourGridSide > 0
+//     the K-nearest and tag searches run over a per-step grid of cells (exact, see
+//     TagKNearestGrid); when the neighbour table fits in shared memory each warp writes its
+//     observation rows with coalesced stores.
 //   * wkBlocksPerEnv > 1: CudaTagContinuousMove, CudaTagContinuousObserveAndTag and
 //     CudaTagContinuousFinish, launched in this order; kernel boundaries are the env-wide
 //     barriers (no spin barrier, no deadlock whatever the grid size).
@@ -27,8 +30,38 @@ static_assert(kNumActionHeads == 2, "actions are (acceleration index, turn index
 constexpr int kSharedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
 // Local K-nearest list length (1 when the full observation is used).
 constexpr int kNearestListLength = kUseFullObservation ? 1 : kNumObservedAgents;
+// Empty slot of a K-nearest list: sorts after every agent id.
+constexpr int kNoAgent = 0x7fffffff;
 
-// Read-only view of one env's per-agent state (global or shared memory).
+// Neighbour grid (fused kernel only; kNeighbourGridSide == 0 means brute-force scans). Agents in
+// the game, and all taggers, are counting-sorted into kGridSide x kGridSide square cells of side
+// grid_length / kGridSide every step. The K-nearest search visits rings of cells around the
+// observer until no agent outside them can be nearer than the K-th found; the tag search visits
+// the cells within the tag radius. Both compare (squared distance, id) pairs, so the result is
+// the brute-force result whatever the order inside a cell (see TagKNearest).
+constexpr bool kGridSearch = (wkBlocksPerEnv == 1) && (kNeighbourGridSide > 0);
+constexpr int kGridSide = kGridSearch ? kNeighbourGridSide : 1;
+constexpr int kGridCells = kGridSide * kGridSide;
+static_assert(!kGridSearch || kGridCells <= wkNumberAgents, "one scan element per thread");
+static_assert(!kGridSearch || wkNumberAgents <= 32767, "cell-sorted ids are stored as short");
+constexpr int kGridAgents = kGridSearch ? wkNumberAgents : 1;
+// Relative and absolute slack of the grid's distance bounds: far larger than float rounding of
+// the cell arithmetic (about 1e-7 of grid_length), so a ring is never closed too early.
+constexpr float kGridSlack = 1e-5f;
+
+// Static shared memory of the fused kernel without the neighbour table (bytes).
+constexpr int kFusedSharedBytes = kSharedAgents * (5 * 4 + 1) +
+                                  (kGridSearch ? (kGridCells + 1) * 4 + wkNumberAgents * 2 : 0) + 33 * 4;
+// The fused kernel stages every observer's K neighbour ids in shared memory when they fit in the
+// 48 KiB of static shared memory, so that each warp writes its observation rows coalesced.
+constexpr bool kStageNeighbours =
+    (wkBlocksPerEnv == 1) && !kUseFullObservation &&
+    kFusedSharedBytes + wkNumberAgents * kNumObservedAgents * 2 <= 48 * 1024;
+constexpr int kStagedNeighbours = kStageNeighbours ? wkNumberAgents * kNumObservedAgents : 1;
+
+// Read-only view of one env's per-agent state: global memory (phase kernels, InGame = int) or
+// shared memory (fused kernel, InGame = signed char). Types are per agent, the same in every env.
+template <typename InGame>
 struct TagEnvView {
   const float* x;
   const float* y;
@@ -36,7 +69,7 @@ struct TagEnvView {
   const float* acc;
   const float* dir;
   const int* type;
-  const int* in_game;
+  const InGame* in_game;
 };
 
 struct TagAgentState {
@@ -51,6 +84,11 @@ __device__ __forceinline__ float TagSquaredDistance(float x0, float y0, float x1
   const float dx = __fsub_rn(x1, x0);
   const float dy = __fsub_rn(y1, y0);
   return __fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy));
+}
+
+// Order of candidates: smaller squared distance first, then lower id (NumPy's stable argsort).
+__device__ __forceinline__ bool TagCloser(float d2_a, int id_a, float d2_b, int id_b) {
+  return d2_a < d2_b || (d2_a == d2_b && id_a < id_b);
 }
 
 // Mirrors tag_continuous.move_agents (one agent).
@@ -126,29 +164,26 @@ __device__ TagAgentState TagMoveAndWrite(int env, int agent, float* loc_x_arr, f
 }
 
 // One relative/absolute feature of `other` seen by `self` (compute_observations, `rel` rows).
-__device__ __forceinline__ float TagFeature(int feature, int self, int other, const TagEnvView& v,
+template <typename View>
+__device__ __forceinline__ float TagFeature(int feature, int self, int other, const View& v,
                                            float pos_norm, float max_speed) {
-  switch (feature) {
-    case kFeatureRelX:
-      return __fdiv_rn(__fsub_rn(v.x[other], v.x[self]), pos_norm);
-    case kFeatureRelY:
-      return __fdiv_rn(__fsub_rn(v.y[other], v.y[self]), pos_norm);
-    case kFeatureRelSpeed:
-      return __fdiv_rn(__fsub_rn(v.speed[other], v.speed[self]), max_speed);
-    case kFeatureRelAcceleration:
-      return __fdiv_rn(__fsub_rn(v.acc[other], v.acc[self]), max_speed);
-    case kFeatureRelDirection:
-      return __fdiv_rn(__fsub_rn(v.dir[other], v.dir[self]), kTwoPi);
-    case kFeatureAgentType:
-      return static_cast<float>(v.type[other]);
-    default:
-      return static_cast<float>(v.in_game[other]);
-  }
+  if (feature == kFeatureAgentType) return static_cast<float>(v.type[other]);
+  if (feature == kFeatureStillInTheGame) return static_cast<float>(v.in_game[other]);
+  const float* values = feature == kFeatureRelX     ? v.x
+                        : feature == kFeatureRelY   ? v.y
+                        : feature == kFeatureRelSpeed ? v.speed
+                        : feature == kFeatureRelAcceleration ? v.acc
+                                                             : v.dir;
+  const float scale = feature <= kFeatureRelY ? pos_norm
+                      : feature == kFeatureRelDirection ? kTwoPi
+                                                        : max_speed;
+  return __fdiv_rn(__fsub_rn(values[other], values[self]), scale);
 }
 
 // Full observation, element `column` of observer `observer` (compute_observations, full branch).
-__device__ float TagFullObservationValue(int observer, int column, const TagEnvView& v,
-                                         float pos_norm, float max_speed, float time_frac) {
+template <typename View>
+__device__ float TagFullObservationValue(int observer, int column, const View& v, float pos_norm,
+                                         float max_speed, float time_frac) {
   const bool self_in_game = v.in_game[observer] != 0;
   if (column == kObsDim - 1) return self_in_game ? time_frac : 0.0f;
   const int feature = column / kNumObservedAgents;
@@ -160,9 +195,10 @@ __device__ float TagFullObservationValue(int observer, int column, const TagEnvV
 
 // Full observations of rows [first_row, first_row + num_rows) of env `env`; the threads of the
 // block share the work element by element, so consecutive threads write consecutive floats.
-__device__ void TagWriteFullObservationRows(int env, int first_row, int num_rows,
-                                            const TagEnvView& v, float* observations_arr,
-                                            float pos_norm, float max_speed, float time_frac) {
+template <typename View>
+__device__ void TagWriteFullObservationRows(int env, int first_row, int num_rows, const View& v,
+                                            float* observations_arr, float pos_norm, float max_speed,
+                                            float time_frac) {
   float* out = observations_arr +
                (static_cast<long long>(env) * wkNumberAgents + first_row) * kObsDim;
   const int total = num_rows * kObsDim;
@@ -172,61 +208,172 @@ __device__ void TagWriteFullObservationRows(int env, int first_row, int num_rows
   }
 }
 
-// Partial observation of `observer` (compute_observations + nearest_agents): the K nearest other
-// agents still in the game. The sorted list (squared distance, then lower id) lives in registers:
-// a candidate closer than the current K-th is placed before the first entry strictly farther away
-// (so equal distances keep the lower id: ids arrive in order) and the tail shifts down by one.
-__device__ void TagWritePartialObservation(int observer, const TagEnvView& v, float* obs_row,
-                                           float pos_norm, float max_speed, float time_frac) {
-  if (v.in_game[observer] == 0) {
-    for (int c = 0; c < kObsDim; ++c) obs_row[c] = 0.0f;
-    return;
-  }
-  float best_d2[kNearestListLength];
-  int best_id[kNearestListLength];
+// ------------------------------------------------------------------------------------------
+// K nearest (compute_observations + nearest_agents): the K nearest other agents still in the
+// game, as a list sorted by (squared distance, id) kept in registers. A candidate enters when it
+// sorts before the current K-th entry; it is placed before the first entry it sorts before and
+// the tail shifts down by one. Because the order is total, the final list does not depend on the
+// order in which candidates are offered.
+struct TagNearestList {
+  float d2[kNearestListLength];
+  int id[kNearestListLength];
+
+  __device__ __forceinline__ void Clear() {
 #pragma unroll
-  for (int s = 0; s < kNearestListLength; ++s) {
-    best_d2[s] = INFINITY;
-    best_id[s] = -1;
+    for (int s = 0; s < kNearestListLength; ++s) {
+      d2[s] = INFINITY;
+      id[s] = kNoAgent;
+    }
   }
-  float threshold = INFINITY;  // the K-th smallest distance so far
+  // Squared distance of the K-th entry (INFINITY while the list is not full).
+  __device__ __forceinline__ float KthDistance() const { return d2[kNearestListLength - 1]; }
+
+  __device__ __forceinline__ void Offer(float cand_d2, int cand_id) {
+    if (!TagCloser(cand_d2, cand_id, d2[kNearestListLength - 1], id[kNearestListLength - 1])) return;
+    bool shifting = false;  // once placed, the rest of the list moves down by one
+#pragma unroll
+    for (int s = 0; s < kNearestListLength; ++s) {
+      if (shifting || TagCloser(cand_d2, cand_id, d2[s], id[s])) {
+        shifting = true;
+        const float d = d2[s];
+        const int i = id[s];
+        d2[s] = cand_d2;
+        id[s] = cand_id;
+        cand_d2 = d;
+        cand_id = i;
+      }
+    }
+  }
+};
+
+// Brute force: every other agent in the game is a candidate.
+template <typename View>
+__device__ void TagKNearestScan(int observer, const View& v, TagNearestList& list) {
   const float xs = v.x[observer];
   const float ys = v.y[observer];
   for (int j = 0; j < wkNumberAgents; ++j) {
     if (j == observer || v.in_game[j] == 0) continue;
-    const float d2 = TagSquaredDistance(xs, ys, v.x[j], v.y[j]);
-    if (!(d2 < threshold)) continue;
-    float carry_d2 = d2;
-    int carry_id = j;
-    bool shifting = false;  // once placed, the rest of the list moves down by one
-#pragma unroll
-    for (int s = 0; s < kNearestListLength; ++s) {
-      if (shifting || carry_d2 < best_d2[s]) {
-        shifting = true;
-        const float d = best_d2[s];
-        const int id = best_id[s];
-        best_d2[s] = carry_d2;
-        best_id[s] = carry_id;
-        carry_d2 = d;
-        carry_id = id;
+    list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
+  }
+}
+
+// Cell-sorted agents of one env (fused kernel): cell c holds ids[start[c] .. start[c + 1]).
+struct TagGrid {
+  const int* start;
+  const short* ids;
+  float cell;      // cell side: grid_length / kGridSide
+  float inv_cell;  // kGridSide / grid_length
+  float slack;     // kGridSlack * grid_length
+};
+
+__device__ __forceinline__ int TagGridCoord(float position, float inv_cell) {
+  return TagClampIndex(static_cast<int>(floorf(__fmul_rn(position, inv_cell))), kGridSide);
+}
+
+// Offers every agent in the game of cell (gx, gy) except the observer.
+template <typename View>
+__device__ __forceinline__ void TagOfferCell(int gx, int gy, int observer, float xs, float ys,
+                                             const View& v, const TagGrid& g, TagNearestList& list) {
+  const int c = gy * kGridSide + gx;
+  for (int p = g.start[c]; p < g.start[c + 1]; ++p) {
+    const int j = g.ids[p];
+    if (j == observer || v.in_game[j] == 0) continue;
+    list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
+  }
+}
+
+// Grid search, exact: after ring r (the cells at Chebyshev cell distance r from the observer's
+// cell) every agent not yet offered lies outside the square of rings 0..r, so its distance is at
+// least the gap from the observer to the nearest side of that square that is inside the field.
+// The search stops once the K-th squared distance is below the (slack-reduced) squared gap: no
+// agent outside can then sort before the K-th, ties included.
+template <typename View>
+__device__ void TagKNearestGrid(int observer, const View& v, const TagGrid& g, TagNearestList& list) {
+  const float xs = v.x[observer];
+  const float ys = v.y[observer];
+  const int cx = TagGridCoord(xs, g.inv_cell);
+  const int cy = TagGridCoord(ys, g.inv_cell);
+  for (int r = 0;; ++r) {
+    for (int gy = max(cy - r, 0); gy <= min(cy + r, kGridSide - 1); ++gy) {
+      const bool full_row = gy == cy - r || gy == cy + r;  // top and bottom rows of the ring
+      const int step = full_row ? 1 : 2 * r;
+      for (int gx = cx - r; gx <= cx + r; gx += step) {
+        if (gx >= 0 && gx < kGridSide) TagOfferCell(gx, gy, observer, xs, ys, v, g, list);
       }
     }
-    threshold = best_d2[kNearestListLength - 1];
+    float gap = INFINITY;  // distance to the nearest side of the searched square inside the field
+    if (cx - r > 0) gap = fminf(gap, __fsub_rn(xs, __fmul_rn(static_cast<float>(cx - r), g.cell)));
+    if (cx + r + 1 < kGridSide) gap = fminf(gap, __fsub_rn(__fmul_rn(static_cast<float>(cx + r + 1), g.cell), xs));
+    if (cy - r > 0) gap = fminf(gap, __fsub_rn(ys, __fmul_rn(static_cast<float>(cy - r), g.cell)));
+    if (cy + r + 1 < kGridSide) gap = fminf(gap, __fsub_rn(__fmul_rn(static_cast<float>(cy + r + 1), g.cell), ys));
+    if (gap == INFINITY) return;  // the square covers the whole field
+    gap = gap - g.slack;
+    if (gap > 0.0f && list.KthDistance() < gap * gap * (1.0f - kGridSlack)) return;
   }
+}
+
+// Partial observation element `column` of `observer` from its neighbour list `neighbours`
+// (agent ids, kNoAgent for an empty slot); zero for an observer out of the game.
+template <typename View, typename Ids>
+__device__ __forceinline__ float TagPartialObservationValue(int observer, int column, const Ids& neighbours,
+                                                            const View& v, float pos_norm,
+                                                            float max_speed, float time_frac) {
+  if (v.in_game[observer] == 0) return 0.0f;
+  if (column == kObsDim - 1) return time_frac;
+  const int feature = column / kNumObservedAgents;
+  const int other = neighbours[column - feature * kNumObservedAgents];
+  return other < wkNumberAgents ? TagFeature(feature, observer, other, v, pos_norm, max_speed) : 0.0f;
+}
+
+// One observer writes its whole row (phase kernels, and the fused kernel when the neighbour
+// table does not fit in shared memory).
+template <typename View>
+__device__ void TagWriteObservationRow(int observer, const TagNearestList& list, const View& v,
+                                       float* obs_row, float pos_norm, float max_speed, float time_frac) {
 #pragma unroll
   for (int slot = 0; slot < kNearestListLength; ++slot) {
-    const int other = best_id[slot];
     for (int f = 0; f < kNumObsFeatures; ++f) {
-      obs_row[f * kNumObservedAgents + slot] =
-          other >= 0 ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
+      obs_row[f * kNumObservedAgents + slot] = TagPartialObservationValue(
+          observer, f * kNumObservedAgents + slot, list.id, v, pos_norm, max_speed, time_frac);
     }
   }
-  obs_row[kObsDim - 1] = time_frac;
+  obs_row[kObsDim - 1] = TagPartialObservationValue(observer, kObsDim - 1, list.id, v, pos_norm,
+                                                    max_speed, time_frac);
+}
+
+// Neighbour ids of one observer in the shared table (short, -1 for an empty slot).
+struct TagStagedIds {
+  const short* ids;
+  __device__ __forceinline__ int operator[](int slot) const {
+    const int id = ids[slot];
+    return id < 0 ? kNoAgent : id;
+  }
+};
+
+// The warp of the calling thread writes the observation rows of its 32 observers (agents
+// warp_first .. warp_first + 31, one block per env) as one contiguous range: lane l writes
+// floats l, l + 32, ... so every store is coalesced. Reads the shared neighbour table.
+template <typename View>
+__device__ void TagWriteWarpObservations(int env, const short* table, const View& v,
+                                         float* observations_arr, float pos_norm, float max_speed,
+                                         float time_frac) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp_first = static_cast<int>(threadIdx.x) - lane;
+  const int rows = min(32, wkNumberAgents - warp_first);
+  float* out = observations_arr +
+               (static_cast<long long>(env) * wkNumberAgents + warp_first) * kObsDim;
+  for (int e = lane; e < rows * kObsDim; e += 32) {
+    const int r = e / kObsDim;
+    const int observer = warp_first + r;
+    const TagStagedIds ids = {table + observer * kNumObservedAgents};
+    out[e] = TagPartialObservationValue(observer, e - r * kObsDim, ids, v, pos_norm, max_speed, time_frac);
+  }
 }
 
 // Mirrors tag_continuous.find_tags for one runner: the nearest tagger strictly closer than the
 // margin (squared distances), lowest id on ties; -1 when no tagger is in reach.
-__device__ int TagNearestTaggerInReach(int runner, const TagEnvView& v, const int* tagger_ids_arr,
+template <typename View>
+__device__ int TagNearestTaggerInReach(int runner, const View& v, const int* tagger_ids_arr,
                                        float margin) {
   int best = -1;
   float best_d2 = __fmul_rn(margin, margin);
@@ -236,6 +383,35 @@ __device__ int TagNearestTaggerInReach(int runner, const TagEnvView& v, const in
     if (d2 < best_d2) {
       best_d2 = d2;
       best = tagger;
+    }
+  }
+  return best;
+}
+
+// The same search over the grid cells within reach of the runner (taggers are always in the grid).
+template <typename View>
+__device__ int TagNearestTaggerInReachGrid(int runner, const View& v, const TagGrid& g, float margin) {
+  const float xs = v.x[runner];
+  const float ys = v.y[runner];
+  const float reach = __fadd_rn(margin, g.slack);
+  const int gx0 = TagGridCoord(__fsub_rn(xs, reach), g.inv_cell);
+  const int gx1 = TagGridCoord(__fadd_rn(xs, reach), g.inv_cell);
+  const int gy0 = TagGridCoord(__fsub_rn(ys, reach), g.inv_cell);
+  const int gy1 = TagGridCoord(__fadd_rn(ys, reach), g.inv_cell);
+  int best = -1;
+  float best_d2 = __fmul_rn(margin, margin);
+  for (int gy = gy0; gy <= gy1; ++gy) {
+    for (int gx = gx0; gx <= gx1; ++gx) {
+      const int c = gy * kGridSide + gx;
+      for (int p = g.start[c]; p < g.start[c + 1]; ++p) {
+        const int j = g.ids[p];
+        if (v.type[j] != kTaggerType) continue;
+        const float d2 = TagSquaredDistance(xs, ys, v.x[j], v.y[j]);
+        if (d2 < best_d2 || (d2 == best_d2 && best >= 0 && j < best)) {
+          best_d2 = d2;
+          best = j;
+        }
+      }
     }
   }
   return best;
@@ -262,9 +438,40 @@ __device__ __forceinline__ float TagTimeFraction(int t, int episode_length) {
   return __fdiv_rn(static_cast<float>(t), static_cast<float>(episode_length));
 }
 
+// Inclusive prefix sum of data[0 .. n) (n <= blockDim.x) by the whole block; every thread of the
+// block must call it. warp_totals holds 32 ints of scratch.
+__device__ void TagBlockInclusiveScan(int* data, int n, int* warp_totals) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int num_warps = (static_cast<int>(blockDim.x) + 31) >> 5;
+  const int warp_threads = min(32, static_cast<int>(blockDim.x) - (warp << 5));
+  const unsigned mask = warp_threads == 32 ? 0xffffffffu : ((1u << warp_threads) - 1u);
+  int value = tid < n ? data[tid] : 0;
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const int up = __shfl_up_sync(mask, value, offset);
+    if (lane >= offset) value += up;
+  }
+  if (lane == warp_threads - 1) warp_totals[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    int total = lane < num_warps ? warp_totals[lane] : 0;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+      const int up = __shfl_up_sync(mask, total, offset);
+      if (lane >= offset) total += up;
+    }
+    if (lane < num_warps) warp_totals[lane] = total;
+  }
+  __syncthreads();
+  if (warp > 0) value += warp_totals[warp - 1];
+  if (tid < n) data[tid] = value;
+  __syncthreads();
+}
+
 // ------------------------------------------------------------------------------------------
-// Fused kernel: one block per env (wkBlocksPerEnv == 1).
-extern "C" __global__ void CudaTagContinuousStep(
+// Fused kernel: one block per env (wkBlocksPerEnv == 1). The launch bound keeps the register
+// count low enough for a block of wkThreadsPerBlock (up to 1024) threads.
+extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuousStep(
     float* loc_x_arr, float* loc_y_arr, float* speed_arr, float* direction_arr,
     float* acceleration_arr, int* still_in_the_game_arr, float* edge_hit_reward_penalty_arr,
     int* tag_counts_arr, int* num_runners_arr, const int* agent_types_arr,
@@ -280,68 +487,112 @@ extern "C" __global__ void CudaTagContinuousStep(
   __shared__ float sh_speed[kSharedAgents];
   __shared__ float sh_acc[kSharedAgents];
   __shared__ float sh_dir[kSharedAgents];
-  __shared__ int sh_type[kSharedAgents];
-  __shared__ int sh_in_game[kSharedAgents];
-  __shared__ int sh_tag_counts[kSharedAgents];
+  __shared__ signed char sh_in_game[kSharedAgents];
+  __shared__ int sh_cell_start[kGridCells + 1];  // counts, then (after the scan) cell starts
+  __shared__ short sh_grid_ids[kGridAgents];
+  __shared__ short sh_neighbours[kStagedNeighbours];
+  __shared__ int sh_scan_scratch[32];
   __shared__ int sh_runners_out;
 
   const int env = wkEnvId();
   const int agent = wkAgentId();
   const bool valid = agent < wkNumberAgents;
   const int row = env * wkNumberAgents + agent;
+  const bool is_tagger = valid && agent_types_arr[agent] == kTaggerType;
 
-  // Phase 1: move (registers -> global and shared).
+  // Phase 1: move (registers -> global and shared); tag counts cleared.
   if (threadIdx.x == 0) {
     sh_runners_out = 0;
     timestep_arr[env] += 1;
   }
+  if (kGridSearch) {
+    for (int c = threadIdx.x; c <= kGridCells; c += blockDim.x) sh_cell_start[c] = 0;
+  }
+  TagAgentState n = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  bool in_game = false;
   if (valid) {
-    const TagAgentState n = TagMoveAndWrite(
-        env, agent, loc_x_arr, loc_y_arr, speed_arr, direction_arr, acceleration_arr,
-        still_in_the_game_arr, edge_hit_reward_penalty_arr, skill_levels_arr, step_rewards_arr,
-        acceleration_actions_arr, turn_actions_arr, sampled_actions_arr, rewards_arr, grid_length,
-        max_speed, edge_hit_penalty);
+    n = TagMoveAndWrite(env, agent, loc_x_arr, loc_y_arr, speed_arr, direction_arr, acceleration_arr,
+                        still_in_the_game_arr, edge_hit_reward_penalty_arr, skill_levels_arr,
+                        step_rewards_arr, acceleration_actions_arr, turn_actions_arr,
+                        sampled_actions_arr, rewards_arr, grid_length, max_speed, edge_hit_penalty);
+    in_game = still_in_the_game_arr[row] != 0;
     sh_x[agent] = n.x;
     sh_y[agent] = n.y;
     sh_speed[agent] = n.speed;
     sh_acc[agent] = n.acc;
     sh_dir[agent] = n.dir;
-    sh_type[agent] = agent_types_arr[agent];
-    sh_in_game[agent] = still_in_the_game_arr[row];
-    sh_tag_counts[agent] = 0;
+    sh_in_game[agent] = in_game ? 1 : 0;
+    tag_counts_arr[row] = 0;
   }
   __syncthreads();
+
+  // Grid: count agents per cell, prefix-sum the counts into cell starts, scatter the ids.
+  const float inv_cell = __fdiv_rn(static_cast<float>(kGridSide), grid_length);
+  const TagGrid grid = {sh_cell_start, sh_grid_ids, __fdiv_rn(grid_length, static_cast<float>(kGridSide)),
+                        inv_cell, __fmul_rn(kGridSlack, grid_length)};
+  if (kGridSearch) {
+    const bool listed = valid && (in_game || is_tagger);
+    const int cell = TagGridCoord(n.y, inv_cell) * kGridSide + TagGridCoord(n.x, inv_cell);
+    const int slot = listed ? atomicAdd(&sh_cell_start[cell + 1], 1) : 0;
+    __syncthreads();
+    TagBlockInclusiveScan(sh_cell_start + 1, kGridCells, sh_scan_scratch);
+    if (listed) sh_grid_ids[sh_cell_start[cell] + slot] = static_cast<short>(agent);
+    __syncthreads();
+  }
 
   // Phase 2: observe (state before tagging), then tag.
   const int t = timestep_arr[env];
   const float time_frac = TagTimeFraction(t, episode_length);
   const float pos_norm = __fmul_rn(grid_length, kSqrt2);
-  const TagEnvView view = {sh_x, sh_y, sh_speed, sh_acc, sh_dir, sh_type, sh_in_game};
+  const TagEnvView<signed char> view = {sh_x, sh_y, sh_speed, sh_acc, sh_dir, agent_types_arr, sh_in_game};
   if (kUseFullObservation) {
     TagWriteFullObservationRows(env, 0, wkNumberAgents, view, observations_arr, pos_norm, max_speed,
                                 time_frac);
-  } else if (valid) {
-    TagWritePartialObservation(agent, view, observations_arr + static_cast<long long>(row) * kObsDim,
-                               pos_norm, max_speed, time_frac);
+  } else {
+    TagNearestList list;
+    list.Clear();
+    if (valid && in_game) {
+      if (kGridSearch) {
+        TagKNearestGrid(agent, view, grid, list);
+      } else {
+        TagKNearestScan(agent, view, list);
+      }
+    }
+    if (kStageNeighbours) {
+      if (valid) {
+#pragma unroll
+        for (int s = 0; s < kNearestListLength; ++s) {
+          sh_neighbours[agent * kNumObservedAgents + s] =
+              static_cast<short>(list.id[s] < wkNumberAgents ? list.id[s] : -1);
+        }
+      }
+      __syncwarp();
+      TagWriteWarpObservations(env, sh_neighbours, view, observations_arr, pos_norm, max_speed, time_frac);
+    } else if (valid) {
+      TagWriteObservationRow(agent, list, view, observations_arr + static_cast<long long>(row) * kObsDim,
+                             pos_norm, max_speed, time_frac);
+    }
   }
-  if (valid && sh_type[agent] != kTaggerType && sh_in_game[agent] != 0) {
-    const int tagger = TagNearestTaggerInReach(agent, view, tagger_ids_arr, distance_margin_for_reward);
+  bool tagged = false;
+  if (valid && !is_tagger && in_game) {
+    const int tagger = kGridSearch
+                           ? TagNearestTaggerInReachGrid(agent, view, grid, distance_margin_for_reward)
+                           : TagNearestTaggerInReach(agent, view, tagger_ids_arr, distance_margin_for_reward);
     if (tagger >= 0) {
-      atomicAdd(&sh_tag_counts[tagger], 1);
-      sh_tag_counts[agent] = 1;
+      tagged = true;
+      atomicAdd(&tag_counts_arr[env * wkNumberAgents + tagger], 1);
+      tag_counts_arr[row] = 1;
       rewards_arr[row] = __fadd_rn(rewards_arr[row], tag_penalty_for_runner);
       if (kRunnerExitsGameAfterTagged) atomicAdd(&sh_runners_out, 1);
     }
   }
   __syncthreads();
 
-  // Phase 3: finish.
+  // Phase 3: finish. A tagger's count was built by global atomics: read it from L2.
   if (valid) {
-    const int count = sh_tag_counts[agent];
-    tag_counts_arr[row] = count;
-    TagFinishAgent(row, sh_type[agent] == kTaggerType, count, t >= episode_length,
-                   still_in_the_game_arr, rewards_arr, tag_reward_for_tagger,
-                   end_of_game_reward_for_runner);
+    const int count = is_tagger ? __ldcg(&tag_counts_arr[row]) : (tagged ? 1 : 0);
+    TagFinishAgent(row, is_tagger, count, t >= episode_length, still_in_the_game_arr, rewards_arr,
+                   tag_reward_for_tagger, end_of_game_reward_for_runner);
   }
   if (threadIdx.x == 0) {
     const int runners_left = num_runners_arr[env] - sh_runners_out;
@@ -394,9 +645,9 @@ extern "C" __global__ void CudaTagContinuousObserveAndTag(
   const bool valid = agent < wkNumberAgents;
   const int base = env * wkNumberAgents;
   const int row = base + agent;
-  const TagEnvView view = {loc_x_arr + base, loc_y_arr + base, speed_arr + base,
-                           acceleration_arr + base, direction_arr + base, agent_types_arr,
-                           still_in_the_game_arr + base};
+  const TagEnvView<int> view = {loc_x_arr + base, loc_y_arr + base, speed_arr + base,
+                                acceleration_arr + base, direction_arr + base, agent_types_arr,
+                                still_in_the_game_arr + base};
   const float time_frac = TagTimeFraction(timestep_arr[env], episode_length);
   const float pos_norm = __fmul_rn(grid_length, kSqrt2);
   if (kUseFullObservation) {
@@ -407,8 +658,11 @@ extern "C" __global__ void CudaTagContinuousObserveAndTag(
                                   max_speed, time_frac);
     }
   } else if (valid) {
-    TagWritePartialObservation(agent, view, observations_arr + static_cast<long long>(row) * kObsDim,
-                               pos_norm, max_speed, time_frac);
+    TagNearestList list;
+    list.Clear();
+    if (view.in_game[agent] != 0) TagKNearestScan(agent, view, list);
+    TagWriteObservationRow(agent, list, view, observations_arr + static_cast<long long>(row) * kObsDim,
+                           pos_norm, max_speed, time_frac);
   }
   if (valid && agent_types_arr[agent] != kTaggerType && still_in_the_game_arr[row] != 0) {
     const int tagger = TagNearestTaggerInReach(agent, view, tagger_ids_arr, distance_margin_for_reward);

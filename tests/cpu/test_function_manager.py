@@ -16,6 +16,8 @@ extern "C" __global__ void Step(float* loc_x_arr, const int* __restrict__ action
                                 int episode_length) {}
 /* extern "C" __global__ void Hidden(float* a) {} */
 extern "C" __global__ void NoArgs() {}
+extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) BoundAfter(int* done_arr) {}
+extern "C" __global__ __launch_bounds__(256, 2) void BoundBefore(float* rewards_arr) {}
 """
 
 
@@ -28,9 +30,10 @@ def test_geometry():
         CPUFunctionManager(num_agents=0)
 
 
-def test_parse_signatures_ignores_comments():
+def test_parse_signatures_ignores_comments_and_reads_launch_bounds():
     sigs = parse_kernel_signatures(SRC)
-    assert set(sigs) == {"Step", "NoArgs"}
+    assert set(sigs) == {"Step", "NoArgs", "BoundAfter", "BoundBefore"}
+    assert [p.name for p in sigs["BoundAfter"]] == ["done_arr"] and [p.name for p in sigs["BoundBefore"]] == ["rewards_arr"]
     assert [(p.ctype, p.name, p.is_pointer, p.code) for p in sigs["Step"]] == [
         ("float", "loc_x_arr", True, "P"), ("int", "actions", True, "P"), ("float", "scale", False, "f"),
         ("int", "episode_length", False, "i")]

@@ -33,7 +33,7 @@ def test_tag_continuous_cuda_matches_numpy(blocks_per_env):
     EnvironmentCPUvsGPU(cls, TAG_CONFIGS, num_envs=3, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
 
 
-@pytest.mark.parametrize("taggers,runners,envs", [(10, 2490, 2), (50, 4950, 1)])
+@pytest.mark.parametrize("taggers,runners,envs", [(90, 910, 3), (10, 2490, 2), (50, 4950, 1)])
 def test_tag_continuous_many_agents_span_blocks(taggers, runners, envs):
     cls = get_example_env_class("tag_continuous")
     cfg = dict(TAG, num_taggers=taggers, num_runners=runners, grid_length=40.0, episode_length=6, use_full_observation=False,

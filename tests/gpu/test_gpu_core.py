@@ -110,12 +110,14 @@ def _cpu_twin(n_envs, n_agents, n_actions):
     return dm, s
 
 
-def test_sampler_frequencies_seed_and_cpu_parity():
+# 4 and 21 actions: rows staged in shared memory; 40: 256 x 40 floats exceed the tile, global reads
+@pytest.mark.parametrize("A", [4, 21, 40])
+def test_sampler_frequencies_seed_and_cpu_parity(A):
     from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
     from warp_drive.managers.sampler import Sampler
 
-    E, N, A = 100, 50, 4
+    E, N = 100, 50
     dm = PyCUDADataManager(num_agents=N, num_envs=E, episode_length=2)
     dm.push_data_to_device({"sampled_actions": np.zeros((E, N, 1), np.int32)}, torch_accessible=True)
     fm = PyCUDAFunctionManager(N, E)
@@ -125,18 +127,22 @@ def test_sampler_frequencies_seed_and_cpu_parity():
     s.register_actions(dm, "sampled_actions", A)
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(A), size=(E, N)).astype(np.float32)
-    p[0, 0] = [0.0, 1.0, 0.0, 0.0]  # degenerate row
-    p[0, 1] = [0.5, 0.0, 0.5, 0.0]  # zero-probability actions
+    p[0, 0] = 0.0
+    p[0, 0, 1] = 1.0  # degenerate row
+    p[0, 1] = 0.0
+    p[0, 1, [0, 2]] = 0.5  # zero-probability actions
     probs = torch.from_numpy(p).cuda()
     cdm, cs = _cpu_twin(E, N, A)
     counts = np.zeros((E, N, A))
+    lp_gpu, lp_cpu = torch.zeros((E, N), device="cuda"), torch.zeros((E, N))
     for i in range(40):  # 40 x 5000 rows = 2e5 draws
-        s.sample(dm, probs, "sampled_actions", check=(i == 0))
-        cs.sample(cdm, torch.from_numpy(p), "sampled_actions")
+        s.sample(dm, probs, "sampled_actions", check=(i == 0), log_probs=lp_gpu)
+        cs.sample(cdm, torch.from_numpy(p), "sampled_actions", log_probs=lp_cpu)
         g = dm.pull_data_from_device("sampled_actions")
         np.testing.assert_array_equal(g, cdm.pull_data_from_device("sampled_actions"))  # bit-exact twin
+        np.testing.assert_allclose(lp_gpu.cpu().numpy(), lp_cpu.numpy(), rtol=1e-6, atol=1e-7)
         counts[np.arange(E)[:, None], np.arange(N)[None, :], g[..., 0]] += 1
-    assert (counts[0, 0] == [0, 40, 0, 0]).all() and counts[0, 1, [1, 3]].sum() == 0
+    assert counts[0, 0, 1] == 40 and counts[0, 1].sum() == counts[0, 1, [0, 2]].sum() == 40
     # pooled frequencies of all rows: expected counts vs observed, tolerance 5 sigma
     exp = p * 40
     assert abs(counts.sum() - 2e5) < 1

@@ -100,6 +100,11 @@ def _format_value(name: str, value: object) -> str:
     )
 
 
+def threads_per_block(num_agents: int, blocks_per_env: int) -> int:
+    """Threads of every block: ceil(num_agents / blocks_per_env) (``wkThreadsPerBlock``)."""
+    return -(-int(num_agents) // int(blocks_per_env))
+
+
 def render_prelude(
     num_envs: int,
     num_agents: int,
@@ -112,6 +117,7 @@ def render_prelude(
         f"constexpr int wkNumberEnvs = {int(num_envs)};",
         f"constexpr int wkNumberAgents = {int(num_agents)};",
         f"constexpr int wkBlocksPerEnv = {int(blocks_per_env)};",
+        f"constexpr int wkThreadsPerBlock = {threads_per_block(num_agents, blocks_per_env)};",
     ]
     for name, value in sorted((constants or {}).items()):
         if not name.isidentifier():

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
+_LAUNCH_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+_KERNEL = re.compile(r"__global__\s+" + _LAUNCH_BOUNDS + r"void\s+" + _LAUNCH_BOUNDS + r"(\w+)\s*\(([^)]*)\)", re.S)
 
 # struct-module codes understood by pycuda's Function.prepare
 _SCALAR_CODES = {

@@ -7,13 +7,13 @@ Backends: :class:`CPUFunctionManager` (NumPy twins of the core kernels, here) an
 from __future__ import annotations
 
 import logging
-import math
 import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
+from warp_drive.cuda.compiler import threads_per_block
 from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
 
@@ -119,7 +119,7 @@ class FunctionManager:
     @property
     def block(self) -> tuple[int, int, int]:
         """Threads per block: ceil(num_agents / blocks_per_env)."""
-        return (math.ceil(self._num_agents / self._blocks_per_env), 1, 1)
+        return (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
 
     @property
     def grid(self) -> tuple[int, int]:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from example_envs.classic_control import CLASSIC_CONTROL_ENVS
-from warp_drive.cuda.compiler import render_source
+from warp_drive.cuda.compiler import DEFAULT_OPTIONS, render_source
 
 CORE_DIR = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
 NVCC = shutil.which("nvcc")
@@ -131,7 +131,7 @@ def _compile_jobs(tmp: Path) -> dict[str, dict]:
         cu.write_text(source)
         host_cu = tmp / f"{name}_host.cu"
         host_cu.write_text(source + main)
-        common = [NVCC, "-arch=sm_90", "-std=c++17", f"-I{CORE_DIR}"]
+        common = [NVCC, "-arch=sm_90", *DEFAULT_OPTIONS, f"-I{CORE_DIR}"]  # the backend's options
         jobs[name] = {
             "env": env,
             "double_names": names,
@@ -140,13 +140,13 @@ def _compile_jobs(tmp: Path) -> dict[str, dict]:
             "exe": tmp / f"{name}_host",
             "procs": [
                 subprocess.Popen(
-                    [*common, "-cubin", "-O3", "-o", str(tmp / f"{name}.cubin"), str(cu)],
+                    [*common, "-cubin", "-o", str(tmp / f"{name}.cubin"), str(cu)],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
                 ),
                 subprocess.Popen(
-                    [*common, "-O2", "-o", str(tmp / f"{name}_host"), str(host_cu)],
+                    [*common, "-o", str(tmp / f"{name}_host"), str(host_cu)],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,

@@ -18,6 +18,7 @@ from example_envs.tag_continuous.tag_continuous import PHASE_KERNELS as TC_PHASE
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from example_envs.tag_gridworld.tag_gridworld import PHASE_KERNELS as GW_PHASES
 from example_envs.tag_gridworld.tag_gridworld import TagGridWorld
+from warp_drive.cuda.compiler import render_source
 from warp_drive.cuda.signature import parse_kernel_signatures
 
 CORE_DIR = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
@@ -28,6 +29,14 @@ CASES = [
     ("tag_continuous_partial_1block",
      lambda: TagContinuous(num_taggers=10, num_runners=990, use_full_observation=False, num_other_agents_observed=10),
      2000, 1),
+    ("tag_continuous_partial_1024_grid",
+     lambda: TagContinuous(num_taggers=93, num_runners=931, use_full_observation=False, num_other_agents_observed=10),
+     2000, 1),
+    ("tag_continuous_partial_k40_grid_unstaged",
+     lambda: TagContinuous(num_taggers=50, num_runners=950, use_full_observation=False, num_other_agents_observed=40),
+     4, 1),
+    ("tag_continuous_full_forced_grid",
+     lambda: TagContinuous(num_taggers=3, num_runners=30, neighbour_search="grid"), 8, 1),
     ("tag_continuous_partial_5blocks",
      lambda: TagContinuous(num_taggers=50, num_runners=4950, use_full_observation=False, num_other_agents_observed=10),
      1, 5),
@@ -59,27 +68,8 @@ def test_kernel_signatures_match_step_kernel_args(env_cls):
 
 
 def _render(env, num_envs: int, blocks_per_env: int) -> str:
-    try:
-        from warp_drive.cuda.compiler import render_source
-    except ImportError:  # pragma: no cover - tiny stand-in for the official renderer
-        return _render_fallback(env, num_envs, blocks_per_env)
     return render_source(num_envs, env.num_agents, blocks_per_env, env_source=env.cuda_source,
                          constants=env.cuda_constants())
-
-
-def _render_fallback(env, num_envs: int, blocks_per_env: int) -> str:  # pragma: no cover
-    lines = [f"constexpr int wkNumberEnvs = {num_envs};", f"constexpr int wkNumberAgents = {env.num_agents};",
-             f"constexpr int wkBlocksPerEnv = {blocks_per_env};"]
-    for name, v in env.cuda_constants().items():
-        if isinstance(v, tuple):
-            lines.append(f"__device__ constexpr int {name}[{len(v)}] = {{{', '.join(map(str, v))}}};")
-        elif isinstance(v, bool):
-            lines.append(f"constexpr bool {name} = {'true' if v else 'false'};")
-        elif isinstance(v, int):
-            lines.append(f"constexpr int {name} = {v};")
-        else:
-            lines.append(f"constexpr float {name} = {float(v)!r}f;")
-    return "\n".join(lines) + '\n#include "core_service.cuh"\n' + env.cuda_source.read_text()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
