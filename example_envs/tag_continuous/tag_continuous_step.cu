@@ -9,7 +9,7 @@
 //     shared memory and the phases are separated by __syncthreads(). With kNeighbourGridSide > 0
 //     the K-nearest and tag searches run over a per-step grid of cells (exact, see
 //     TagKNearestGrid); when the neighbour table fits in shared memory each warp writes its
-//     observation rows with coalesced stores.
+//     observation rows with coalesced stores (TagWriteWarpObservations).
 //   * wkBlocksPerEnv > 1: CudaTagContinuousMove, CudaTagContinuousObserveAndTag and
 //     CudaTagContinuousFinish, launched in this order; kernel boundaries are the env-wide
 //     barriers (no spin barrier, no deadlock whatever the grid size).
@@ -35,10 +35,10 @@ constexpr int kNoAgent = 0x7fffffff;
 
 // Neighbour grid (fused kernel only; kNeighbourGridSide == 0 means brute-force scans). Agents in
 // the game, and all taggers, are counting-sorted into kGridSide x kGridSide square cells of side
-// grid_length / kGridSide every step. The K-nearest search visits rings of cells around the
-// observer until no agent outside them can be nearer than the K-th found; the tag search visits
-// the cells within the tag radius. Both compare (squared distance, id) pairs, so the result is
-// the brute-force result whatever the order inside a cell (see TagKNearest).
+// grid_length / kGridSide every step. The K-nearest search offers the 3 x 3 cells around the
+// observer, then the cells within the K-th distance found (TagKNearestGrid); the tag search
+// visits the cells within the tag radius. Both compare (squared distance, id) pairs, so the
+// result is the brute-force result whatever the order inside a cell (see TagNearestList).
 constexpr bool kGridSearch = (wkBlocksPerEnv == 1) && (kNeighbourGridSide > 0);
 constexpr int kGridSide = kGridSearch ? kNeighbourGridSide : 1;
 constexpr int kGridCells = kGridSide * kGridSide;
@@ -258,10 +258,11 @@ __device__ void TagKNearestScan(int observer, const View& v, TagNearestList& lis
 }
 
 // Cell-sorted agents of one env (fused kernel): cell c holds ids[start[c] .. start[c + 1]).
+// Cells are numbered row-major (c = gy * kGridSide + gx), so the cells gx0 .. gx1 of one row
+// are one contiguous range of ids.
 struct TagGrid {
   const int* start;
   const short* ids;
-  float cell;      // cell side: grid_length / kGridSide
   float inv_cell;  // kGridSide / grid_length
   float slack;     // kGridSlack * grid_length
 };
@@ -270,46 +271,70 @@ __device__ __forceinline__ int TagGridCoord(float position, float inv_cell) {
   return TagClampIndex(static_cast<int>(floorf(__fmul_rn(position, inv_cell))), kGridSide);
 }
 
-// Offers every agent in the game of cell (gx, gy) except the observer.
-template <typename View>
-__device__ __forceinline__ void TagOfferCell(int gx, int gy, int observer, float xs, float ys,
-                                             const View& v, const TagGrid& g, TagNearestList& list) {
-  const int c = gy * kGridSide + gx;
-  for (int p = g.start[c]; p < g.start[c + 1]; ++p) {
-    const int j = g.ids[p];
-    if (j == observer || v.in_game[j] == 0) continue;
-    list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
+// Cell rectangle [x0, x1] x [y0, y1] (inclusive; empty when x0 > x1 or y0 > y1).
+struct TagCellRect {
+  int x0, x1, y0, y1;
+};
+
+// The cells within `reach` of (x, y) along each axis (reach padded by the grid slack).
+__device__ __forceinline__ TagCellRect TagCellsWithin(float x, float y, float reach, const TagGrid& g) {
+  const float r = __fadd_rn(reach, g.slack);
+  return {TagGridCoord(__fsub_rn(x, r), g.inv_cell), TagGridCoord(__fadd_rn(x, r), g.inv_cell),
+          TagGridCoord(__fsub_rn(y, r), g.inv_cell), TagGridCoord(__fadd_rn(y, r), g.inv_cell)};
+}
+
+// Calls visit(p) for every listed agent p (index into g.ids) of the cells of `area` that are not
+// in `skip`. One flat loop: each iteration either moves to the next row or visits one agent, so
+// a warp runs about max(rows + agents) iterations over its lanes instead of the sum over cells
+// of the per-cell maximum.
+template <typename Visit>
+__device__ __forceinline__ void TagForEachListed(const TagGrid& g, TagCellRect area, TagCellRect skip,
+                                                 Visit visit) {
+  int gy = area.y0 - 1;
+  int q = 0, len = 0, a_first = 0, a_len = 0, b_first = 0;
+  while (true) {
+    if (q == len) {  // next row: range A left of the skipped columns (or all), range B right of them
+      if (++gy > area.y1) return;
+      const int row = gy * kGridSide;
+      const bool skip_row = gy >= skip.y0 && gy <= skip.y1 && skip.x0 <= skip.x1;
+      const int a_last = skip_row ? min(area.x1, skip.x0 - 1) : area.x1;
+      const int b_x0 = skip_row ? max(area.x0, skip.x1 + 1) : area.x1 + 1;
+      a_first = g.start[row + area.x0];
+      a_len = a_last >= area.x0 ? g.start[row + a_last + 1] - a_first : 0;
+      b_first = b_x0 <= area.x1 ? g.start[row + b_x0] : 0;
+      const int b_len = b_x0 <= area.x1 ? g.start[row + area.x1 + 1] - b_first : 0;
+      q = 0;
+      len = a_len + b_len;
+      continue;
+    }
+    visit(q < a_len ? a_first + q : b_first + (q - a_len));
+    ++q;
   }
 }
 
-// Grid search, exact: after ring r (the cells at Chebyshev cell distance r from the observer's
-// cell) every agent not yet offered lies outside the square of rings 0..r, so its distance is at
-// least the gap from the observer to the nearest side of that square that is inside the field.
-// The search stops once the K-th squared distance is below the (slack-reduced) squared gap: no
-// agent outside can then sort before the K-th, ties included.
+// Grid K-nearest, exact, in two passes. Pass 1 offers the 3 x 3 cells around the observer. If
+// that found K agents, the K-th squared distance h2 bounds the final one, so every agent that can
+// still sort before the final K-th lies within sqrt(h2) along each axis: pass 2 offers the cells
+// within that reach, minus the pass-1 cells (nothing is offered twice). Otherwise pass 2 offers
+// every other cell. The reach is padded (TagCellsWithin), so float rounding of the cell
+// arithmetic never drops an agent.
 template <typename View>
 __device__ void TagKNearestGrid(int observer, const View& v, const TagGrid& g, TagNearestList& list) {
   const float xs = v.x[observer];
   const float ys = v.y[observer];
   const int cx = TagGridCoord(xs, g.inv_cell);
   const int cy = TagGridCoord(ys, g.inv_cell);
-  for (int r = 0;; ++r) {
-    for (int gy = max(cy - r, 0); gy <= min(cy + r, kGridSide - 1); ++gy) {
-      const bool full_row = gy == cy - r || gy == cy + r;  // top and bottom rows of the ring
-      const int step = full_row ? 1 : 2 * r;
-      for (int gx = cx - r; gx <= cx + r; gx += step) {
-        if (gx >= 0 && gx < kGridSide) TagOfferCell(gx, gy, observer, xs, ys, v, g, list);
-      }
-    }
-    float gap = INFINITY;  // distance to the nearest side of the searched square inside the field
-    if (cx - r > 0) gap = fminf(gap, __fsub_rn(xs, __fmul_rn(static_cast<float>(cx - r), g.cell)));
-    if (cx + r + 1 < kGridSide) gap = fminf(gap, __fsub_rn(__fmul_rn(static_cast<float>(cx + r + 1), g.cell), xs));
-    if (cy - r > 0) gap = fminf(gap, __fsub_rn(ys, __fmul_rn(static_cast<float>(cy - r), g.cell)));
-    if (cy + r + 1 < kGridSide) gap = fminf(gap, __fsub_rn(__fmul_rn(static_cast<float>(cy + r + 1), g.cell), ys));
-    if (gap == INFINITY) return;  // the square covers the whole field
-    gap = gap - g.slack;
-    if (gap > 0.0f && list.KthDistance() < gap * gap * (1.0f - kGridSlack)) return;
-  }
+  const TagCellRect near = {max(cx - 1, 0), min(cx + 1, kGridSide - 1), max(cy - 1, 0), min(cy + 1, kGridSide - 1)};
+  const TagCellRect none = {1, 0, 1, 0};
+  auto offer = [&](int p) {
+    const int j = g.ids[p];
+    if (j != observer && v.in_game[j] != 0) list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
+  };
+  TagForEachListed(g, near, none, offer);
+  const float h2 = list.KthDistance();
+  const TagCellRect far = h2 < INFINITY ? TagCellsWithin(xs, ys, __fmul_rn(sqrtf(h2), 1.0f + kGridSlack), g)
+                                        : TagCellRect{0, kGridSide - 1, 0, kGridSide - 1};
+  TagForEachListed(g, far, near, offer);
 }
 
 // Partial observation element `column` of `observer` from its neighbour list `neighbours`
@@ -350,19 +375,20 @@ struct TagStagedIds {
   }
 };
 
-// The warp of the calling thread writes the observation rows of its 32 observers (agents
-// warp_first .. warp_first + 31, one block per env) as one contiguous range: lane l writes
-// floats l, l + 32, ... so every store is coalesced. Reads the shared neighbour table.
+// The warp of the calling thread writes the observation rows of its observers (agents
+// warp_first .. warp_first + lanes - 1, one block per env) as one contiguous range: lane l
+// writes floats l, l + lanes, ... so every store is coalesced. Reads the shared neighbour table.
 template <typename View>
 __device__ void TagWriteWarpObservations(int env, const short* table, const View& v,
                                          float* observations_arr, float pos_norm, float max_speed,
                                          float time_frac) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp_first = static_cast<int>(threadIdx.x) - lane;
-  const int rows = min(32, wkNumberAgents - warp_first);
+  const int lanes = min(32, static_cast<int>(blockDim.x) - warp_first);  // the last warp may be partial
+  const int rows = min(lanes, wkNumberAgents - warp_first);
   float* out = observations_arr +
                (static_cast<long long>(env) * wkNumberAgents + warp_first) * kObsDim;
-  for (int e = lane; e < rows * kObsDim; e += 32) {
+  for (int e = lane; e < rows * kObsDim; e += lanes) {
     const int r = e / kObsDim;
     const int observer = warp_first + r;
     const TagStagedIds ids = {table + observer * kNumObservedAgents};
@@ -388,32 +414,22 @@ __device__ int TagNearestTaggerInReach(int runner, const View& v, const int* tag
   return best;
 }
 
-// The same search over the grid cells within reach of the runner (taggers are always in the grid).
+// The same search over the grid cells within reach of the runner (taggers are always listed).
 template <typename View>
 __device__ int TagNearestTaggerInReachGrid(int runner, const View& v, const TagGrid& g, float margin) {
   const float xs = v.x[runner];
   const float ys = v.y[runner];
-  const float reach = __fadd_rn(margin, g.slack);
-  const int gx0 = TagGridCoord(__fsub_rn(xs, reach), g.inv_cell);
-  const int gx1 = TagGridCoord(__fadd_rn(xs, reach), g.inv_cell);
-  const int gy0 = TagGridCoord(__fsub_rn(ys, reach), g.inv_cell);
-  const int gy1 = TagGridCoord(__fadd_rn(ys, reach), g.inv_cell);
   int best = -1;
   float best_d2 = __fmul_rn(margin, margin);
-  for (int gy = gy0; gy <= gy1; ++gy) {
-    for (int gx = gx0; gx <= gx1; ++gx) {
-      const int c = gy * kGridSide + gx;
-      for (int p = g.start[c]; p < g.start[c + 1]; ++p) {
-        const int j = g.ids[p];
-        if (v.type[j] != kTaggerType) continue;
-        const float d2 = TagSquaredDistance(xs, ys, v.x[j], v.y[j]);
-        if (d2 < best_d2 || (d2 == best_d2 && best >= 0 && j < best)) {
-          best_d2 = d2;
-          best = j;
-        }
-      }
+  TagForEachListed(g, TagCellsWithin(xs, ys, margin, g), TagCellRect{1, 0, 1, 0}, [&](int p) {
+    const int j = g.ids[p];
+    if (v.type[j] != kTaggerType) return;
+    const float d2 = TagSquaredDistance(xs, ys, v.x[j], v.y[j]);
+    if (d2 < best_d2 || (d2 == best_d2 && best >= 0 && j < best)) {
+      best_d2 = d2;
+      best = j;
     }
-  }
+  });
   return best;
 }
 
@@ -528,8 +544,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
 
   // Grid: count agents per cell, prefix-sum the counts into cell starts, scatter the ids.
   const float inv_cell = __fdiv_rn(static_cast<float>(kGridSide), grid_length);
-  const TagGrid grid = {sh_cell_start, sh_grid_ids, __fdiv_rn(grid_length, static_cast<float>(kGridSide)),
-                        inv_cell, __fmul_rn(kGridSlack, grid_length)};
+  const TagGrid grid = {sh_cell_start, sh_grid_ids, inv_cell, __fmul_rn(kGridSlack, grid_length)};
   if (kGridSearch) {
     const bool listed = valid && (in_game || is_tagger);
     const int cell = TagGridCoord(n.y, inv_cell) * kGridSide + TagGridCoord(n.x, inv_cell);

@@ -114,11 +114,6 @@ __host__ __device__ inline int wkSampleGaussianRow(const float* mean, const floa
   return errors;
 }
 
-// Probability tile of one block of sample_actions (floats): the rows of a block are copied to
-// shared memory with coalesced loads when blockDim.x * num_actions fits, so that each thread
-// then reads its own row (twice) from shared memory instead of strided global memory.
-#define WK_SAMPLER_TILE_FLOATS 8192
-
 // Categorical sampling, one thread per row.
 // probs: (num_rows, num_actions) float32; actions[r * action_stride + action_offset]
 // receives the index (action_stride = number of heads, action_offset = head).
@@ -130,29 +125,16 @@ extern "C" __global__ void sample_actions(const float* probs, int* actions,
                                           float* log_probs, int num_rows, int num_actions,
                                           int action_stride, int action_offset, int seed,
                                           int stream_id, int use_argmax, int log_prob_mode) {
-  __shared__ float tile[WK_SAMPLER_TILE_FLOATS];
-  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x;
-  const long long r = first + threadIdx.x;
-  // block-uniform: every thread of the block reaches the barrier or none does
-  const bool staged = static_cast<long long>(blockDim.x) * num_actions <= WK_SAMPLER_TILE_FLOATS;
-  const float* p = probs + r * num_actions;
-  if (staged) {
-    const long long rows_here = min(static_cast<long long>(blockDim.x), num_rows - first);
-    const int count = static_cast<int>(rows_here) * num_actions;
-    const float* src = probs + first * num_actions;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) tile[i] = src[i];
-    __syncthreads();
-    p = tile + threadIdx.x * num_actions;
-  }
+  const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= num_rows) return;
   const unsigned int call_count = use_argmax ? 0u : counters[r];
   int errors = 0;
   const int action = wkSampleCategoricalRow(
-      p, num_actions, static_cast<unsigned int>(r), call_count, static_cast<unsigned int>(seed),
-      static_cast<unsigned int>(stream_id), use_argmax, &errors);
+      probs + r * num_actions, num_actions, static_cast<unsigned int>(r), call_count,
+      static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id), use_argmax, &errors);
   actions[r * action_stride + action_offset] = action;
   if (log_prob_mode != 0) {
-    const float lp = logf(fmaxf(p[action], WK_FLT_TINY));
+    const float lp = logf(fmaxf(probs[r * num_actions + action], WK_FLT_TINY));
     log_probs[r] = log_prob_mode == 2 ? log_probs[r] + lp : lp;
   }
   if (!use_argmax) counters[r] = call_count + 1u;
