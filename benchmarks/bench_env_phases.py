@@ -1,13 +1,17 @@
-"""Where the env-step time goes (Tag continuous): sampler, step kernel and reset timed apart, and
-step-kernel variants with one stage left out, each replayed from a CUDA graph.
+"""Where the Tag continuous step-kernel time goes, on frozen states, replayed from a CUDA graph.
 
-A variant is the real kernel source with one call removed (text substitution on a temporary copy),
-so differences between variants attribute the step time to its stages without counters:
-``no_knn`` (no neighbour search: empty lists), ``no_obs`` (no observation writes), ``no_tags``
-(no tag search). Variants compute wrong results by design; they are timed, never checked.
+Two states per config: ``fresh`` (right after reset: every agent in the game, spread uniformly)
+and ``mid`` (after 300 steps of random actions: agents crowd the walls and corners, many runners
+are out). The state is frozen (speeds and accelerations zeroed, no-op actions), so every replay
+steps the same positions and the timings of kernel variants compare like with like.
+
+A variant is the real kernel source with one call removed (text substitution on a temporary copy):
+``no_knn`` (empty neighbour lists), ``no_tags`` (no tag search). Variants compute wrong results by
+design; they are timed, never checked. (Removing the observation writes would let the compiler drop
+the neighbour search too, so there is no such variant.)
 
 Usage: ``python benchmarks/bench_env_phases.py [--grid 2000x1000] [--search grid,scan]
-[--variants full,no_knn,no_obs,no_tags]``.
+[--variants full,no_knn,no_tags] [--sides 0,16,24,32]``.
 """
 
 from __future__ import annotations
@@ -24,17 +28,18 @@ from common import write_results
 
 VARIANTS = {
     "full": [],
-    "no_knn": [("TagKNearestGrid(agent, view, grid, list);", ";"), ("TagKNearestScan(agent, view, list);", ";")],
-    "no_obs": [("TagWriteWarpObservations(env, sh_neighbours, view, observations_arr, pos_norm, max_speed, time_frac);", ";")],
+    "no_knn": [("TagKNearestGrid(seeker, view, grid, list);", ";"), ("TagKNearestScan(seeker, view, list);", ";")],
     "no_tags": [("const int tagger = kGridSearch", "const int tagger = true ? -1 : kGridSearch")],
 }
 
 
-def _patched_env_class(variant: str) -> type:
+def _patched_env_class(variant: str, side: int) -> type:
+    """TagContinuous with the variant's source and, when ``side`` > 0, that many grid cells a side."""
     from example_envs.tag_continuous.tag_continuous import TagContinuous
 
+    attrs = {} if side <= 0 else {"neighbour_grid_side": property(lambda self: side)}
     if not VARIANTS[variant]:
-        return TagContinuous
+        return type(f"TagContinuous_side{side}", (TagContinuous,), attrs)
     text = TagContinuous.cuda_source.read_text()
     for old, new in VARIANTS[variant]:
         if old not in text:
@@ -42,7 +47,7 @@ def _patched_env_class(variant: str) -> type:
         text = text.replace(old, new)
     path = Path(tempfile.mkdtemp(prefix=f"tag_{variant}_")) / "tag_continuous_step.cu"
     path.write_text(text)
-    return type(f"TagContinuous_{variant}", (TagContinuous,), {"cuda_source": path})
+    return type(f"TagContinuous_{variant}", (TagContinuous,), {"cuda_source": path, **attrs})
 
 
 def _graph_us(fn, fm, reps: int = 20, per_graph: int = 10) -> float:
@@ -67,26 +72,39 @@ def _graph_us(fn, fm, reps: int = 20, per_graph: int = 10) -> float:
     return 1000 * a.elapsed_time(b) / (reps * per_graph)
 
 
-def run(envs: int, agents: int, search: str, variant: str) -> dict:
+def _freeze(w) -> None:
+    """Zero speeds and accelerations, so that no-op actions leave every position in place."""
+    dm = w.cuda_data_manager
+    for name in ("speed", "acceleration"):
+        dm.data_on_device_via_torch(name).zero_()
+    dm.data_on_device_via_torch("sampled_actions").zero_()
+
+
+def run(envs: int, agents: int, search: str, variant: str, side: int = 0) -> list[dict]:
     import example_envs.tag_continuous.tag_continuous as module
 
     original = module.TagContinuous
-    module.TagContinuous = _patched_env_class(variant)
+    module.TagContinuous = _patched_env_class(variant, side if search != "scan" else 0)
     try:
         w, step = make(envs, agents, search)
     finally:
         module.TagContinuous = original
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    fm = w.cuda_function_manager
-    row = {"envs": envs, "agents": agents, "neighbour_search": search, "variant": variant}
-    for key, fn in (("env_step_us", step), ("step_kernel_us", w.step_all_envs), ("reset_us", w.reset_only_done_envs)):
-        row[key] = _graph_us(fn, fm)
-    row["sampler_us"] = row["env_step_us"] - row["step_kernel_us"] - row["reset_us"]
-    if variant == "full":
-        assert torch.isfinite(w.cuda_data_manager.data_on_device_via_torch("observations")).all()
-    return row
+    fm, dm = w.cuda_function_manager, w.cuda_data_manager
+    rows = []
+    for state, warmup in (("fresh", 0), ("mid", 300)):
+        w.reset_all_envs()
+        for _ in range(warmup):
+            step()
+        _freeze(w)
+        w.step_all_envs()  # tags of this layout happen now; the replays then see a fixed state
+        torch.cuda.synchronize()
+        in_game = dm.data_on_device_via_torch("still_in_the_game").float().mean().item()
+        rows.append({"envs": envs, "agents": agents, "neighbour_search": search, "grid_side": w.env.neighbour_grid_side,
+                     "variant": variant, "state": state,
+                     "in_game_fraction": round(in_game, 3), "step_kernel_us": _graph_us(w.step_all_envs, fm)})
+        if variant == "full":
+            assert torch.isfinite(dm.data_on_device_via_torch("observations")).all()
+    return rows
 
 
 def main() -> None:
@@ -94,19 +112,21 @@ def main() -> None:
     ap.add_argument("--grid", default="2000x1000")
     ap.add_argument("--search", default="grid")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--sides", default="0", help="grid cells per side to try (0: the env's own choice)")
     args = ap.parse_args()
     rows = []
     for item in args.grid.split(","):
         envs, agents = (int(v) for v in item.split("x"))
         for search in args.search.split(","):
-            for variant in args.variants.split(","):
+            for variant, side in ((v, int(c)) for v in args.variants.split(",") for c in args.sides.split(",")):
                 try:
-                    row = run(envs, agents, search, variant)
+                    new = run(envs, agents, search, variant, side)
                 except Exception as err:  # report and go on
-                    row = {"envs": envs, "agents": agents, "neighbour_search": search, "variant": variant,
-                           "error": repr(err)[:300]}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                    new = [{"envs": envs, "agents": agents, "neighbour_search": search, "variant": variant,
+                            "error": repr(err)[:300]}]
+                rows.extend(new)
+                for row in new:
+                    print(json.dumps(row), flush=True)
     print("written", write_results("env_phases", {"rows": rows}))
 
 

@@ -545,8 +545,9 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   // Grid: count agents per cell, prefix-sum the counts into cell starts, scatter the ids.
   const float inv_cell = __fdiv_rn(static_cast<float>(kGridSide), grid_length);
   const TagGrid grid = {sh_cell_start, sh_grid_ids, inv_cell, __fmul_rn(kGridSlack, grid_length)};
+  // Listed in the grid: agents in the game (neighbour search) and every tagger (tag search).
+  const bool listed = valid && (in_game || is_tagger);
   if (kGridSearch) {
-    const bool listed = valid && (in_game || is_tagger);
     const int cell = TagGridCoord(n.y, inv_cell) * kGridSide + TagGridCoord(n.x, inv_cell);
     const int slot = listed ? atomicAdd(&sh_cell_start[cell + 1], 1) : 0;
     __syncthreads();
@@ -555,59 +556,77 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
     __syncthreads();
   }
 
-  // Phase 2: observe (state before tagging), then tag.
+  // Phase 2: observe (state before tagging), then tag. With the grid, thread k searches for the
+  // k-th agent in cell order (the "seeker"), so the lanes of a warp search from neighbouring
+  // cells: similar loops, and shared reads of the same candidates broadcast instead of
+  // conflicting. Without it, every thread searches for its own agent.
   const int t = timestep_arr[env];
   const float time_frac = TagTimeFraction(t, episode_length);
   const float pos_norm = __fmul_rn(grid_length, kSqrt2);
   const TagEnvView<signed char> view = {sh_x, sh_y, sh_speed, sh_acc, sh_dir, agent_types_arr, sh_in_game};
+  const int listed_count = kGridSearch ? sh_cell_start[kGridCells] : 0;
+  const int seeker = kGridSearch ? (static_cast<int>(threadIdx.x) < listed_count ? sh_grid_ids[threadIdx.x] : -1)
+                                 : (valid ? agent : -1);
+  const bool seeker_in_game = seeker >= 0 && sh_in_game[seeker] != 0;
   if (kUseFullObservation) {
     TagWriteFullObservationRows(env, 0, wkNumberAgents, view, observations_arr, pos_norm, max_speed,
                                 time_frac);
   } else {
     TagNearestList list;
     list.Clear();
-    if (valid && in_game) {
+    if (seeker_in_game) {
       if (kGridSearch) {
-        TagKNearestGrid(agent, view, grid, list);
+        TagKNearestGrid(seeker, view, grid, list);
       } else {
-        TagKNearestScan(agent, view, list);
+        TagKNearestScan(seeker, view, list);
       }
     }
     if (kStageNeighbours) {
-      if (valid) {
+      if (seeker >= 0) {
 #pragma unroll
         for (int s = 0; s < kNearestListLength; ++s) {
-          sh_neighbours[agent * kNumObservedAgents + s] =
+          sh_neighbours[seeker * kNumObservedAgents + s] =
               static_cast<short>(list.id[s] < wkNumberAgents ? list.id[s] : -1);
         }
       }
-      __syncwarp();
+      // rows of agents out of the game are all zeros (the writer never reads their table rows)
+      if (kGridSearch) {
+        __syncthreads();  // the table rows of a warp's agents were filled by other warps
+      } else {
+        __syncwarp();
+      }
       TagWriteWarpObservations(env, sh_neighbours, view, observations_arr, pos_norm, max_speed, time_frac);
-    } else if (valid) {
-      TagWriteObservationRow(agent, list, view, observations_arr + static_cast<long long>(row) * kObsDim,
-                             pos_norm, max_speed, time_frac);
+    } else {
+      if (seeker >= 0) {
+        TagWriteObservationRow(seeker, list, view,
+                               observations_arr + (static_cast<long long>(env) * wkNumberAgents + seeker) * kObsDim,
+                               pos_norm, max_speed, time_frac);
+      }
+      if (kGridSearch && valid && !listed) {  // out of the game and not a seeker: all zeros
+        float* obs_row = observations_arr + static_cast<long long>(row) * kObsDim;
+        for (int c = 0; c < kObsDim; ++c) obs_row[c] = 0.0f;
+      }
     }
   }
-  bool tagged = false;
-  if (valid && !is_tagger && in_game) {
+  if (seeker_in_game && agent_types_arr[seeker] != kTaggerType) {
     const int tagger = kGridSearch
-                           ? TagNearestTaggerInReachGrid(agent, view, grid, distance_margin_for_reward)
-                           : TagNearestTaggerInReach(agent, view, tagger_ids_arr, distance_margin_for_reward);
+                           ? TagNearestTaggerInReachGrid(seeker, view, grid, distance_margin_for_reward)
+                           : TagNearestTaggerInReach(seeker, view, tagger_ids_arr, distance_margin_for_reward);
     if (tagger >= 0) {
-      tagged = true;
+      const int seeker_row = env * wkNumberAgents + seeker;
       atomicAdd(&tag_counts_arr[env * wkNumberAgents + tagger], 1);
-      tag_counts_arr[row] = 1;
-      rewards_arr[row] = __fadd_rn(rewards_arr[row], tag_penalty_for_runner);
+      tag_counts_arr[seeker_row] = 1;
+      rewards_arr[seeker_row] = __fadd_rn(rewards_arr[seeker_row], tag_penalty_for_runner);
       if (kRunnerExitsGameAfterTagged) atomicAdd(&sh_runners_out, 1);
     }
   }
   __syncthreads();
 
-  // Phase 3: finish. A tagger's count was built by global atomics: read it from L2.
+  // Phase 3: finish. Counts were written by other threads (taggers' by global atomics): read them
+  // from L2.
   if (valid) {
-    const int count = is_tagger ? __ldcg(&tag_counts_arr[row]) : (tagged ? 1 : 0);
-    TagFinishAgent(row, is_tagger, count, t >= episode_length, still_in_the_game_arr, rewards_arr,
-                   tag_reward_for_tagger, end_of_game_reward_for_runner);
+    TagFinishAgent(row, is_tagger, __ldcg(&tag_counts_arr[row]), t >= episode_length,
+                   still_in_the_game_arr, rewards_arr, tag_reward_for_tagger, end_of_game_reward_for_runner);
   }
   if (threadIdx.x == 0) {
     const int runners_left = num_runners_arr[env] - sh_runners_out;
