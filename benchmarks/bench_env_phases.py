@@ -6,7 +6,8 @@ are out). The state is frozen (speeds and accelerations zeroed, no-op actions), 
 steps the same positions and the timings of kernel variants compare like with like.
 
 A variant is the real kernel source with one call removed (text substitution on a temporary copy):
-``no_knn`` (empty neighbour lists), ``no_tags`` (no tag search). Variants compute wrong results by
+``no_knn`` (empty neighbour lists), ``no_tags`` (no tag search), and ``batch2``/``batch1``
+(candidates read 2 or 1 at a time instead of 4). ``no_*`` variants compute wrong results by
 design; they are timed, never checked. (Removing the observation writes would let the compiler drop
 the neighbour search too, so there is no such variant.)
 
@@ -26,28 +27,32 @@ import torch
 from bench_env_step import make
 from common import write_results
 
+KERNEL, NEIGHBOURS = "tag_continuous_step.cu", "tag_neighbours.cuh"
 VARIANTS = {
     "full": [],
-    "no_knn": [("TagKNearestGrid(seeker, view, grid, list);", ";"), ("TagKNearestScan(seeker, view, list);", ";")],
-    "no_tags": [("const int tagger = kGridSearch", "const int tagger = true ? -1 : kGridSearch")],
+    "no_knn": [(KERNEL, "TagKNearestGrid(seeker, seeker_x, seeker_y, grid, list);", ";")],
+    "no_tags": [(KERNEL, "const int tagger = kGridSide > 1", "const int tagger = true ? -1 : kGridSide > 1")],
+    "batch2": [(NEIGHBOURS, "constexpr int kCandidateBatch = 4;", "constexpr int kCandidateBatch = 2;")],
+    "batch1": [(NEIGHBOURS, "constexpr int kCandidateBatch = 4;", "constexpr int kCandidateBatch = 1;")],
 }
 
 
 def _patched_env_class(variant: str, side: int) -> type:
-    """TagContinuous with the variant's source and, when ``side`` > 0, that many grid cells a side."""
+    """TagContinuous with the variant's sources and, when ``side`` > 0, that many grid cells a side."""
     from example_envs.tag_continuous.tag_continuous import TagContinuous
 
     attrs = {} if side <= 0 else {"neighbour_grid_side": property(lambda self: side)}
     if not VARIANTS[variant]:
         return type(f"TagContinuous_side{side}", (TagContinuous,), attrs)
-    text = TagContinuous.cuda_source.read_text()
-    for old, new in VARIANTS[variant]:
+    folder = Path(tempfile.mkdtemp(prefix=f"tag_{variant}_"))
+    for source in TagContinuous.cuda_source.parent.glob("*.cu*"):
+        (folder / source.name).write_text(source.read_text())
+    for name, old, new in VARIANTS[variant]:
+        text = (folder / name).read_text()
         if old not in text:
-            raise SystemExit(f"variant {variant}: {old!r} is not in the kernel source any more")
-        text = text.replace(old, new)
-    path = Path(tempfile.mkdtemp(prefix=f"tag_{variant}_")) / "tag_continuous_step.cu"
-    path.write_text(text)
-    return type(f"TagContinuous_{variant}", (TagContinuous,), {"cuda_source": path, **attrs})
+            raise SystemExit(f"variant {variant}: {old!r} is not in {name} any more")
+        (folder / name).write_text(text.replace(old, new))
+    return type(f"TagContinuous_{variant}", (TagContinuous,), {"cuda_source": folder / KERNEL, **attrs})
 
 
 def _graph_us(fn, fm, reps: int = 20, per_graph: int = 10) -> float:

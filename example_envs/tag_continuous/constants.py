@@ -107,24 +107,24 @@ def feature_constants() -> dict[str, int]:
 
 
 # ----------------------------------------------------------------- neighbour grid (CUDA only)
-#: ``neighbour_search`` values: "grid" sorts agents into square cells every step and searches
-#: rings of cells (exact); "scan" compares every pair; "auto" picks the grid for partial
-#: observation with at least GRID_MIN_AGENTS agents.
+#: ``neighbour_search`` values: "grid" sorts agents into square cells every step and searches the
+#: cells near each observer (exact); "scan" compares every pair (a grid of one cell); "auto" picks
+#: the grid for partial observation with at least GRID_MIN_AGENTS agents.
 NEIGHBOUR_SEARCH_MODES: Final[tuple[str, ...]] = ("auto", "grid", "scan")
 GRID_MIN_AGENTS: Final[int] = 256
-#: Largest cells-per-side (the cell starts are one int per cell in shared memory).
+#: Largest cells-per-side (the cell scan uses one thread per cell: side * side <= num_agents).
 GRID_MAX_SIDE: Final[int] = 32
 
 
 def neighbour_grid_side(num_agents: int, use_full_observation: bool, k: int, mode: str) -> int:
-    """Cells per side of the CUDA neighbour grid; 0 means brute-force scans (``kNeighbourGridSide``).
+    """Cells per side of the CUDA neighbour grid (``kNeighbourGridSide``); 1 is a plain scan.
 
-    The cell side is chosen so that the K-th neighbour lies about 1.45 cells away on average
-    (about (K + 1) / 6.6 agents per cell, at least 1): the ring search then visits 2 rings at most
-    for most observers. At most one cell per agent (the prefix sum uses one thread per cell).
+    About (K + 1) / 3 agents per cell: the 3 x 3 cells around an observer then hold about 3 K
+    agents, so the first square nearly always finds K, and the K-th distance (about one cell)
+    adds few cells. With the full observation the grid only serves the tag search (4 per cell).
     """
     if mode == "scan" or (mode == "auto" and (use_full_observation or num_agents < GRID_MIN_AGENTS)):
-        return 0
-    agents_per_cell = max(1.0, (k + 1) / 6.6) if not use_full_observation else 4.0
+        return 1
+    agents_per_cell = 4.0 if use_full_observation else max(1.0, (k + 1) / 3.0)
     side = int(math.sqrt(num_agents / agents_per_cell))
     return max(1, min(GRID_MAX_SIDE, side))

@@ -265,7 +265,7 @@ class TagContinuous(CUDAEnvironmentContext):
 
     @property
     def neighbour_grid_side(self) -> int:
-        """Cells per side of the CUDA neighbour grid (0: brute-force scans); see ``neighbour_search``."""
+        """Cells per side of the CUDA neighbour grid (1: a plain scan); see ``neighbour_search``."""
         return C.neighbour_grid_side(
             self.num_agents, self.use_full_observation, self.num_observed, self.neighbour_search
         )

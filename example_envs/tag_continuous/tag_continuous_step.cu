@@ -1,18 +1,20 @@
 // Tag (continuous) step kernels. Specification: example_envs/tag_continuous/tag_continuous.py
 // (TagContinuous.numpy_step); each helper names the NumPy function it mirrors.
 //
-// Compiled after the generated prelude (wkNumberEnvs, wkNumberAgents, wkBlocksPerEnv and the
-// constants of TagContinuous.cuda_constants()) and core_service.cuh (wkEnvId, wkAgentId).
+// Compiled after the generated prelude (wkNumberEnvs, wkNumberAgents, wkBlocksPerEnv,
+// wkThreadsPerBlock and the constants of TagContinuous.cuda_constants()) and core_service.cuh
+// (wkEnvId, wkAgentId). Neighbour searches: tag_neighbours.cuh.
 //
-// Two launch paths, same helpers, same results:
+// Two launch paths, same results:
 //   * wkBlocksPerEnv == 1: CudaTagContinuousStep, one fused kernel; the moved state is staged in
-//     shared memory and the phases are separated by __syncthreads(). With kNeighbourGridSide > 0
-//     the K-nearest and tag searches run over a per-step grid of cells (exact, see
-//     TagKNearestGrid); when the neighbour table fits in shared memory each warp writes its
-//     observation rows with coalesced stores (TagWriteWarpObservations).
+//     shared memory and the phases are separated by __syncthreads(). The agents are sorted into
+//     a grid of cells every step, the K-nearest and tag searches visit only cells near the
+//     observer (exact), and each warp writes its observation rows with coalesced stores from a
+//     shared neighbour table. Its shared memory is dynamic: the kernel states the size in
+//     CudaTagContinuousStep_dynamic_shared_bytes and the function manager launches with it.
 //   * wkBlocksPerEnv > 1: CudaTagContinuousMove, CudaTagContinuousObserveAndTag and
 //     CudaTagContinuousFinish, launched in this order; kernel boundaries are the env-wide
-//     barriers (no spin barrier, no deadlock whatever the grid size).
+//     barriers (no spin barrier, no deadlock whatever the grid size). Brute-force searches.
 // Tag credits and runner counts use integer atomics, so results do not depend on thread order.
 // Float arithmetic uses explicit round-to-nearest intrinsics (no FMA contraction) in the same
 // order as NumPy; cos/sin are evaluated in double and rounded once to float, like the NumPy side.
@@ -26,38 +28,37 @@ static_assert(kFeatureRelX == 0 && kFeatureRelY == 1 && kFeatureRelSpeed == 2 &&
 static_assert(kObsDim == kNumObsFeatures * kNumObservedAgents + 1, "obs = 7 M + 1");
 static_assert(kNumActionHeads == 2, "actions are (acceleration index, turn index)");
 
-// Shared-memory staging is only used by the fused one-block kernel.
-constexpr int kSharedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
-// Local K-nearest list length (1 when the full observation is used).
-constexpr int kNearestListLength = kUseFullObservation ? 1 : kNumObservedAgents;
-// Empty slot of a K-nearest list: sorts after every agent id.
-constexpr int kNoAgent = 0x7fffffff;
+#include "tag_neighbours.cuh"
 
-// Neighbour grid (fused kernel only; kNeighbourGridSide == 0 means brute-force scans). Agents in
-// the game, and all taggers, are counting-sorted into kGridSide x kGridSide square cells of side
-// grid_length / kGridSide every step. The K-nearest search offers the 3 x 3 cells around the
-// observer, then the cells within the K-th distance found (TagKNearestGrid); the tag search
-// visits the cells within the tag radius. Both compare (squared distance, id) pairs, so the
-// result is the brute-force result whatever the order inside a cell (see TagNearestList).
-constexpr bool kGridSearch = (wkBlocksPerEnv == 1) && (kNeighbourGridSide > 0);
-constexpr int kGridSide = kGridSearch ? kNeighbourGridSide : 1;
-constexpr int kGridCells = kGridSide * kGridSide;
-static_assert(!kGridSearch || kGridCells <= wkNumberAgents, "one scan element per thread");
-static_assert(!kGridSearch || wkNumberAgents <= 32767, "cell-sorted ids are stored as short");
-constexpr int kGridAgents = kGridSearch ? wkNumberAgents : 1;
-// Relative and absolute slack of the grid's distance bounds: far larger than float rounding of
-// the cell arithmetic (about 1e-7 of grid_length), so a ring is never closed too early.
-constexpr float kGridSlack = 1e-5f;
+// ------------------------------------------------------------------------------------------
+// Shared memory of the fused kernel (one dynamic buffer; byte offsets, 16-byte aligned).
+constexpr int kFusedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
+constexpr int kSlots = kFusedAgents + kCandidateBatch;  // slot arrays are read kCandidateBatch at a time
+// The grid is built for the K-nearest search, and for the tag search when it has several cells.
+constexpr bool kBuildGrid = (wkBlocksPerEnv == 1) && (!kUseFullObservation || kGridSide > 1);
+static_assert(!kBuildGrid || kGridCells <= wkNumberAgents, "the cell scan uses one thread per cell");
+static_assert(wkNumberAgents <= 32767, "agent ids are stored as short in shared memory");
 
-// Static shared memory of the fused kernel without the neighbour table (bytes).
-constexpr int kFusedSharedBytes = kSharedAgents * (5 * 4 + 1) +
-                                  (kGridSearch ? (kGridCells + 1) * 4 + wkNumberAgents * 2 : 0) + 33 * 4;
-// The fused kernel stages every observer's K neighbour ids in shared memory when they fit in the
-// 48 KiB of static shared memory, so that each warp writes its observation rows coalesced.
-constexpr bool kStageNeighbours =
-    (wkBlocksPerEnv == 1) && !kUseFullObservation &&
-    kFusedSharedBytes + wkNumberAgents * kNumObservedAgents * 2 <= 48 * 1024;
-constexpr int kStagedNeighbours = kStageNeighbours ? wkNumberAgents * kNumObservedAgents : 1;
+__host__ __device__ constexpr int TagAlign16(int bytes) { return (bytes + 15) / 16 * 16; }
+constexpr int kOffX = 0;
+constexpr int kOffY = kOffX + TagAlign16(4 * kFusedAgents);
+constexpr int kOffSpeed = kOffY + TagAlign16(4 * kFusedAgents);
+constexpr int kOffAcc = kOffSpeed + TagAlign16(4 * kFusedAgents);
+constexpr int kOffDir = kOffAcc + TagAlign16(4 * kFusedAgents);
+constexpr int kOffSlotXY = kOffDir + TagAlign16(4 * kFusedAgents);
+constexpr int kOffCellStart = kOffSlotXY + TagAlign16(8 * kSlots);
+constexpr int kOffSlotCode = kOffCellStart + TagAlign16(4 * (kGridCells + 1));
+constexpr int kOffInGame = kOffSlotCode + TagAlign16(2 * kSlots);
+constexpr int kOffTable = kOffInGame + TagAlign16(kFusedAgents);
+// Each observer's K neighbour ids are staged for the warp-wide coalesced writer when the table
+// keeps the block within 99 KiB (every GPU from sm_80 on); otherwise each thread writes its row.
+constexpr int kTableBytes = TagAlign16(2 * kFusedAgents * kNumObservedAgents);
+constexpr bool kStageNeighbours = (wkBlocksPerEnv == 1) && !kUseFullObservation &&
+                                  kOffTable + kTableBytes <= 99 * 1024;
+constexpr int kFusedSharedBytes = (wkBlocksPerEnv == 1) ? kOffTable + (kStageNeighbours ? kTableBytes : 0) : 0;
+
+// Read by the function manager: dynamic shared memory of each launch of CudaTagContinuousStep.
+extern "C" __constant__ int CudaTagContinuousStep_dynamic_shared_bytes = kFusedSharedBytes;
 
 // Read-only view of one env's per-agent state: global memory (phase kernels, InGame = int) or
 // shared memory (fused kernel, InGame = signed char). Types are per agent, the same in every env.
@@ -78,17 +79,6 @@ struct TagAgentState {
 
 __device__ __forceinline__ int TagClampIndex(int value, int count) {
   return value < 0 ? 0 : (value >= count ? count - 1 : value);
-}
-
-__device__ __forceinline__ float TagSquaredDistance(float x0, float y0, float x1, float y1) {
-  const float dx = __fsub_rn(x1, x0);
-  const float dy = __fsub_rn(y1, y0);
-  return __fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy));
-}
-
-// Order of candidates: smaller squared distance first, then lower id (NumPy's stable argsort).
-__device__ __forceinline__ bool TagCloser(float d2_a, int id_a, float d2_b, int id_b) {
-  return d2_a < d2_b || (d2_a == d2_b && id_a < id_b);
 }
 
 // Mirrors tag_continuous.move_agents (one agent).
@@ -208,135 +198,6 @@ __device__ void TagWriteFullObservationRows(int env, int first_row, int num_rows
   }
 }
 
-// ------------------------------------------------------------------------------------------
-// K nearest (compute_observations + nearest_agents): the K nearest other agents still in the
-// game, as a list sorted by (squared distance, id) kept in registers. A candidate enters when it
-// sorts before the current K-th entry; it is placed before the first entry it sorts before and
-// the tail shifts down by one. Because the order is total, the final list does not depend on the
-// order in which candidates are offered.
-struct TagNearestList {
-  float d2[kNearestListLength];
-  int id[kNearestListLength];
-
-  __device__ __forceinline__ void Clear() {
-#pragma unroll
-    for (int s = 0; s < kNearestListLength; ++s) {
-      d2[s] = INFINITY;
-      id[s] = kNoAgent;
-    }
-  }
-  // Squared distance of the K-th entry (INFINITY while the list is not full).
-  __device__ __forceinline__ float KthDistance() const { return d2[kNearestListLength - 1]; }
-
-  __device__ __forceinline__ void Offer(float cand_d2, int cand_id) {
-    if (!TagCloser(cand_d2, cand_id, d2[kNearestListLength - 1], id[kNearestListLength - 1])) return;
-    bool shifting = false;  // once placed, the rest of the list moves down by one
-#pragma unroll
-    for (int s = 0; s < kNearestListLength; ++s) {
-      if (shifting || TagCloser(cand_d2, cand_id, d2[s], id[s])) {
-        shifting = true;
-        const float d = d2[s];
-        const int i = id[s];
-        d2[s] = cand_d2;
-        id[s] = cand_id;
-        cand_d2 = d;
-        cand_id = i;
-      }
-    }
-  }
-};
-
-// Brute force: every other agent in the game is a candidate.
-template <typename View>
-__device__ void TagKNearestScan(int observer, const View& v, TagNearestList& list) {
-  const float xs = v.x[observer];
-  const float ys = v.y[observer];
-  for (int j = 0; j < wkNumberAgents; ++j) {
-    if (j == observer || v.in_game[j] == 0) continue;
-    list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
-  }
-}
-
-// Cell-sorted agents of one env (fused kernel): cell c holds ids[start[c] .. start[c + 1]).
-// Cells are numbered row-major (c = gy * kGridSide + gx), so the cells gx0 .. gx1 of one row
-// are one contiguous range of ids.
-struct TagGrid {
-  const int* start;
-  const short* ids;
-  float inv_cell;  // kGridSide / grid_length
-  float slack;     // kGridSlack * grid_length
-};
-
-__device__ __forceinline__ int TagGridCoord(float position, float inv_cell) {
-  return TagClampIndex(static_cast<int>(floorf(__fmul_rn(position, inv_cell))), kGridSide);
-}
-
-// Cell rectangle [x0, x1] x [y0, y1] (inclusive; empty when x0 > x1 or y0 > y1).
-struct TagCellRect {
-  int x0, x1, y0, y1;
-};
-
-// The cells within `reach` of (x, y) along each axis (reach padded by the grid slack).
-__device__ __forceinline__ TagCellRect TagCellsWithin(float x, float y, float reach, const TagGrid& g) {
-  const float r = __fadd_rn(reach, g.slack);
-  return {TagGridCoord(__fsub_rn(x, r), g.inv_cell), TagGridCoord(__fadd_rn(x, r), g.inv_cell),
-          TagGridCoord(__fsub_rn(y, r), g.inv_cell), TagGridCoord(__fadd_rn(y, r), g.inv_cell)};
-}
-
-// Calls visit(p) for every listed agent p (index into g.ids) of the cells of `area` that are not
-// in `skip`. One flat loop: each iteration either moves to the next row or visits one agent, so
-// a warp runs about max(rows + agents) iterations over its lanes instead of the sum over cells
-// of the per-cell maximum.
-template <typename Visit>
-__device__ __forceinline__ void TagForEachListed(const TagGrid& g, TagCellRect area, TagCellRect skip,
-                                                 Visit visit) {
-  int gy = area.y0 - 1;
-  int q = 0, len = 0, a_first = 0, a_len = 0, b_first = 0;
-  while (true) {
-    if (q == len) {  // next row: range A left of the skipped columns (or all), range B right of them
-      if (++gy > area.y1) return;
-      const int row = gy * kGridSide;
-      const bool skip_row = gy >= skip.y0 && gy <= skip.y1 && skip.x0 <= skip.x1;
-      const int a_last = skip_row ? min(area.x1, skip.x0 - 1) : area.x1;
-      const int b_x0 = skip_row ? max(area.x0, skip.x1 + 1) : area.x1 + 1;
-      a_first = g.start[row + area.x0];
-      a_len = a_last >= area.x0 ? g.start[row + a_last + 1] - a_first : 0;
-      b_first = b_x0 <= area.x1 ? g.start[row + b_x0] : 0;
-      const int b_len = b_x0 <= area.x1 ? g.start[row + area.x1 + 1] - b_first : 0;
-      q = 0;
-      len = a_len + b_len;
-      continue;
-    }
-    visit(q < a_len ? a_first + q : b_first + (q - a_len));
-    ++q;
-  }
-}
-
-// Grid K-nearest, exact, in two passes. Pass 1 offers the 3 x 3 cells around the observer. If
-// that found K agents, the K-th squared distance h2 bounds the final one, so every agent that can
-// still sort before the final K-th lies within sqrt(h2) along each axis: pass 2 offers the cells
-// within that reach, minus the pass-1 cells (nothing is offered twice). Otherwise pass 2 offers
-// every other cell. The reach is padded (TagCellsWithin), so float rounding of the cell
-// arithmetic never drops an agent.
-template <typename View>
-__device__ void TagKNearestGrid(int observer, const View& v, const TagGrid& g, TagNearestList& list) {
-  const float xs = v.x[observer];
-  const float ys = v.y[observer];
-  const int cx = TagGridCoord(xs, g.inv_cell);
-  const int cy = TagGridCoord(ys, g.inv_cell);
-  const TagCellRect near = {max(cx - 1, 0), min(cx + 1, kGridSide - 1), max(cy - 1, 0), min(cy + 1, kGridSide - 1)};
-  const TagCellRect none = {1, 0, 1, 0};
-  auto offer = [&](int p) {
-    const int j = g.ids[p];
-    if (j != observer && v.in_game[j] != 0) list.Offer(TagSquaredDistance(xs, ys, v.x[j], v.y[j]), j);
-  };
-  TagForEachListed(g, near, none, offer);
-  const float h2 = list.KthDistance();
-  const TagCellRect far = h2 < INFINITY ? TagCellsWithin(xs, ys, __fmul_rn(sqrtf(h2), 1.0f + kGridSlack), g)
-                                        : TagCellRect{0, kGridSide - 1, 0, kGridSide - 1};
-  TagForEachListed(g, far, near, offer);
-}
-
 // Partial observation element `column` of `observer` from its neighbour list `neighbours`
 // (agent ids, kNoAgent for an empty slot); zero for an observer out of the game.
 template <typename View, typename Ids>
@@ -414,25 +275,6 @@ __device__ int TagNearestTaggerInReach(int runner, const View& v, const int* tag
   return best;
 }
 
-// The same search over the grid cells within reach of the runner (taggers are always listed).
-template <typename View>
-__device__ int TagNearestTaggerInReachGrid(int runner, const View& v, const TagGrid& g, float margin) {
-  const float xs = v.x[runner];
-  const float ys = v.y[runner];
-  int best = -1;
-  float best_d2 = __fmul_rn(margin, margin);
-  TagForEachListed(g, TagCellsWithin(xs, ys, margin, g), TagCellRect{1, 0, 1, 0}, [&](int p) {
-    const int j = g.ids[p];
-    if (v.type[j] != kTaggerType) return;
-    const float d2 = TagSquaredDistance(xs, ys, v.x[j], v.y[j]);
-    if (d2 < best_d2 || (d2 == best_d2 && best >= 0 && j < best)) {
-      best_d2 = d2;
-      best = j;
-    }
-  });
-  return best;
-}
-
 // Last part of TagContinuous.numpy_step for one agent: tagger credit, end-of-game reward (not for
 // a runner tagged on this step), runner leaving the game.
 __device__ void TagFinishAgent(int row, bool is_tagger, int tag_count, bool last_step,
@@ -454,36 +296,6 @@ __device__ __forceinline__ float TagTimeFraction(int t, int episode_length) {
   return __fdiv_rn(static_cast<float>(t), static_cast<float>(episode_length));
 }
 
-// Inclusive prefix sum of data[0 .. n) (n <= blockDim.x) by the whole block; every thread of the
-// block must call it. warp_totals holds 32 ints of scratch.
-__device__ void TagBlockInclusiveScan(int* data, int n, int* warp_totals) {
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid & 31;
-  const int warp = tid >> 5;
-  const int num_warps = (static_cast<int>(blockDim.x) + 31) >> 5;
-  const int warp_threads = min(32, static_cast<int>(blockDim.x) - (warp << 5));
-  const unsigned mask = warp_threads == 32 ? 0xffffffffu : ((1u << warp_threads) - 1u);
-  int value = tid < n ? data[tid] : 0;
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const int up = __shfl_up_sync(mask, value, offset);
-    if (lane >= offset) value += up;
-  }
-  if (lane == warp_threads - 1) warp_totals[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    int total = lane < num_warps ? warp_totals[lane] : 0;
-    for (int offset = 1; offset < 32; offset <<= 1) {
-      const int up = __shfl_up_sync(mask, total, offset);
-      if (lane >= offset) total += up;
-    }
-    if (lane < num_warps) warp_totals[lane] = total;
-  }
-  __syncthreads();
-  if (warp > 0) value += warp_totals[warp - 1];
-  if (tid < n) data[tid] = value;
-  __syncthreads();
-}
-
 // ------------------------------------------------------------------------------------------
 // Fused kernel: one block per env (wkBlocksPerEnv == 1). The launch bound keeps the register
 // count low enough for a block of wkThreadsPerBlock (up to 1024) threads.
@@ -498,30 +310,33 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
     float distance_margin_for_reward, float tag_reward_for_tagger, float tag_penalty_for_runner,
     float end_of_game_reward_for_runner, int episode_length) {
   if (wkBlocksPerEnv != 1) return;  // the host launches the phase kernels instead
-  __shared__ float sh_x[kSharedAgents];
-  __shared__ float sh_y[kSharedAgents];
-  __shared__ float sh_speed[kSharedAgents];
-  __shared__ float sh_acc[kSharedAgents];
-  __shared__ float sh_dir[kSharedAgents];
-  __shared__ signed char sh_in_game[kSharedAgents];
-  __shared__ int sh_cell_start[kGridCells + 1];  // counts, then (after the scan) cell starts
-  __shared__ short sh_grid_ids[kGridAgents];
-  __shared__ short sh_neighbours[kStagedNeighbours];
+  extern __shared__ __align__(16) unsigned char tag_shared[];
+  float* sh_x = reinterpret_cast<float*>(tag_shared + kOffX);
+  float* sh_y = reinterpret_cast<float*>(tag_shared + kOffY);
+  float* sh_speed = reinterpret_cast<float*>(tag_shared + kOffSpeed);
+  float* sh_acc = reinterpret_cast<float*>(tag_shared + kOffAcc);
+  float* sh_dir = reinterpret_cast<float*>(tag_shared + kOffDir);
+  float2* sh_slot_xy = reinterpret_cast<float2*>(tag_shared + kOffSlotXY);
+  int* sh_cell_start = reinterpret_cast<int*>(tag_shared + kOffCellStart);
+  short* sh_slot_code = reinterpret_cast<short*>(tag_shared + kOffSlotCode);
+  signed char* sh_in_game = reinterpret_cast<signed char*>(tag_shared + kOffInGame);
+  short* sh_table = reinterpret_cast<short*>(tag_shared + kOffTable);
   __shared__ int sh_scan_scratch[32];
   __shared__ int sh_runners_out;
 
   const int env = wkEnvId();
   const int agent = wkAgentId();
   const bool valid = agent < wkNumberAgents;
-  const int row = env * wkNumberAgents + agent;
+  const int base = env * wkNumberAgents;
+  const int row = base + agent;
   const bool is_tagger = valid && agent_types_arr[agent] == kTaggerType;
 
-  // Phase 1: move (registers -> global and shared); tag counts cleared.
+  // Phase 1: move (registers -> global and shared); tag counts cleared; cell counts zeroed.
   if (threadIdx.x == 0) {
     sh_runners_out = 0;
     timestep_arr[env] += 1;
   }
-  if (kGridSearch) {
+  if (kBuildGrid) {
     for (int c = threadIdx.x; c <= kGridCells; c += blockDim.x) sh_cell_start[c] = 0;
   }
   TagAgentState n = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
@@ -542,88 +357,81 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   }
   __syncthreads();
 
-  // Grid: count agents per cell, prefix-sum the counts into cell starts, scatter the ids.
-  const float inv_cell = __fdiv_rn(static_cast<float>(kGridSide), grid_length);
-  const TagGrid grid = {sh_cell_start, sh_grid_ids, inv_cell, __fmul_rn(kGridSlack, grid_length)};
-  // Listed in the grid: agents in the game (neighbour search) and every tagger (tag search).
-  const bool listed = valid && (in_game || is_tagger);
-  if (kGridSearch) {
-    const int cell = TagGridCoord(n.y, inv_cell) * kGridSide + TagGridCoord(n.x, inv_cell);
-    const int slot = listed ? atomicAdd(&sh_cell_start[cell + 1], 1) : 0;
-    __syncthreads();
-    TagBlockInclusiveScan(sh_cell_start + 1, kGridCells, sh_scan_scratch);
-    if (listed) sh_grid_ids[sh_cell_start[cell] + slot] = static_cast<short>(agent);
-    __syncthreads();
+  // The grid lists the agents in the game (neighbour search) and every tagger (tag search).
+  const TagGrid grid = {sh_cell_start, sh_slot_xy, sh_slot_code,
+                        __fdiv_rn(static_cast<float>(kGridSide), grid_length), __fmul_rn(kGridSlack, grid_length)};
+  if (kBuildGrid) {
+    TagGridBuild(valid && (in_game || is_tagger), agent, in_game, n.x, n.y, grid.inv_cell, sh_cell_start,
+                 sh_slot_xy, sh_slot_code, sh_scan_scratch);
   }
 
-  // Phase 2: observe (state before tagging), then tag. With the grid, thread k searches for the
-  // k-th agent in cell order (the "seeker"), so the lanes of a warp search from neighbouring
-  // cells: similar loops, and shared reads of the same candidates broadcast instead of
-  // conflicting. Without it, every thread searches for its own agent.
+  // Phase 2: observe (state before tagging), then tag. Each warp takes a contiguous run of grid
+  // slots (cell order): its lanes search from neighbouring cells (similar loops, broadcast
+  // reads), and the searches of a sparse field still spread over all warps.
   const int t = timestep_arr[env];
   const float time_frac = TagTimeFraction(t, episode_length);
   const float pos_norm = __fmul_rn(grid_length, kSqrt2);
   const TagEnvView<signed char> view = {sh_x, sh_y, sh_speed, sh_acc, sh_dir, agent_types_arr, sh_in_game};
-  const int listed_count = kGridSearch ? sh_cell_start[kGridCells] : 0;
-  const int seeker = kGridSearch ? (static_cast<int>(threadIdx.x) < listed_count ? sh_grid_ids[threadIdx.x] : -1)
-                                 : (valid ? agent : -1);
-  const bool seeker_in_game = seeker >= 0 && sh_in_game[seeker] != 0;
+  int seeker = -1;  // agent in the game that this thread searches for
+  float seeker_x = 0.0f, seeker_y = 0.0f;
+  if (kBuildGrid) {
+    const int listed_count = sh_cell_start[kGridCells];
+    const int warps = (static_cast<int>(blockDim.x) + 31) >> 5;
+    const int per_warp = (listed_count + warps - 1) / warps;  // <= 32: listed_count <= blockDim.x
+    const int lane = static_cast<int>(threadIdx.x) & 31;
+    const int slot = (static_cast<int>(threadIdx.x) >> 5) * per_warp + lane;
+    if (lane < per_warp && slot < listed_count && sh_slot_code[slot] >= 0) {
+      seeker = sh_slot_code[slot];
+      seeker_x = sh_slot_xy[slot].x;
+      seeker_y = sh_slot_xy[slot].y;
+    }
+  } else if (in_game) {
+    seeker = agent;
+    seeker_x = n.x;
+    seeker_y = n.y;
+  }
   if (kUseFullObservation) {
     TagWriteFullObservationRows(env, 0, wkNumberAgents, view, observations_arr, pos_norm, max_speed,
                                 time_frac);
   } else {
     TagNearestList list;
     list.Clear();
-    if (seeker_in_game) {
-      if (kGridSearch) {
-        TagKNearestGrid(seeker, view, grid, list);
-      } else {
-        TagKNearestScan(seeker, view, list);
-      }
-    }
+    if (seeker >= 0) TagKNearestGrid(seeker, seeker_x, seeker_y, grid, list);
     if (kStageNeighbours) {
       if (seeker >= 0) {
 #pragma unroll
         for (int s = 0; s < kNearestListLength; ++s) {
-          sh_neighbours[seeker * kNumObservedAgents + s] =
-              static_cast<short>(list.id[s] < wkNumberAgents ? list.id[s] : -1);
+          sh_table[seeker * kNumObservedAgents + s] = static_cast<short>(list.id[s] < wkNumberAgents ? list.id[s] : -1);
         }
       }
-      // rows of agents out of the game are all zeros (the writer never reads their table rows)
-      if (kGridSearch) {
-        __syncthreads();  // the table rows of a warp's agents were filled by other warps
-      } else {
-        __syncwarp();
-      }
-      TagWriteWarpObservations(env, sh_neighbours, view, observations_arr, pos_norm, max_speed, time_frac);
+      __syncthreads();  // table rows are filled by other warps; rows of agents out of the game are not read
+      TagWriteWarpObservations(env, sh_table, view, observations_arr, pos_norm, max_speed, time_frac);
     } else {
       if (seeker >= 0) {
-        TagWriteObservationRow(seeker, list, view,
-                               observations_arr + (static_cast<long long>(env) * wkNumberAgents + seeker) * kObsDim,
+        TagWriteObservationRow(seeker, list, view, observations_arr + static_cast<long long>(base + seeker) * kObsDim,
                                pos_norm, max_speed, time_frac);
       }
-      if (kGridSearch && valid && !listed) {  // out of the game and not a seeker: all zeros
+      if (valid && !in_game) {  // never a seeker: its row is all zeros
         float* obs_row = observations_arr + static_cast<long long>(row) * kObsDim;
         for (int c = 0; c < kObsDim; ++c) obs_row[c] = 0.0f;
       }
     }
   }
-  if (seeker_in_game && agent_types_arr[seeker] != kTaggerType) {
-    const int tagger = kGridSearch
-                           ? TagNearestTaggerInReachGrid(seeker, view, grid, distance_margin_for_reward)
-                           : TagNearestTaggerInReach(seeker, view, tagger_ids_arr, distance_margin_for_reward);
+  if (seeker >= 0 && agent_types_arr[seeker] != kTaggerType) {
+    const int tagger = kGridSide > 1 ? TagNearestTaggerGrid(seeker_x, seeker_y, grid, agent_types_arr,
+                                                            distance_margin_for_reward)
+                                     : TagNearestTaggerInReach(seeker, view, tagger_ids_arr, distance_margin_for_reward);
     if (tagger >= 0) {
-      const int seeker_row = env * wkNumberAgents + seeker;
-      atomicAdd(&tag_counts_arr[env * wkNumberAgents + tagger], 1);
-      tag_counts_arr[seeker_row] = 1;
-      rewards_arr[seeker_row] = __fadd_rn(rewards_arr[seeker_row], tag_penalty_for_runner);
+      atomicAdd(&tag_counts_arr[base + tagger], 1);
+      tag_counts_arr[base + seeker] = 1;
+      rewards_arr[base + seeker] = __fadd_rn(rewards_arr[base + seeker], tag_penalty_for_runner);
       if (kRunnerExitsGameAfterTagged) atomicAdd(&sh_runners_out, 1);
     }
   }
   __syncthreads();
 
-  // Phase 3: finish. Counts were written by other threads (taggers' by global atomics): read them
-  // from L2.
+  // Phase 3: finish. Counts were written by other threads (taggers' by global atomics): read
+  // them from L2.
   if (valid) {
     TagFinishAgent(row, is_tagger, __ldcg(&tag_counts_arr[row]), t >= episode_length,
                    still_in_the_game_arr, rewards_arr, tag_reward_for_tagger, end_of_game_reward_for_runner);

@@ -97,6 +97,46 @@ def test_signature_checked_before_first_launch(tmp_path):
         w.reset_all_envs()
 
 
+SHARED_KERNEL = """
+extern "C" __constant__ int Fill_dynamic_shared_bytes = BYTES;
+extern "C" __global__ void Fill(int* total_arr) {
+  extern __shared__ int buffer[];
+  const int n = BYTES / 4;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = i;
+  __syncthreads();
+  int sum = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) sum += buffer[n - 1 - i];
+  atomicAdd(total_arr, sum);
+}
+"""
+
+
+@pytest.mark.parametrize("kib", [8, 80, 200])
+def test_kernel_declared_dynamic_shared_memory(kib):
+    """A kernel states its dynamic shared memory in K_dynamic_shared_bytes; above 48 KiB the
+    manager opts it in; every int of the buffer is written and read back."""
+    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+
+    fm = PyCUDAFunctionManager(num_agents=128, num_envs=1)
+    fm.load_cuda_from_source_code(SHARED_KERNEL.replace("BYTES", str(kib * 1024)))
+    fm.initialize_functions(["Fill"])
+    total = torch.zeros(1, dtype=torch.int32, device="cuda")
+    fm.launch("Fill", [total], grid=(1, 1), block=(128, 1, 1))
+    n = kib * 1024 // 4
+    assert total.item() == n * (n - 1) // 2
+    assert fm._get_function("Fill").shared_bytes == kib * 1024
+
+
+def test_dynamic_shared_memory_beyond_the_device_is_a_geometry_error():
+    from warp_drive.errors import GeometryError
+    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+
+    fm = PyCUDAFunctionManager(num_agents=128, num_envs=1)
+    fm.load_cuda_from_source_code(SHARED_KERNEL.replace("BYTES", str(1024 * 1024)))
+    with pytest.raises(GeometryError, match="shared memory"):
+        fm.initialize_functions(["Fill"])
+
+
 def _cpu_twin(n_envs, n_agents, n_actions):
     from warp_drive.managers.data_manager import CPUDataManager
     from warp_drive.managers.function_manager import CPUFunctionManager

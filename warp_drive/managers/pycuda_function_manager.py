@@ -30,20 +30,26 @@ def _core_signatures() -> dict:
     return sigs
 
 
+#: A kernel ``K`` that needs dynamic shared memory states how much in a device global named
+#: ``K_dynamic_shared_bytes`` (``extern "C" __constant__ int``), computed by the CUDA source itself.
+DYNAMIC_SHARED_SUFFIX = "_dynamic_shared_bytes"
+
+
 class _Kernel:
     """A loaded kernel prepared with its parameter types, launched with tensor pointers."""
 
-    __slots__ = ("name", "function", "codes")
+    __slots__ = ("name", "function", "codes", "shared_bytes")
 
-    def __init__(self, name: str, function: Any, codes: str) -> None:
+    def __init__(self, name: str, function: Any, codes: str, shared_bytes: int = 0) -> None:
         self.name = name
         self.function = function
         self.codes = codes
+        self.shared_bytes = shared_bytes
         function.prepare(codes)
 
     def __call__(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any]) -> None:
         values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        self.function.prepared_async_call(grid, block, stream, *values)
+        self.function.prepared_async_call(grid, block, stream, *values, shared_size=self.shared_bytes)
 
 
 class PyCUDAFunctionManager(FunctionManager):
@@ -68,7 +74,7 @@ class PyCUDAFunctionManager(FunctionManager):
         super().__init__(num_agents, num_envs, blocks_per_env, process_id)
         init_cuda(device_id)
         self._device_id = torch.cuda.current_device() if device_id is None else device_id
-        attrs = device_attributes(self._device_id)
+        self._attrs = attrs = device_attributes(self._device_id)
         self._arch = f"sm_{attrs['major']}{attrs['minor']}"
         max_threads = attrs["max_threads_per_block"]
         if self.block[0] > max_threads:
@@ -186,7 +192,34 @@ class PyCUDAFunctionManager(FunctionManager):
         params = self._signatures.get(name)
         if params is None:
             raise DataNotFoundError(f"cannot find the signature of kernel '{name}' in the rendered source")
-        return _Kernel(name, function, "".join(p.code for p in params))
+        return _Kernel(name, function, "".join(p.code for p in params), self._dynamic_shared_bytes(name, function))
+
+    def _dynamic_shared_bytes(self, name: str, function: Any) -> int:
+        """Dynamic shared memory that kernel ``name`` declares (0 when it declares none); above the
+        default 48 KiB the kernel is opted in, up to the device's limit."""
+        import numpy as np
+        import pycuda.driver as cuda
+
+        try:
+            pointer, _ = self._module.get_global(name + DYNAMIC_SHARED_SUFFIX)
+        except cuda.LogicError:
+            return 0
+        value = np.zeros(1, np.int32)
+        cuda.memcpy_dtoh(value, pointer)
+        need = int(value[0])
+        attrs = self._attrs
+        if need > attrs.get("max_shared_memory_per_block", 48 * 1024):
+            static = function.get_attribute(cuda.function_attribute.SHARED_SIZE_BYTES)
+            limit = attrs.get("max_shared_memory_per_block_optin", 0)
+            if need + static > limit:
+                raise GeometryError(
+                    f"kernel '{name}' needs {need + static} bytes of shared memory per block for "
+                    f"num_agents={self.num_agents}; this device allows {limit}. Use fewer agents per env "
+                    f"or more blocks_per_env (or a smaller configuration of the env's observation)"
+                )
+            function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, need)
+        logger.debug("kernel %s uses %d bytes of dynamic shared memory", name, need)
+        return need
 
     def has_function(self, name: str) -> bool:
         """True when the loaded module defines kernel ``name``."""

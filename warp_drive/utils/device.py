@@ -128,6 +128,10 @@ def device_attributes(device_id: int) -> dict[str, int]:
         dev = cuda.Device(device_id)
         out["max_threads_per_block"] = dev.get_attribute(cuda.device_attribute.MAX_THREADS_PER_BLOCK)
         out["max_grid_dim_x"] = dev.get_attribute(cuda.device_attribute.MAX_GRID_DIM_X)
+        out["max_shared_memory_per_block"] = dev.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK)
+        out["max_shared_memory_per_block_optin"] = dev.get_attribute(
+            cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        )
     except Exception:  # pragma: no cover
         pass
     return out

@@ -336,21 +336,21 @@ def test_neighbour_search_mode_suggests_the_right_value():
 @pytest.mark.parametrize("agents", [2, 33, 255, 256, 1000, 1024, 5000])
 @pytest.mark.parametrize("k", [1, 10, 40])
 def test_neighbour_grid_side(agents, k):
-    """Auto: grid from 256 agents with partial observation; at most one cell per agent, <= 32 a side."""
+    """Auto: grid from 256 agents with partial observation (1 = scan); at most one cell per agent."""
     k = min(k, agents - 1)
     side = C.neighbour_grid_side(agents, False, k, "auto")
-    assert side == 0 if agents < C.GRID_MIN_AGENTS else 1 <= side <= C.GRID_MAX_SIDE
+    assert side == 1 if agents < C.GRID_MIN_AGENTS else 1 <= side <= C.GRID_MAX_SIDE
     forced = C.neighbour_grid_side(agents, False, k, "grid")
     assert 1 <= forced <= C.GRID_MAX_SIDE and forced * forced <= agents
-    assert C.neighbour_grid_side(agents, True, k, "auto") == 0
-    assert C.neighbour_grid_side(agents, False, k, "scan") == 0
+    assert C.neighbour_grid_side(agents, True, k, "auto") == 1
+    assert C.neighbour_grid_side(agents, False, k, "scan") == 1
 
 
 def test_grid_side_reaches_the_kernel_constants():
     env = make_env(num_taggers=90, num_runners=910, use_full_observation=False, num_other_agents_observed=10)
-    assert env.cuda_constants()["kNeighbourGridSide"] == env.neighbour_grid_side == 24
+    assert env.cuda_constants()["kNeighbourGridSide"] == env.neighbour_grid_side == 16
     assert make_env(num_taggers=90, num_runners=910, use_full_observation=False, num_other_agents_observed=10,
-                    neighbour_search="scan").cuda_constants()["kNeighbourGridSide"] == 0
+                    neighbour_search="scan").cuda_constants()["kNeighbourGridSide"] == 1
 
 
 def test_unknown_keyword_suggests_the_right_name():
