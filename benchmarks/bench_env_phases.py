@@ -37,11 +37,24 @@ VARIANTS = {
 }
 
 
+def _constants_for_side(side: int):
+    """cuda_constants() of a grid of at most `side` cells a side, chosen for a full field."""
+
+    def cuda_constants(self) -> dict:
+        from example_envs.tag_continuous.tag_continuous import TagContinuous
+
+        constants = TagContinuous.cuda_constants(self)
+        constants.update(kNeighbourGridSide=side, kGridAgentsPerCell=self.num_agents / side**2 * 0.999)
+        return constants
+
+    return cuda_constants
+
+
 def _patched_env_class(variant: str, side: int) -> type:
     """TagContinuous with the variant's sources and, when ``side`` > 0, that many grid cells a side."""
     from example_envs.tag_continuous.tag_continuous import TagContinuous
 
-    attrs = {} if side <= 0 else {"neighbour_grid_side": property(lambda self: side)}
+    attrs = {} if side <= 0 else {"cuda_constants": _constants_for_side(side)}
     if not VARIANTS[variant]:
         return type(f"TagContinuous_side{side}", (TagContinuous,), attrs)
     folder = Path(tempfile.mkdtemp(prefix=f"tag_{variant}_"))
@@ -104,7 +117,8 @@ def run(envs: int, agents: int, search: str, variant: str, side: int = 0) -> lis
         w.step_all_envs()  # tags of this layout happen now; the replays then see a fixed state
         torch.cuda.synchronize()
         in_game = dm.data_on_device_via_torch("still_in_the_game").float().mean().item()
-        rows.append({"envs": envs, "agents": agents, "neighbour_search": search, "grid_side": w.env.neighbour_grid_side,
+        rows.append({"envs": envs, "agents": agents, "neighbour_search": search,
+                     "grid_side": w.env.cuda_constants()["kNeighbourGridSide"],
                      "variant": variant, "state": state,
                      "in_game_fraction": round(in_game, 3), "step_kernel_us": _graph_us(w.step_all_envs, fm)})
         if variant == "full":

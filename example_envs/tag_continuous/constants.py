@@ -116,15 +116,20 @@ GRID_MIN_AGENTS: Final[int] = 256
 GRID_MAX_SIDE: Final[int] = 32
 
 
-def neighbour_grid_side(num_agents: int, use_full_observation: bool, k: int, mode: str) -> int:
-    """Cells per side of the CUDA neighbour grid (``kNeighbourGridSide``); 1 is a plain scan.
+def grid_agents_per_cell(use_full_observation: bool, k: int) -> float:
+    """Target agents per cell (``kGridAgentsPerCell``; the kernel sizes its grid each step from it).
 
-    About (K + 1) / 3 agents per cell: the 3 x 3 cells around an observer then hold about 3 K
-    agents, so the first square nearly always finds K, and the K-th distance (about one cell)
-    adds few cells. With the full observation the grid only serves the tag search (4 per cell).
+    About (K + 1) / 3: the 3 x 3 cells around an observer then hold about 3 K agents, so the first
+    square nearly always finds K, and the K-th distance (about one cell) adds few cells. With the
+    full observation the grid only serves the tag search: 4 per cell.
     """
+    return 4.0 if use_full_observation else max(1.0, (k + 1) / 3.0)
+
+
+def neighbour_grid_side(num_agents: int, use_full_observation: bool, k: int, mode: str) -> int:
+    """Largest side of the CUDA neighbour grid (``kNeighbourGridSide``, for all agents listed);
+    1 is a plain scan. The kernel uses a smaller side when fewer agents are in the game."""
     if mode == "scan" or (mode == "auto" and (use_full_observation or num_agents < GRID_MIN_AGENTS)):
         return 1
-    agents_per_cell = 4.0 if use_full_observation else max(1.0, (k + 1) / 3.0)
-    side = int(math.sqrt(num_agents / agents_per_cell))
+    side = int(math.sqrt(num_agents / grid_agents_per_cell(use_full_observation, k)))
     return max(1, min(GRID_MAX_SIDE, side))

@@ -342,6 +342,7 @@ class TagContinuous(CUDAEnvironmentContext):
             "kUseFullObservation": self.use_full_observation,
             "kRunnerExitsGameAfterTagged": self.runner_exits_game_after_tagged,
             "kNeighbourGridSide": self.neighbour_grid_side,
+            "kGridAgentsPerCell": C.grid_agents_per_cell(self.use_full_observation, self.num_observed),
             "kTaggerType": C.TAGGER,
             "kTwoPi": float(C.TWO_PI),
             "kSqrt2": float(C.SQRT2),

@@ -216,14 +216,15 @@ __device__ __forceinline__ float TagPartialObservationValue(int observer, int co
 template <typename View>
 __device__ void TagWriteObservationRow(int observer, const TagNearestList& list, const View& v,
                                        float* obs_row, float pos_norm, float max_speed, float time_frac) {
+  const TagListIds ids = {list};
 #pragma unroll
   for (int slot = 0; slot < kNearestListLength; ++slot) {
     for (int f = 0; f < kNumObsFeatures; ++f) {
       obs_row[f * kNumObservedAgents + slot] = TagPartialObservationValue(
-          observer, f * kNumObservedAgents + slot, list.id, v, pos_norm, max_speed, time_frac);
+          observer, f * kNumObservedAgents + slot, ids, v, pos_norm, max_speed, time_frac);
     }
   }
-  obs_row[kObsDim - 1] = TagPartialObservationValue(observer, kObsDim - 1, list.id, v, pos_norm,
+  obs_row[kObsDim - 1] = TagPartialObservationValue(observer, kObsDim - 1, ids, v, pos_norm,
                                                     max_speed, time_frac);
 }
 
@@ -355,15 +356,14 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
     sh_in_game[agent] = in_game ? 1 : 0;
     tag_counts_arr[row] = 0;
   }
-  __syncthreads();
-
-  // The grid lists the agents in the game (neighbour search) and every tagger (tag search).
-  const TagGrid grid = {sh_cell_start, sh_slot_xy, sh_slot_code,
-                        __fdiv_rn(static_cast<float>(kGridSide), grid_length), __fmul_rn(kGridSlack, grid_length)};
-  if (kBuildGrid) {
-    TagGridBuild(valid && (in_game || is_tagger), agent, in_game, n.x, n.y, grid.inv_cell, sh_cell_start,
-                 sh_slot_xy, sh_slot_code, sh_scan_scratch);
-  }
+  // The grid lists the agents in the game (neighbour search) and every tagger (tag search); its
+  // side follows the number listed, so a sparse field still has a few agents per cell.
+  const bool listed = valid && (in_game || is_tagger);
+  const int listed_total = __syncthreads_count(listed);
+  const int side = TagGridSideFor(listed_total);
+  const TagGrid grid = {sh_cell_start, sh_slot_xy, sh_slot_code, side,
+                        __fdiv_rn(static_cast<float>(side), grid_length), __fmul_rn(kGridSlack, grid_length)};
+  if (kBuildGrid) TagGridBuild(listed, agent, in_game, n.x, n.y, grid, sh_scan_scratch);
 
   // Phase 2: observe (state before tagging), then tag. Each warp takes a contiguous run of grid
   // slots (cell order): its lanes search from neighbouring cells (similar loops, broadcast
@@ -375,11 +375,18 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   int seeker = -1;  // agent in the game that this thread searches for
   float seeker_x = 0.0f, seeker_y = 0.0f;
   if (kBuildGrid) {
-    const int listed_count = sh_cell_start[kGridCells];
-    const int warps = (static_cast<int>(blockDim.x) + 31) >> 5;
-    const int per_warp = (listed_count + warps - 1) / warps;  // <= 32: listed_count <= blockDim.x
+    // warp w takes slots [w * per_warp, (w + 1) * per_warp); a partial last warp (tail lanes)
+    // takes at most tail slots, the full warps more when needed (listed_count <= blockDim.x, so
+    // per_warp <= 32)
+    const int listed_count = listed_total;
+    const int full_warps = static_cast<int>(blockDim.x) >> 5;
+    const int tail = static_cast<int>(blockDim.x) & 31;
+    const int warps = full_warps + (tail > 0 ? 1 : 0);
+    int per_warp = (listed_count + warps - 1) / warps;
+    if (tail > 0 && per_warp > tail) per_warp = (listed_count - tail + full_warps - 1) / full_warps;
+    const int warp = static_cast<int>(threadIdx.x) >> 5;
     const int lane = static_cast<int>(threadIdx.x) & 31;
-    const int slot = (static_cast<int>(threadIdx.x) >> 5) * per_warp + lane;
+    const int slot = warp * per_warp + lane;
     if (lane < per_warp && slot < listed_count && sh_slot_code[slot] >= 0) {
       seeker = sh_slot_code[slot];
       seeker_x = sh_slot_xy[slot].x;
@@ -401,7 +408,8 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
       if (seeker >= 0) {
 #pragma unroll
         for (int s = 0; s < kNearestListLength; ++s) {
-          sh_table[seeker * kNumObservedAgents + s] = static_cast<short>(list.id[s] < wkNumberAgents ? list.id[s] : -1);
+          const int id = list.Id(s);
+          sh_table[seeker * kNumObservedAgents + s] = static_cast<short>(id < wkNumberAgents ? id : -1);
         }
       }
       __syncthreads();  // table rows are filled by other warps; rows of agents out of the game are not read

@@ -7,9 +7,10 @@
 // which candidates are visited, and any search that visits a superset of the agents that can
 // matter returns the brute-force result exactly.
 //
-// The fused kernel sorts the agents of its env into a grid of kGridSide x kGridSide square cells
-// every step (TagGridBuild) and searches cells near the observer (TagKNearestGrid,
-// TagNearestTaggerGrid). kGridSide == 1 is the brute-force scan over one cell.
+// The fused kernel sorts the agents of its env into a grid of square cells every step
+// (TagGridBuild) and searches cells near the observer (TagKNearestGrid, TagNearestTaggerGrid).
+// The side of the grid is chosen each step from the number of agents listed (about
+// kGridAgentsPerCell per cell, at most kGridSide); a side of 1 is the brute-force scan.
 #pragma once
 
 #ifndef TAG_NEIGHBOURS_CUH_
@@ -20,6 +21,7 @@ constexpr int kNearestListLength = kUseFullObservation ? 1 : kNumObservedAgents;
 // Empty slot of a K-nearest list: sorts after every agent id.
 constexpr int kNoAgent = 0x7fffffff;
 
+// Largest side of the grid (the shared cell array holds kGridCells + 1 ints).
 constexpr int kGridSide = kNeighbourGridSide > 1 ? kNeighbourGridSide : 1;
 constexpr int kGridCells = kGridSide * kGridSide;
 // Candidates read per step of a range scan: independent shared loads in flight per thread.
@@ -35,44 +37,48 @@ __device__ __forceinline__ float TagSquaredDistance(float x0, float y0, float x1
   return __fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy));
 }
 
-// Order of candidates: smaller squared distance first, then lower id (NumPy's stable argsort).
-__device__ __forceinline__ bool TagCloser(float d2_a, int id_a, float d2_b, int id_b) {
-  return d2_a < d2_b || (d2_a == d2_b && id_a < id_b);
-}
-
-// The K nearest so far, sorted by (squared distance, id), in registers. A candidate enters when
-// it sorts before the current K-th entry; it is placed before the first entry it sorts before and
-// the tail shifts down by one.
+// The K nearest so far, sorted by (squared distance, id), in registers. Each entry is one 64-bit
+// key: the float bits of the squared distance (non-negative, so their unsigned order is the float
+// order) above the id, so one unsigned comparison orders two candidates. Empty slots hold ~0,
+// which sorts after every candidate.
 struct TagNearestList {
-  float d2[kNearestListLength];
-  int id[kNearestListLength];
+  unsigned long long key[kNearestListLength];
 
   __device__ __forceinline__ void Clear() {
 #pragma unroll
-    for (int s = 0; s < kNearestListLength; ++s) {
-      d2[s] = INFINITY;
-      id[s] = kNoAgent;
-    }
+    for (int s = 0; s < kNearestListLength; ++s) key[s] = ~0ull;
   }
   // Squared distance of the K-th entry (INFINITY while the list is not full).
-  __device__ __forceinline__ float KthDistance() const { return d2[kNearestListLength - 1]; }
-
-  __device__ __forceinline__ void Offer(float cand_d2, int cand_id) {
-    if (!TagCloser(cand_d2, cand_id, d2[kNearestListLength - 1], id[kNearestListLength - 1])) return;
-    bool shifting = false;  // once placed, the rest of the list moves down by one
-#pragma unroll
-    for (int s = 0; s < kNearestListLength; ++s) {
-      if (shifting || TagCloser(cand_d2, cand_id, d2[s], id[s])) {
-        shifting = true;
-        const float d = d2[s];
-        const int i = id[s];
-        d2[s] = cand_d2;
-        id[s] = cand_id;
-        cand_d2 = d;
-        cand_id = i;
-      }
-    }
+  __device__ __forceinline__ float KthDistance() const {
+    const unsigned long long last = key[kNearestListLength - 1];
+    return last == ~0ull ? INFINITY : __uint_as_float(static_cast<unsigned>(last >> 32));
   }
+  // Agent id of slot s (kNoAgent when empty).
+  __device__ __forceinline__ int Id(int s) const {
+    return key[s] == ~0ull ? kNoAgent : static_cast<int>(key[s] & 0xffffffffull);
+  }
+  // Inserts the candidate when it sorts before the K-th entry: every slot compares with the
+  // candidate independently, then each slot keeps its key, takes the candidate, or takes its
+  // predecessor (no serial chain through the list).
+  __device__ __forceinline__ void Offer(float cand_d2, int cand_id) {
+    const unsigned long long k =
+        (static_cast<unsigned long long>(__float_as_uint(cand_d2)) << 32) | static_cast<unsigned>(cand_id);
+    if (k >= key[kNearestListLength - 1]) return;
+    bool before[kNearestListLength];
+#pragma unroll
+    for (int s = 0; s < kNearestListLength; ++s) before[s] = k < key[s];
+#pragma unroll
+    for (int s = kNearestListLength - 1; s > 0; --s) {
+      key[s] = before[s] ? (before[s - 1] ? key[s - 1] : k) : key[s];
+    }
+    key[0] = before[0] ? k : key[0];
+  }
+};
+
+// The ids of a list, indexable by slot (for TagPartialObservationValue).
+struct TagListIds {
+  const TagNearestList& list;
+  __device__ __forceinline__ int operator[](int slot) const { return list.Id(slot); }
 };
 
 // Brute force over global-memory state (phase kernels): every other agent in the game.
@@ -87,25 +93,28 @@ __device__ void TagKNearestScan(int observer, const View& v, TagNearestList& lis
 }
 
 // ------------------------------------------------------------------------------------------
-// The grid. Listed agents (in the game, or taggers) sit in cell order: the agents of cell c are
-// slots start[c] .. start[c + 1] - 1 of xy (position) and code (agent id, or ~id for an agent out
-// of the game). Cells are numbered row-major (c = gy * kGridSide + gx), so the cells gx0 .. gx1
-// of one row are one contiguous slot range.
+// The grid: side x side cells. Listed agents (in the game, or taggers) sit in cell order: the
+// agents of cell c are slots start[c] .. start[c + 1] - 1 of xy (position) and code (agent id,
+// or ~id for an agent out of the game). Cells are numbered row-major (c = gy * side + gx), so the
+// cells gx0 .. gx1 of one row are one contiguous slot range.
 struct TagGrid {
-  const int* start;
-  const float2* xy;
-  const short* code;
-  float inv_cell;  // kGridSide / grid_length
+  int* start;
+  float2* xy;
+  short* code;
+  int side;
+  float inv_cell;  // side / grid_length
   float slack;     // kGridSlack * grid_length
 };
 
-__device__ __forceinline__ int TagGridCoord(float position, float inv_cell) {
-  const int c = static_cast<int>(floorf(__fmul_rn(position, inv_cell)));
-  return c < 0 ? 0 : (c >= kGridSide ? kGridSide - 1 : c);
+// Side for `listed` agents: about kGridAgentsPerCell agents per cell, between 1 and kGridSide.
+__device__ __forceinline__ int TagGridSideFor(int listed) {
+  const int side = static_cast<int>(sqrtf(static_cast<float>(listed) / kGridAgentsPerCell));
+  return side < 1 ? 1 : (side > kGridSide ? kGridSide : side);
 }
 
-__device__ __forceinline__ int TagGridCell(float x, float y, float inv_cell) {
-  return TagGridCoord(y, inv_cell) * kGridSide + TagGridCoord(x, inv_cell);
+__device__ __forceinline__ int TagGridCoord(float position, const TagGrid& g) {
+  const int c = static_cast<int>(floorf(__fmul_rn(position, g.inv_cell)));
+  return c < 0 ? 0 : (c >= g.side ? g.side - 1 : c);
 }
 
 // Inclusive prefix sum of data[0 .. n) (n <= blockDim.x) by the whole block; every thread of the
@@ -138,28 +147,28 @@ __device__ void TagBlockInclusiveScan(int* data, int n, int* warp_totals) {
   __syncthreads();
 }
 
-// Counting sort of the listed agents into cells; every thread of the block calls it (listed is
-// false for threads without an agent). counts must hold kGridCells + 1 zeros on entry (and a
-// barrier since); on return start[] holds the cell starts and every listed agent has its slot.
-// Lanes of a warp that share a cell take their slots with one atomic (__match_any_sync).
-__device__ void TagGridBuild(bool listed, int agent, bool in_game, float x, float y, float inv_cell,
-                             int* start, float2* xy, short* code, int* warp_totals) {
-  const int cell = TagGridCell(x, y, inv_cell);
+// Counting sort of the listed agents into the cells of g; every thread of the block calls it
+// (listed is false for threads without an agent). g.start must hold side * side + 1 zeros on
+// entry (and a barrier since); on return it holds the cell starts and every listed agent has its
+// slot. Lanes of a warp that share a cell take their slots with one atomic (__match_any_sync).
+__device__ void TagGridBuild(bool listed, int agent, bool in_game, float x, float y, const TagGrid& g,
+                             int* warp_totals) {
+  const int cell = TagGridCoord(y, g) * g.side + TagGridCoord(x, g);
   int slot = 0;
   if (listed) {
     const unsigned peers = __match_any_sync(__activemask(), cell);
     const int lane = static_cast<int>(threadIdx.x) & 31;
     const int leader = __ffs(peers) - 1;
     int base = 0;
-    if (lane == leader) base = atomicAdd(&start[cell + 1], __popc(peers));
+    if (lane == leader) base = atomicAdd(&g.start[cell + 1], __popc(peers));
     slot = __shfl_sync(peers, base, leader) + __popc(peers & ((1u << lane) - 1u));
   }
   __syncthreads();
-  TagBlockInclusiveScan(start + 1, kGridCells, warp_totals);
+  TagBlockInclusiveScan(g.start + 1, g.side * g.side, warp_totals);
   if (listed) {
-    const int k = start[cell] + slot;
-    xy[k] = make_float2(x, y);
-    code[k] = static_cast<short>(in_game ? agent : ~agent);
+    const int k = g.start[cell] + slot;
+    g.xy[k] = make_float2(x, y);
+    g.code[k] = static_cast<short>(in_game ? agent : ~agent);
   }
   __syncthreads();
 }
@@ -175,8 +184,8 @@ constexpr TagCellRect kNoCells = {1, 0, 1, 0};
 // coordinate is a monotone function of the position, so every agent within reach is inside.
 __device__ __forceinline__ TagCellRect TagCellsWithin(float x, float y, float reach, const TagGrid& g) {
   const float r = __fadd_rn(reach, g.slack);
-  return {TagGridCoord(__fsub_rn(x, r), g.inv_cell), TagGridCoord(__fadd_rn(x, r), g.inv_cell),
-          TagGridCoord(__fsub_rn(y, r), g.inv_cell), TagGridCoord(__fadd_rn(y, r), g.inv_cell)};
+  return {TagGridCoord(__fsub_rn(x, r), g), TagGridCoord(__fadd_rn(x, r), g),
+          TagGridCoord(__fsub_rn(y, r), g), TagGridCoord(__fadd_rn(y, r), g)};
 }
 
 // Calls visit_range(first, count) for the slots of the cells of `area` outside `skip`: per row
@@ -185,7 +194,7 @@ template <typename VisitRange>
 __device__ __forceinline__ void TagForEachRange(const TagGrid& g, TagCellRect area, TagCellRect skip,
                                                 VisitRange visit_range) {
   for (int gy = area.y0; gy <= area.y1; ++gy) {
-    const int row = gy * kGridSide;
+    const int row = gy * g.side;
     const bool skip_row = gy >= skip.y0 && gy <= skip.y1 && skip.x0 <= skip.x1;
     const int a_last = skip_row ? min(area.x1, skip.x0 - 1) : area.x1;
     if (a_last >= area.x0) {
@@ -227,17 +236,16 @@ __device__ __forceinline__ void TagOfferRange(const TagGrid& g, int first, int c
 // sort before the final K-th lies within sqrt(h2) along each axis, and the cells within that
 // reach, minus the square, are offered last.
 __device__ void TagKNearestGrid(int observer, float xs, float ys, const TagGrid& g, TagNearestList& list) {
-  const int cx = TagGridCoord(xs, g.inv_cell);
-  const int cy = TagGridCoord(ys, g.inv_cell);
+  const int cx = TagGridCoord(xs, g);
+  const int cy = TagGridCoord(ys, g);
+  const int last = g.side - 1;
   auto offer = [&](int first, int count) { TagOfferRange(g, first, count, observer, xs, ys, list); };
   TagCellRect done = kNoCells;
   for (int r = 1;; r = 2 * r + 1) {
-    const TagCellRect square = {max(cx - r, 0), min(cx + r, kGridSide - 1), max(cy - r, 0),
-                                min(cy + r, kGridSide - 1)};
+    const TagCellRect square = {max(cx - r, 0), min(cx + r, last), max(cy - r, 0), min(cy + r, last)};
     TagForEachRange(g, square, done, offer);
     done = square;
-    const bool covers = square.x0 == 0 && square.y0 == 0 && square.x1 == kGridSide - 1 &&
-                        square.y1 == kGridSide - 1;
+    const bool covers = square.x0 == 0 && square.y0 == 0 && square.x1 == last && square.y1 == last;
     if (covers) return;
     if (list.KthDistance() < INFINITY) break;
   }
