@@ -39,10 +39,9 @@ VARIANTS = {
 
 def _constants_for_side(side: int):
     """cuda_constants() of a grid of at most `side` cells a side, chosen for a full field."""
+    from example_envs.tag_continuous.tag_continuous import TagContinuous
 
     def cuda_constants(self) -> dict:
-        from example_envs.tag_continuous.tag_continuous import TagContinuous
-
         constants = TagContinuous.cuda_constants(self)
         constants.update(kNeighbourGridSide=side, kGridAgentsPerCell=self.num_agents / side**2 * 0.999)
         return constants

@@ -48,6 +48,9 @@ def test_cache_is_keyed_by_content_and_outside_the_package(tmp_path, monkeypatch
     assert other != first  # num_envs changed -> new key
     package = Path(warp_drive.__file__).parent
     assert not list(package.rglob("*.cubin"))
+    monkeypatch.setenv("WARP_DRIVE_NVCC_OPTIONS", "-lineinfo")  # extra options are part of the key
+    with_lines = compiler.compile_cubin(src, "sm_90")
+    assert with_lines != first and compiler.last_build_compiled
 
 
 @needs_nvcc

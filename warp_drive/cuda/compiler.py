@@ -15,6 +15,7 @@ import hashlib
 import logging
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -163,6 +164,12 @@ def _dir_digest(directories: Iterable[Path]) -> str:
     return h.hexdigest()
 
 
+def extra_options() -> list[str]:
+    """nvcc options added to every build from ``$WARP_DRIVE_NVCC_OPTIONS`` (e.g. ``-lineinfo`` to
+    profile kernels with source lines in Nsight Compute); part of the cache key."""
+    return shlex.split(os.environ.get("WARP_DRIVE_NVCC_OPTIONS", ""))
+
+
 def compile_cubin(
     source: str,
     arch: str,
@@ -176,6 +183,7 @@ def compile_cubin(
         CUDACompileError: nvcc is missing or failed; the message has the command and stderr.
     """
     nvcc = find_nvcc()
+    options = [*options, *extra_options()]
     dirs = [core_dir(), *[Path(d) for d in include_dirs]]
     key_parts = [source, arch, " ".join(options), nvcc_version(nvcc), _dir_digest(dirs)]
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:32]
