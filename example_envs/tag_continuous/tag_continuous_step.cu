@@ -198,48 +198,30 @@ __device__ void TagWriteFullObservationRows(int env, int first_row, int num_rows
   }
 }
 
-// Partial observation element `column` of `observer` from its neighbour list `neighbours`
-// (agent ids, kNoAgent for an empty slot); zero for an observer out of the game.
-template <typename View, typename Ids>
-__device__ __forceinline__ float TagPartialObservationValue(int observer, int column, const Ids& neighbours,
-                                                            const View& v, float pos_norm,
-                                                            float max_speed, float time_frac) {
-  if (v.in_game[observer] == 0) return 0.0f;
-  if (column == kObsDim - 1) return time_frac;
-  const int feature = column / kNumObservedAgents;
-  const int other = neighbours[column - feature * kNumObservedAgents];
-  return other < wkNumberAgents ? TagFeature(feature, observer, other, v, pos_norm, max_speed) : 0.0f;
-}
-
-// One observer writes its whole row (phase kernels, and the fused kernel when the neighbour
-// table does not fit in shared memory).
+// One observer writes its whole row from its own list (phase kernels, and the fused kernel when
+// the neighbour table does not fit in shared memory); zeros when it is out of the game.
 template <typename View>
 __device__ void TagWriteObservationRow(int observer, const TagNearestList& list, const View& v,
                                        float* obs_row, float pos_norm, float max_speed, float time_frac) {
-  const TagListIds ids = {list};
+  const bool self_in_game = v.in_game[observer] != 0;
 #pragma unroll
   for (int slot = 0; slot < kNearestListLength; ++slot) {
+    const int other = self_in_game ? list.Id(slot) : kNoAgent;
+#pragma unroll
     for (int f = 0; f < kNumObsFeatures; ++f) {
-      obs_row[f * kNumObservedAgents + slot] = TagPartialObservationValue(
-          observer, f * kNumObservedAgents + slot, ids, v, pos_norm, max_speed, time_frac);
+      obs_row[f * kNumObservedAgents + slot] =
+          other < wkNumberAgents ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
     }
   }
-  obs_row[kObsDim - 1] = TagPartialObservationValue(observer, kObsDim - 1, ids, v, pos_norm,
-                                                    max_speed, time_frac);
+  obs_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
 }
 
-// Neighbour ids of one observer in the shared table (short, -1 for an empty slot).
-struct TagStagedIds {
-  const short* ids;
-  __device__ __forceinline__ int operator[](int slot) const {
-    const int id = ids[slot];
-    return id < 0 ? kNoAgent : id;
-  }
-};
-
 // The warp of the calling thread writes the observation rows of its observers (agents
-// warp_first .. warp_first + lanes - 1, one block per env) as one contiguous range: lane l
-// writes floats l, l + lanes, ... so every store is coalesced. Reads the shared neighbour table.
+// warp_first .. warp_first + lanes - 1, one block per env) from the shared neighbour table
+// (short ids, -1 for an empty slot): one (observer, slot) pair per lane and step, slots fastest,
+// so a store instruction covers runs of K consecutive floats instead of 32 scattered rows. Each
+// pair computes its 7 features (compile-time feature indices: no selects); the slot-0 lane also
+// writes the time entry.
 template <typename View>
 __device__ void TagWriteWarpObservations(int env, const short* table, const View& v,
                                          float* observations_arr, float pos_norm, float max_speed,
@@ -250,11 +232,19 @@ __device__ void TagWriteWarpObservations(int env, const short* table, const View
   const int rows = min(lanes, wkNumberAgents - warp_first);
   float* out = observations_arr +
                (static_cast<long long>(env) * wkNumberAgents + warp_first) * kObsDim;
-  for (int e = lane; e < rows * kObsDim; e += lanes) {
-    const int r = e / kObsDim;
+  for (int p = lane; p < rows * kNumObservedAgents; p += lanes) {
+    const int r = p / kNumObservedAgents;
+    const int slot = p - r * kNumObservedAgents;
     const int observer = warp_first + r;
-    const TagStagedIds ids = {table + observer * kNumObservedAgents};
-    out[e] = TagPartialObservationValue(observer, e - r * kObsDim, ids, v, pos_norm, max_speed, time_frac);
+    const bool self_in_game = v.in_game[observer] != 0;
+    const int other = self_in_game ? table[observer * kNumObservedAgents + slot] : -1;
+    float* obs_row = out + r * kObsDim;
+#pragma unroll
+    for (int f = 0; f < kNumObsFeatures; ++f) {
+      obs_row[f * kNumObservedAgents + slot] =
+          other >= 0 ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
+    }
+    if (slot == 0) obs_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
   }
 }
 

@@ -75,12 +75,6 @@ struct TagNearestList {
   }
 };
 
-// The ids of a list, indexable by slot (for TagPartialObservationValue).
-struct TagListIds {
-  const TagNearestList& list;
-  __device__ __forceinline__ int operator[](int slot) const { return list.Id(slot); }
-};
-
 // Brute force over global-memory state (phase kernels): every other agent in the game.
 template <typename View>
 __device__ void TagKNearestScan(int observer, const View& v, TagNearestList& list) {
