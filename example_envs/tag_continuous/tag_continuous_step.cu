@@ -50,12 +50,20 @@ constexpr int kOffCellStart = kOffSlotXY + TagAlign16(8 * kSlots);
 constexpr int kOffSlotCode = kOffCellStart + TagAlign16(4 * (kGridCells + 1));
 constexpr int kOffInGame = kOffSlotCode + TagAlign16(2 * kSlots);
 constexpr int kOffTable = kOffInGame + TagAlign16(kFusedAgents);
-// Each observer's K neighbour ids are staged for the warp-wide coalesced writer when the table
-// keeps the block within 99 KiB (every GPU from sm_80 on); otherwise each thread writes its row.
+// With the partial observation, each observer's K neighbour ids go to a shared table, and each
+// warp assembles kStageRows observation rows at a time in shared memory, then copies them out with
+// coalesced stores. Both must keep the block within 99 KiB (every GPU from sm_80 on); otherwise
+// each thread writes its own row.
+constexpr int kSharedBudget = 99 * 1024;
 constexpr int kTableBytes = TagAlign16(2 * kFusedAgents * kNumObservedAgents);
-constexpr bool kStageNeighbours = (wkBlocksPerEnv == 1) && !kUseFullObservation &&
-                                  kOffTable + kTableBytes <= 99 * 1024;
-constexpr int kFusedSharedBytes = (wkBlocksPerEnv == 1) ? kOffTable + (kStageNeighbours ? kTableBytes : 0) : 0;
+constexpr int kFusedWarps = (wkThreadsPerBlock + 31) / 32;
+constexpr int kRowBytes = 4 * kObsDim;
+constexpr int kStageRowsFit = (kSharedBudget - kOffTable - kTableBytes) / (kFusedWarps * kRowBytes);
+constexpr int kStageRows = kStageRowsFit > 8 ? 8 : (kStageRowsFit < 0 ? 0 : kStageRowsFit);
+constexpr bool kStageNeighbours = (wkBlocksPerEnv == 1) && !kUseFullObservation && kStageRows >= 1;
+constexpr int kOffStage = kOffTable + kTableBytes;
+constexpr int kFusedSharedBytes =
+    (wkBlocksPerEnv == 1) ? (kStageNeighbours ? kOffStage + kFusedWarps * kStageRows * kRowBytes : kOffTable) : 0;
 
 // Read by the function manager: dynamic shared memory of each launch of CudaTagContinuousStep.
 extern "C" __constant__ int CudaTagContinuousStep_dynamic_shared_bytes = kFusedSharedBytes;
@@ -218,33 +226,40 @@ __device__ void TagWriteObservationRow(int observer, const TagNearestList& list,
 
 // The warp of the calling thread writes the observation rows of its observers (agents
 // warp_first .. warp_first + lanes - 1, one block per env) from the shared neighbour table
-// (short ids, -1 for an empty slot): one (observer, slot) pair per lane and step, slots fastest,
-// so a store instruction covers runs of K consecutive floats instead of 32 scattered rows. Each
-// pair computes its 7 features (compile-time feature indices: no selects); the slot-0 lane also
-// writes the time entry.
+// (short ids, -1 for an empty slot), kStageRows rows at a time: each lane computes the 7 features
+// of one (observer, slot) pair (compile-time feature indices) into the warp's staging rows, then
+// the warp copies the rows, which are contiguous in global memory, with coalesced stores.
 template <typename View>
-__device__ void TagWriteWarpObservations(int env, const short* table, const View& v,
+__device__ void TagWriteWarpObservations(int env, const short* table, float* stage, const View& v,
                                          float* observations_arr, float pos_norm, float max_speed,
                                          float time_frac) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp_first = static_cast<int>(threadIdx.x) - lane;
   const int lanes = min(32, static_cast<int>(blockDim.x) - warp_first);  // the last warp may be partial
+  const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u);
   const int rows = min(lanes, wkNumberAgents - warp_first);
   float* out = observations_arr +
                (static_cast<long long>(env) * wkNumberAgents + warp_first) * kObsDim;
-  for (int p = lane; p < rows * kNumObservedAgents; p += lanes) {
-    const int r = p / kNumObservedAgents;
-    const int slot = p - r * kNumObservedAgents;
-    const int observer = warp_first + r;
-    const bool self_in_game = v.in_game[observer] != 0;
-    const int other = self_in_game ? table[observer * kNumObservedAgents + slot] : -1;
-    float* obs_row = out + r * kObsDim;
+  for (int first = 0; first < rows; first += kStageRows) {
+    const int chunk = min(kStageRows, rows - first);
+    for (int p = lane; p < chunk * kNumObservedAgents; p += lanes) {
+      const int r = p / kNumObservedAgents;
+      const int slot = p - r * kNumObservedAgents;
+      const int observer = warp_first + first + r;
+      const bool self_in_game = v.in_game[observer] != 0;
+      const int other = self_in_game ? table[observer * kNumObservedAgents + slot] : -1;
+      float* staged_row = stage + r * kObsDim;
 #pragma unroll
-    for (int f = 0; f < kNumObsFeatures; ++f) {
-      obs_row[f * kNumObservedAgents + slot] =
-          other >= 0 ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
+      for (int f = 0; f < kNumObsFeatures; ++f) {
+        staged_row[f * kNumObservedAgents + slot] =
+            other >= 0 ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
+      }
+      if (slot == 0) staged_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
     }
-    if (slot == 0) obs_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
+    __syncwarp(mask);
+    float* dst = out + static_cast<long long>(first) * kObsDim;
+    for (int e = lane; e < chunk * kObsDim; e += lanes) dst[e] = stage[e];
+    __syncwarp(mask);
   }
 }
 
@@ -312,6 +327,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   short* sh_slot_code = reinterpret_cast<short*>(tag_shared + kOffSlotCode);
   signed char* sh_in_game = reinterpret_cast<signed char*>(tag_shared + kOffInGame);
   short* sh_table = reinterpret_cast<short*>(tag_shared + kOffTable);
+  float* sh_stage = reinterpret_cast<float*>(tag_shared + kOffStage) + (threadIdx.x >> 5) * (kStageRows * kObsDim);
   __shared__ int sh_scan_scratch[32];
   __shared__ int sh_runners_out;
 
@@ -403,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
         }
       }
       __syncthreads();  // table rows are filled by other warps; rows of agents out of the game are not read
-      TagWriteWarpObservations(env, sh_table, view, observations_arr, pos_norm, max_speed, time_frac);
+      TagWriteWarpObservations(env, sh_table, sh_stage, view, observations_arr, pos_norm, max_speed, time_frac);
     } else {
       if (seeker >= 0) {
         TagWriteObservationRow(seeker, list, view, observations_arr + static_cast<long long>(base + seeker) * kObsDim,
