@@ -86,6 +86,21 @@ def test_mask_width_must_match_heads():
         FullyConnected({"obs": 4, "action_mask": 6}, [3, 2], (8,))
 
 
+def test_fused_heads_equal_each_linear_and_train_each_module():
+    """The heads run as one matrix product; outputs and gradients are those of the separate modules."""
+    torch.manual_seed(1)
+    model = FullyConnected(6, ActionSpec(categorical=(4, 3)), (16,))
+    x = torch.randn(10, 6)
+    heads, values = model(x)
+    h = model.trunk(x)
+    for head, module in zip(heads, model.policy_heads):
+        torch.testing.assert_close(head, torch.softmax(module(h), dim=-1))
+    torch.testing.assert_close(values, model.value_head(h).squeeze(-1))
+    (values.sum() + heads[1][:, 0].sum()).backward()
+    assert model.value_head.weight.grad.abs().sum() > 0 and model.policy_heads[1].weight.grad.abs().sum() > 0
+    assert model.policy_heads[0].weight.grad.abs().sum() == 0  # head 0 is not in the loss
+
+
 def test_gaussian_head():
     model = FullyConnected(5, ActionSpec(gaussian_dim=2), (8,), log_std_init=-0.5)
     heads, values = model(torch.randn(4, 3, 5))

@@ -175,12 +175,11 @@ class FullyConnected(nn.Module):
         """
         x, obs_mask = self.flatten_obs(obs)
         mask = action_mask if action_mask is not None else obs_mask
-        h = self.trunk(x)
-        values = self.value_head(h).squeeze(-1)
+        outputs, values = self._heads(self.trunk(x))
         if self.log_std is not None:
             if mask is not None:
                 raise DataShapeError("an action mask was given for a Gaussian (Box) action head.")
-            mean = self.policy_heads[0](h)
+            mean = outputs[0]
             return [(mean, self.log_std.exp().expand_as(mean))], values
         masks = None
         if mask is not None:
@@ -191,9 +190,23 @@ class FullyConnected(nn.Module):
                 )
             masks = torch.split(mask, list(self.action_spec.categorical), dim=-1)
         probs: list[HeadOutput] = []
-        for i, head in enumerate(self.policy_heads):
-            logits = head(h)
+        for i, logits in enumerate(outputs):
             if masks is not None:
                 logits = logits.masked_fill(masks[i] == 0, torch.finfo(logits.dtype).min)
             probs.append(torch.softmax(logits, dim=-1))
         return probs, values
+
+    def _heads(self, h: Tensor) -> tuple[list[Tensor], Tensor]:
+        """All policy heads and the value head as one matrix product (one read of ``h``, one GEMM
+        instead of one per head); the parameters stay in their own ``nn.Linear`` modules.
+
+        Returns:
+            the raw outputs of each policy head, and the values squeezed to the leading shape.
+        """
+        linears = [*self.policy_heads, self.value_head]
+        out = torch.nn.functional.linear(
+            h, torch.cat([m.weight for m in linears]), torch.cat([m.bias for m in linears])
+        )
+        sizes = [m.out_features for m in linears]
+        *outputs, values = torch.split(out, sizes, dim=-1)
+        return list(outputs), values.squeeze(-1)
