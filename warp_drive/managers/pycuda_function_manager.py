@@ -36,9 +36,15 @@ DYNAMIC_SHARED_SUFFIX = "_dynamic_shared_bytes"
 
 
 class _Kernel:
-    """A loaded kernel prepared with its parameter types, launched with tensor pointers."""
+    """A loaded kernel prepared with its parameter types, launched with tensor pointers.
 
-    __slots__ = ("name", "function", "codes", "shared_bytes")
+    Launches pack the arguments with the prepared format and call pycuda's stateless launch
+    directly (what ``prepared_async_call`` does after its per-call argument handling), which
+    matters for eager loops: the sampler's launch is host-bound. Falls back to
+    ``prepared_async_call`` on a pycuda without that entry point.
+    """
+
+    __slots__ = ("name", "function", "codes", "shared_bytes", "_launch", "_pack", "_format")
 
     def __init__(self, name: str, function: Any, codes: str, shared_bytes: int = 0) -> None:
         self.name = name
@@ -46,10 +52,22 @@ class _Kernel:
         self.codes = codes
         self.shared_bytes = shared_bytes
         function.prepare(codes)
+        self._launch = getattr(function, "_launch_kernel", None)
+        self._format = getattr(function, "arg_format", None)
+        try:
+            from pycuda._pvt_struct import pack
+        except ImportError:  # pragma: no cover - older pycuda
+            pack = None
+        self._pack = pack
+        if self._format is None or self._pack is None or getattr(function, "texrefs", None):
+            self._launch = None
 
     def __call__(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any]) -> None:
         values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        self.function.prepared_async_call(grid, block, stream, *values, shared_size=self.shared_bytes)
+        if self._launch is not None:
+            self._launch(grid, block, self._pack(self._format, *values), self.shared_bytes, stream)
+        else:
+            self.function.prepared_async_call(grid, block, stream, *values, shared_size=self.shared_bytes)
 
 
 class PyCUDAFunctionManager(FunctionManager):
@@ -83,6 +101,7 @@ class PyCUDAFunctionManager(FunctionManager):
                 f"num_agents={num_agents} with blocks_per_env={blocks_per_env} needs {self.block[0]} threads "
                 f"per block, above this device's limit of {max_threads}; set blocks_per_env={need} (or more)"
             )
+        self._default_grid, self._default_block = self.grid, self.block
         self._module: Any = None
         self._source: str | None = None
         self.stream: Any = None  # a pycuda Stream to launch on (None: the legacy default stream)
@@ -226,8 +245,10 @@ class PyCUDAFunctionManager(FunctionManager):
         return name in self._signatures
 
     def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
-        kernel = self._get_function(name)
-        kernel(tuple(grid or self.grid), tuple(block or self.block), self.stream, args)
+        kernel = self._functions.get(name) or self._get_function(name)
+        grid = self._default_grid if grid is None else tuple(grid)
+        block = self._default_block if block is None else tuple(block)
+        kernel(grid, block, self.stream, args)
 
     def initialize_shared_constants(self, data_manager: Any, constant_names: Sequence[str]) -> None:
         """Copy host constants into ``__constant__`` symbols of the same names."""

@@ -7,6 +7,7 @@ allocate, and the CPU backend draws bit-identical categorical actions.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import zlib
@@ -25,6 +26,7 @@ ERROR_BAD_VALUE = 1
 ERROR_BAD_SUM = 2
 
 
+@functools.lru_cache(maxsize=1024)
 def stream_id(action_name: str, head: int) -> int:
     """Philox stream of one action head (stable across runs and processes)."""
     return zlib.crc32(f"{action_name}/{head}".encode()) & 0x7FFFFFFF
@@ -93,7 +95,7 @@ class Sampler:
             raise DataTypeError(f"distribution must be a torch tensor, got {type(dist).__name__}")
         if dist.dtype != torch.float32:
             raise DataTypeError(f"distribution has dtype {dist.dtype}; pass float32 (use .float())")
-        if dist.device != actions.device:
+        if dist.is_cuda != actions.is_cuda or (dist.is_cuda and dist.get_device() != actions.get_device()):
             raise DataTypeError(f"distribution is on {dist.device} but '{action_name}' is on {actions.device}")
         E, A, H = actions.shape
         if dist.dim() != 3 or dist.shape[:2] != (E, A):
