@@ -3,7 +3,6 @@
 Its configuration as in the issue's table: 2,000 envs x 5 agents (4 taggers + 1 runner), batch
 200,000, one shared FC 32x32 policy. Run only through bench_end_to_end.py (the reference package
 is imported under the same name as ours, from its own site dir). Prints ``RESULT {json}``.
-Written for the next benchmark session: not yet run.
 """
 
 import json
