@@ -10,8 +10,9 @@ import argparse
 import json
 import time
 
-import numpy as np
 import torch
+
+from common import make_sampler
 
 
 def per_call_us(fn, reps: int) -> float:
@@ -29,19 +30,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20000)
     args = ap.parse_args()
-    from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
-    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-    from warp_drive.managers.sampler import Sampler, stream_id
+    from warp_drive.managers.sampler import stream_id
 
     E, N, A = 500, 110, 20
-    dm = PyCUDADataManager(num_agents=N, num_envs=E, episode_length=10)
-    dm.push_data_to_device({"acts": np.zeros((E, N, 1), np.int32)}, torch_accessible=True)
-    fm = PyCUDAFunctionManager(N, E)
-    fm.load_cuda_from_source_code("")
-    s = Sampler(fm)
-    s.init_random(1)
-    s.register_actions(dm, "acts", A)
-    probs = torch.softmax(torch.randn(E, N, A, device="cuda"), -1).contiguous()
+    dm, fm, s, probs = make_sampler(E, N, A)
     s.sample(dm, probs, "acts", check=False)
     acts = dm.data_on_device_via_torch("acts")
     counter = s._counters[("acts", 0)]

@@ -14,10 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from common import write_results
+from common import make_sampler, write_results
 
 ANCHOR_SITE = "/tmp/anchor_site"
 
@@ -43,18 +42,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000)
     args = ap.parse_args()
     E, N, A = args.envs, args.agents, args.actions
-    from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
-    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-    from warp_drive.managers.sampler import Sampler
-
-    dm = PyCUDADataManager(num_agents=N, num_envs=E, episode_length=10)
-    dm.push_data_to_device({"acts": np.zeros((E, N, 1), np.int32)}, torch_accessible=True)
-    fm = PyCUDAFunctionManager(N, E)
-    fm.load_cuda_from_source_code("")
-    s = Sampler(fm)
-    s.init_random(1)
-    s.register_actions(dm, "acts", A)
-    probs = torch.softmax(torch.randn(E, N, A, device="cuda"), -1).contiguous()
+    dm, fm, s, probs = make_sampler(E, N, A)
     flat = probs.view(-1, A)
     res = {"shape": [E, N, A]}
     res["ours_us"] = timed(lambda: s.sample(dm, probs, "acts", check=False), args.reps)

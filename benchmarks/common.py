@@ -65,3 +65,23 @@ def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", r
     env = get_example_env_class(env_name)(**cfg.env)
     wrapper = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend=backend)
     return Trainer(wrapper, cfg, default_policy_map(env, cfg.policy_tags), verbose=False, results_dir=results_dir)
+
+
+def make_sampler(envs: int, agents: int, actions: int) -> tuple[Any, Any, Any, torch.Tensor]:
+    """A pycuda data store with an ``acts`` placeholder, its function manager, a seeded sampler
+    registered for it, and softmax probabilities of shape (envs, agents, actions) on the GPU."""
+    import numpy as np
+
+    from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
+    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+    from warp_drive.managers.sampler import Sampler
+
+    dm = PyCUDADataManager(num_agents=agents, num_envs=envs, episode_length=10)
+    dm.push_data_to_device({"acts": np.zeros((envs, agents, 1), np.int32)}, torch_accessible=True)
+    fm = PyCUDAFunctionManager(agents, envs)
+    fm.load_cuda_from_source_code("")
+    sampler = Sampler(fm)
+    sampler.init_random(1)
+    sampler.register_actions(dm, "acts", actions)
+    probs = torch.softmax(torch.randn(envs, agents, actions, device="cuda"), -1).contiguous()
+    return dm, fm, sampler, probs
