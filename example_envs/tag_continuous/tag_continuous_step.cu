@@ -52,9 +52,10 @@ constexpr int kOffInGame = kOffSlotCode + TagAlign16(2 * kSlots);
 constexpr int kOffTable = kOffInGame + TagAlign16(kFusedAgents);
 // With the partial observation, each observer's K neighbour ids go to a shared table, and each
 // warp assembles kStageRows observation rows at a time in shared memory, then copies them out with
-// coalesced stores. Both must keep the block within 99 KiB (every GPU from sm_80 on); otherwise
-// each thread writes its own row.
-constexpr int kSharedBudget = 99 * 1024;
+// coalesced stores. Both must keep the block within 99 KiB and within what the device allows
+// (wkMaxSharedBytesPerBlock, less 1 KiB for the static variables); otherwise each thread writes
+// its own row.
+constexpr int kSharedBudget = (wkMaxSharedBytesPerBlock - 1024 < 99 * 1024) ? wkMaxSharedBytesPerBlock - 1024 : 99 * 1024;
 constexpr int kTableBytes = TagAlign16(2 * kFusedAgents * kNumObservedAgents);
 constexpr int kFusedWarps = (wkThreadsPerBlock + 31) / 32;
 constexpr int kRowBytes = 4 * kObsDim;
@@ -64,6 +65,8 @@ constexpr bool kStageNeighbours = (wkBlocksPerEnv == 1) && !kUseFullObservation 
 constexpr int kOffStage = kOffTable + kTableBytes;
 constexpr int kFusedSharedBytes =
     (wkBlocksPerEnv == 1) ? (kStageNeighbours ? kOffStage + kFusedWarps * kStageRows * kRowBytes : kOffTable) : 0;
+
+static_assert(kFusedSharedBytes + 1024 <= wkMaxSharedBytesPerBlock, "fused kernel shared memory exceeds the device");
 
 // Read by the function manager: dynamic shared memory of each launch of CudaTagContinuousStep.
 extern "C" __constant__ int CudaTagContinuousStep_dynamic_shared_bytes = kFusedSharedBytes;

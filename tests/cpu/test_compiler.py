@@ -20,6 +20,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 def test_prelude_holds_every_constant():
     text = compiler.render_prelude(4, 110, 1, {"kMaxSpeed": 1.5, "kLevels": 20, "kUse": True, "kTable": (1, -1, 0), "kF": (0.5, 2.0)})
     for line in ("constexpr int wkNumberEnvs = 4;", "constexpr int wkNumberAgents = 110;", "constexpr int wkBlocksPerEnv = 1;",
+                 "constexpr int wkThreadsPerBlock = 110;", "constexpr int wkMaxSharedBytesPerBlock = 49152;",
                  "constexpr float kMaxSpeed = 1.5f;", "constexpr int kLevels = 20;", "constexpr bool kUse = true;",
                  "__device__ constexpr int kTable[3] = {1, -1, 0};", "__device__ constexpr float kF[2] = {0.5f, 2.0f};"):
         assert line in text

@@ -107,6 +107,13 @@ class PyCUDAFunctionManager(FunctionManager):
         self.stream: Any = None  # a pycuda Stream to launch on (None: the legacy default stream)
 
     @property
+    def max_shared_bytes(self) -> int:
+        """Shared memory one block may use on this device (opt-in limit), as kernels see it in
+        ``wkMaxSharedBytesPerBlock``."""
+        attrs = self._attrs
+        return int(attrs.get("max_shared_memory_per_block_optin") or attrs.get("max_shared_memory_per_block", 48 * 1024))
+
+    @property
     def arch(self) -> str:
         """Target architecture of the current device, e.g. ``sm_90``."""
         return self._arch
@@ -155,7 +162,8 @@ class PyCUDAFunctionManager(FunctionManager):
         if env_source is not None:
             dirs.append(Path(env_source).resolve().parent)
         source = render_source(
-            self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants
+            self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants,
+            max_shared_bytes=self.max_shared_bytes,
         )
         return self._build(source, dirs, options, default_functions_included)
 
@@ -168,7 +176,8 @@ class PyCUDAFunctionManager(FunctionManager):
     ) -> Path:
         """Compile user kernels given as a string (after the prelude and the core layer)."""
         source = render_source(
-            self.num_envs, self.num_agents, self.blocks_per_env, constants=constants, extra_code=code
+            self.num_envs, self.num_agents, self.blocks_per_env, constants=constants, extra_code=code,
+            max_shared_bytes=self.max_shared_bytes,
         )
         return self._build(source, [], options, default_functions_included)
 

@@ -349,6 +349,7 @@ def test_neighbour_grid_side(agents, k):
 def test_grid_side_reaches_the_kernel_constants():
     env = make_env(num_taggers=90, num_runners=910, use_full_observation=False, num_other_agents_observed=10)
     assert env.cuda_constants()["kNeighbourGridSide"] == env.neighbour_grid_side == 16
+    assert env.cuda_constants()["kGridAgentsPerCell"] == C.grid_agents_per_cell(False, 10) == 11 / 3
     assert make_env(num_taggers=90, num_runners=910, use_full_observation=False, num_other_agents_observed=10,
                     neighbour_search="scan").cuda_constants()["kNeighbourGridSide"] == 1
 

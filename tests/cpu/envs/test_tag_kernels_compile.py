@@ -23,8 +23,14 @@ from warp_drive.cuda.signature import parse_kernel_signatures
 
 CORE_DIR = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
 
-# (id, env factory, num_envs, blocks_per_env)
+# (id, env factory, num_envs, blocks_per_env[, shared memory per block of the target device])
 CASES = [
+    ("tag_continuous_partial_1block_48k_device",
+     lambda: TagContinuous(num_taggers=10, num_runners=990, use_full_observation=False, num_other_agents_observed=10),
+     2000, 1, 48 * 1024),
+    ("tag_continuous_partial_1block_64k_device",
+     lambda: TagContinuous(num_taggers=10, num_runners=990, use_full_observation=False, num_other_agents_observed=10),
+     2000, 1, 64 * 1024),
     ("tag_continuous_full_1block", lambda: TagContinuous(num_taggers=2, num_runners=30), 8, 1),
     ("tag_continuous_partial_1block",
      lambda: TagContinuous(num_taggers=10, num_runners=990, use_full_observation=False, num_other_agents_observed=10),
@@ -67,9 +73,9 @@ def test_kernel_signatures_match_step_kernel_args(env_cls):
         assert [_normalize(p.name) for p in signatures[kernel]] == expected, kernel
 
 
-def _render(env, num_envs: int, blocks_per_env: int) -> str:
+def _render(env, num_envs: int, blocks_per_env: int, max_shared_bytes: int = 227 * 1024) -> str:
     return render_source(num_envs, env.num_agents, blocks_per_env, env_source=env.cuda_source,
-                         constants=env.cuda_constants())
+                         constants=env.cuda_constants(), max_shared_bytes=max_shared_bytes)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
@@ -79,10 +85,10 @@ def test_env_kernels_compile_for_sm90(case, tmp_path):
         pytest.skip("nvcc is not on PATH")
     if not (CORE_DIR / "core_service.cuh").is_file():
         pytest.skip(f"{CORE_DIR / 'core_service.cuh'} is not there yet")
-    _, make_env, num_envs, blocks_per_env = case
+    _, make_env, num_envs, blocks_per_env, *device = case
     env = make_env()
     source = tmp_path / "module.cu"
-    source.write_text(_render(env, num_envs, blocks_per_env))
+    source.write_text(_render(env, num_envs, blocks_per_env, *device))
     cmd = [nvcc, "-arch=sm_90", "-cubin", "-O3", "-std=c++17", f"-I{CORE_DIR}",
            f"-I{env.cuda_source.parent}", "-o", str(tmp_path / "module.cubin"), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
