@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from warp_drive.cuda.signature import parse_kernel_signatures
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
@@ -88,3 +89,41 @@ def test_unknown_function_names_the_fix():
         fm.get_function("sample_actions")
     fm.initialize_default_functions()
     assert "sample_actions" in fm.function_names
+
+
+class _FakeFunction:
+    """Stands in for a pycuda Function: records how a launch arrives."""
+
+    def __init__(self, with_fast_launch: bool) -> None:
+        self.calls: list[tuple] = []
+        self.texrefs: list = []
+        if with_fast_launch:
+            self._launch_kernel = lambda *a: self.calls.append(("fast", *a))
+
+    def prepare(self, codes: str) -> None:
+        self.arg_format = codes
+
+    def prepared_async_call(self, grid, block, stream, *values, shared_size=0) -> None:
+        self.calls.append(("prepared", grid, block, stream, values, shared_size))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_kernel_launch_packs_pointers_and_passes_shared_memory(fast, monkeypatch):
+    """Tensors become pointers; the prepared format packs the values for pycuda's stateless launch
+    (or prepared_async_call without it); the declared dynamic shared memory goes with every launch."""
+    import struct
+    import sys
+    import types
+
+    from warp_drive.managers.pycuda_function_manager import _Kernel
+
+    monkeypatch.setitem(sys.modules, "pycuda", types.ModuleType("pycuda"))
+    monkeypatch.setitem(sys.modules, "pycuda._pvt_struct", types.SimpleNamespace(pack=struct.pack))
+    function = _FakeFunction(with_fast_launch=fast)
+    kernel = _Kernel("K", function, "Pif", shared_bytes=4096)
+    buffer = torch.zeros(3)
+    kernel((2, 1), (32, 1, 1), None, [buffer, 7, 1.5])
+    if fast:
+        assert function.calls == [("fast", (2, 1), (32, 1, 1), struct.pack("Pif", buffer.data_ptr(), 7, 1.5), 4096, None)]
+    else:
+        assert function.calls == [("prepared", (2, 1), (32, 1, 1), None, (buffer.data_ptr(), 7, 1.5), 4096)]
