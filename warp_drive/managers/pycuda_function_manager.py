@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from warp_drive.cuda import core_dir
-from warp_drive.cuda.compiler import DEFAULT_OPTIONS, compile_cubin, render_source
+from warp_drive.cuda.compiler import DEFAULT_MAX_SHARED_BYTES, DEFAULT_OPTIONS, compile_cubin, render_source
 from warp_drive.cuda.signature import parse_kernel_signatures
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError
 from warp_drive.managers.function_manager import FunctionManager
@@ -111,7 +111,7 @@ class PyCUDAFunctionManager(FunctionManager):
         """Shared memory one block may use on this device (opt-in limit), as kernels see it in
         ``wkMaxSharedBytesPerBlock``."""
         attrs = self._attrs
-        return int(attrs.get("max_shared_memory_per_block_optin") or attrs.get("max_shared_memory_per_block", 48 * 1024))
+        return int(attrs.get("max_shared_memory_per_block_optin") or attrs.get("max_shared_memory_per_block", DEFAULT_MAX_SHARED_BYTES))
 
     @property
     def arch(self) -> str:
@@ -235,10 +235,9 @@ class PyCUDAFunctionManager(FunctionManager):
         value = np.zeros(1, np.int32)
         cuda.memcpy_dtoh(value, pointer)
         need = int(value[0])
-        attrs = self._attrs
-        if need > attrs.get("max_shared_memory_per_block", 48 * 1024):
+        if need > self._attrs.get("max_shared_memory_per_block", DEFAULT_MAX_SHARED_BYTES):
             static = function.get_attribute(cuda.function_attribute.SHARED_SIZE_BYTES)
-            limit = attrs.get("max_shared_memory_per_block_optin", 0)
+            limit = self.max_shared_bytes
             if need + static > limit:
                 raise GeometryError(
                     f"kernel '{name}' needs {need + static} bytes of shared memory per block for "
