@@ -21,7 +21,7 @@ setup(
     python_requires=">=3.9",
     packages=find_packages(include=["warp_drive", "warp_drive.*", "example_envs", "example_envs.*"]),
     package_data={
-        "warp_drive": ["cuda/core/*.cuh", "config/*.yaml", "training/run_configs/*.yaml", "py.typed"],
+        "warp_drive": ["cuda/core/*.cuh", "cuda_includes/*.cu", "config/*.yaml", "training/run_configs/*.yaml", "py.typed"],
         "example_envs": ["**/*.cu", "**/*.cuh", "**/*.yaml", "**/*.md"],
     },
     include_package_data=True,
@@ -35,9 +35,10 @@ setup(
     extras_require={
         "cuda": ["pycuda>=2024.1"],
         "viz": ["matplotlib>=3.6", "pillow>=9.0"],
-        "lightning": ["lightning>=2.0"],
+        "lightning": ["lightning>=2.0", "pytorch_lightning>=2.0"],
         "interop": ["pettingzoo>=1.24"],
-        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0", "nbformat>=5.7"],
+        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0",
+                "pytorch_lightning>=2.0", "nbformat>=5.7"],
     },
     entry_points={"console_scripts": ["warp-drive-train=warp_drive.training.example_training_script:main"]},
     classifiers=[

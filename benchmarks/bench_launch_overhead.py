@@ -46,7 +46,8 @@ def main() -> None:
     res = {
         "sampler_sample_us": per_call_us(lambda: s.sample(dm, probs, "acts", check=False), args.reps),
         "function_manager_launch_us": per_call_us(lambda: fm.launch("sample_actions", launch_args, grid=grid, block=block), args.reps),
-        "kernel_call_us": per_call_us(lambda: kernel(grid, block, None, launch_args), args.reps),
+        "kernel_launch_us": per_call_us(lambda: kernel.launch(grid, block, None, launch_args), args.reps),
+        "kernel_pycuda_style_call_us": per_call_us(lambda: kernel(*launch_args, grid=grid, block=block), args.reps),
         "pycuda_prepared_async_call_us": per_call_us(lambda: kernel.function.prepared_async_call(grid, block, None, *values), args.reps),
         "pycuda_with_shared_size_kwarg_us": per_call_us(
             lambda: kernel.function.prepared_async_call(grid, block, None, *values, shared_size=0), args.reps),

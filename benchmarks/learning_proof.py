@@ -26,14 +26,14 @@ def cartpole(algorithm: str, max_steps: int = 6_000_000, target: float = 475.0) 
     curve, reached, start = [], None, time.perf_counter()
     while t.policies["shared"].timestep < max_steps:
         t.train(5)
-        ret = float(t.evaluate_episodes(deterministic=True)["shared"]["episode_return"].mean())
+        ret = float(t.evaluate(deterministic=True)["shared"]["episode_return"].mean())
         curve.append((t.policies["shared"].timestep, ret))
         logging.info("cartpole %s step %d greedy return %.1f", algorithm, curve[-1][0], ret)
         if ret >= target and reached is None:
             reached = curve[-1][0]
         if reached is not None and len(curve) >= 2 and curve[-2][1] >= target:
             break
-    final = t.evaluate_episodes(deterministic=True, num_episodes=2)["shared"]["episode_return"]
+    final = t.evaluate(deterministic=True, num_episodes=2)["shared"]["episode_return"]
     assert np.isfinite(final).all() and len(final) == 2 * 256
     return {"algorithm": algorithm, "env_steps_to_475": reached, "final_greedy_return_mean": float(final.mean()),
             "curve": curve, "wall_s": time.perf_counter() - start}
@@ -71,13 +71,13 @@ def tag(minutes: float = 3.0) -> dict:
     tagger = t.policies["tagger"]
     trained_model = tagger.model
     tagger.model = UniformPolicy(tuple(tagger.action_spec.categorical))
-    random_ret = t.evaluate_episodes(deterministic=False)
+    random_ret = t.evaluate(deterministic=False)
     tagger.model = trained_model
-    before = t.evaluate_episodes(deterministic=False)
+    before = t.evaluate(deterministic=False)
     start = time.perf_counter()
     while time.perf_counter() - start < minutes * 60:
         t.train(5)
-    after = t.evaluate_episodes(deterministic=False, num_episodes=2)
+    after = t.evaluate(deterministic=False, num_episodes=2)
     tag_reward = 10.0  # tags per tagger per episode = tagger return / tag reward (no step penalty)
     out = {"config": TAG, "env_steps": tagger.timestep, "train_wall_s": time.perf_counter() - start,
            "env_steps_per_s": t.env_steps_per_second}

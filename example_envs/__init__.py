@@ -173,7 +173,10 @@ def check_choice(env_name: str, key: str, value: Any, choices: Iterable[str]) ->
 
 
 def check_backend(env_name: str, value: Any) -> str:
-    """``"cpu"`` or ``"pycuda"`` (the wrapper sets the real backend later)."""
+    """``"cpu"`` or ``"pycuda"`` (the wrapper sets the real backend later). 2.7.1's ``"numba"``
+    is accepted and means ``"pycuda"``: the env's CUDA kernels stand in for its Numba ones."""
+    if value == "numba":
+        return "pycuda"
     if value not in ("cpu", "pycuda"):
         raise ConfigError(f"{env_name}: env_backend={value!r} is unknown; use 'cpu' or 'pycuda'")
     return str(value)

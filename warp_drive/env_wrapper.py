@@ -1,9 +1,35 @@
-"""EnvWrapper: reset an env once on the host, push its data, then step and reset on the device."""
+"""EnvWrapper: reset an env once on the host, push its data, then step and reset on the device.
+
+The constructor takes 2.7.1's arguments in 2.7.1's order (plus ``device_id``, keyword only), and
+the deprecated ``use_cuda=`` (a DeprecationWarning) or a bool ``env_backend``.
+
+Which path an env takes:
+
+- ``env_backend="pycuda"``: every env (a :class:`CUDAEnvironmentContext`) runs on the device. Its
+  CUDA source is the path registered with ``env_registrar.add_cuda_env_src_path`` (2.7.1's way;
+  it takes precedence) or the class attribute ``cuda_source``.
+- ``env_backend="numba"``: there is no Numba backend; the env's CUDA kernels run on pycuda (one
+  warning). An env without a CUDA source gets a :class:`~warp_drive.errors.ConfigError`.
+- ``env_backend="cpu"`` and an env with a vectorised ``numpy_step`` (all envs of this package):
+  all replicas step in NumPy on a data store with the GPU's API. With one replica, gym-style calls
+  also work: ``reset()`` returns ``{agent_id: obs}`` and ``step({agent_id: action})`` returns
+  ``(obs, rew, done, info)``.
+- ``env_backend="cpu"`` and an env without ``numpy_step`` (written for 2.7.1, whose ``step``
+  runs one env gym style): as in 2.7.1, ``reset_all_envs()`` returns ``env.reset()`` and
+  ``step_all_envs(actions)`` returns ``env.step(actions)``; there is no data store.
+
+``testing_mode`` (2.7.1 loaded a prebuilt test binary built for 2 envs x 5 agents): the env's
+source is compiled as usual (builds are cached by content, so this costs what loading a binary
+costs after the first run); only an env without any CUDA source loads the named test binary
+(``testing_bin_filename``, default ``test_build.fatbin``, the core layer plus the dummy env).
+"""
 
 from __future__ import annotations
 
 import logging
 import math
+import warnings
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -11,49 +37,69 @@ import numpy as np
 from warp_drive.errors import ConfigError
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.function_manager import FunctionFeed
+from warp_drive.utils.argument_fix import Argfix
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
 from warp_drive.utils.env_registrar import EnvironmentRegistrar
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext, has_vectorised_cpu_step
 from warp_drive.utils.placeholders import placeholder_feed
 from warp_drive.utils.recursive_obs_dict_to_spaces_dict import recursive_obs_dict_to_spaces_dict
+from warp_drive.utils.spaces import agent_spaces_to_gymnasium
 
 logger = logging.getLogger(__name__)
 
 _BACKEND_ALIASES = {"pycuda": "pycuda", "cuda": "pycuda", "gpu": "pycuda", "cpu": "cpu"}
+DEFAULT_TESTING_BIN = "test_build.fatbin"
 
 
 def resolve_backend(env_backend: Any) -> str:
-    """'pycuda' or 'cpu' from a backend name (or the legacy bool ``use_cuda``)."""
-    if isinstance(env_backend, bool):
+    """'pycuda' or 'cpu' from a backend name or a bool (``use_cuda``). ``"numba"`` runs on pycuda,
+    with a warning (warp_drive has no Numba backend; envs run their CUDA kernels instead)."""
+    if isinstance(env_backend, (bool, np.bool_)):
         return "pycuda" if env_backend else "cpu"
     if isinstance(env_backend, str) and env_backend.lower() == "numba":
-        raise ConfigError("the numba backend is not provided; use env_backend='pycuda' (GPU) or 'cpu'")
+        warnings.warn(
+            "env_backend='numba': warp_drive has no Numba backend; the env's CUDA kernels run on pycuda instead",
+            UserWarning,
+            stacklevel=2,
+        )
+        return "pycuda"
     try:
         return _BACKEND_ALIASES[str(env_backend).lower()]
     except KeyError:
         raise ConfigError(f"env_backend={env_backend!r} is unknown; use 'pycuda' or 'cpu'") from None
 
 
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 class EnvWrapper:
     """Runs ``num_envs`` replicas of a warp_drive env on one backend.
 
     Args:
-        env_obj: an env instance (a :class:`CUDAEnvironmentContext`), or None with ``env_name``.
-        env_name: name of an env in ``env_registrar``.
+        env_obj: an env instance (a :class:`CUDAEnvironmentContext` for the device backends).
+        env_name: name of an env in ``env_registrar`` (with ``env_config``), used when ``env_obj``
+            is None.
         env_config: keyword arguments for the registered env class.
         num_envs: number of replicas (E).
         blocks_per_env: CUDA blocks per env (default: enough for num_agents on this device).
-        env_backend: ``"pycuda"`` (GPU) or ``"cpu"`` (NumPy reference steps, same API).
-        env_registrar: where ``env_name`` is looked up.
+        env_backend: ``"pycuda"`` (GPU), ``"cpu"``, ``"numba"`` (runs on pycuda) or a bool.
+        testing_mode, testing_bin_filename: see the module docstring.
+        env_registrar: an :class:`EnvironmentRegistrar` for ``env_name`` and registered sources.
+        event_messenger: 2.7.1's build signal (a multiprocessing Event), set once the build is
+            loaded; every process builds (builds are cached by content and safe across processes).
         process_id: rank of this process.
-        device_id: CUDA device (pycuda backend).
-        use_cuda: legacy alias of ``env_backend`` (True -> pycuda).
+        device_id: CUDA device (pycuda backend), keyword only.
+        use_cuda: deprecated alias of ``env_backend`` (True -> pycuda).
 
     After construction: ``reset_all_envs()`` once (host reset and push), then
     ``step_all_envs()`` and ``reset_only_done_envs()`` run on the device.
     """
 
+    @Argfix({"use_cuda": "env_backend"})
     def __init__(
         self,
         env_obj: Any = None,
@@ -62,39 +108,60 @@ class EnvWrapper:
         num_envs: int = 1,
         blocks_per_env: int | None = None,
         env_backend: Any = "cpu",
+        testing_mode: bool = False,
+        testing_bin_filename: str | None = None,
         env_registrar: EnvironmentRegistrar | None = None,
         event_messenger: Any = None,
         process_id: int = 0,
+        *,
         device_id: int | None = None,
-        use_cuda: bool | None = None,
-        testing_mode: bool = False,
     ) -> None:
-        if use_cuda is not None:
-            env_backend = use_cuda
+        requested = env_backend
         self.env_backend = resolve_backend(env_backend)
         if env_obj is None:
             if env_name is None or env_registrar is None:
-                raise ConfigError("pass env_obj, or env_name together with env_registrar")
-            env_obj = env_registrar.get(env_name, self.env_backend)(**dict(env_config or {}))
-        if not isinstance(env_obj, CUDAEnvironmentContext):
-            raise ConfigError(
-                f"{type(env_obj).__name__} must subclass warp_drive.utils.gpu_environment_context.CUDAEnvironmentContext"
-            )
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
+                raise ConfigError("pass env_obj, or env_name together with env_registrar (and env_config)")
+            table = self.env_backend
+            if isinstance(requested, str) and requested.lower() == "numba" and env_registrar.has_env(env_name, "numba"):
+                table = "numba"
+            env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
+        self.n_envs = _positive_int("num_envs", num_envs)
         self.env = env_obj
+        for attr in ("num_agents", "episode_length"):
+            if not hasattr(env_obj, attr):
+                raise ConfigError(f"{type(env_obj).__name__} must set the attribute '{attr}'")
         self.n_agents = int(env_obj.num_agents)
         self.episode_length = int(env_obj.episode_length)
-        self.name = env_obj.name
-        self.n_envs = int(num_envs)
+        self.name = getattr(env_obj, "name", "")
+        if not self.name:
+            raise ConfigError(f"{type(env_obj).__name__} needs a class attribute 'name' (its kernels are Cuda<name>Step)")
         self.process_id = process_id
         self.env.env_backend = self.env_backend
 
-        self._host_obs = self.env.reset()
-        if not hasattr(self.env, "observation_space") or self.env.observation_space is None:
-            self.env.observation_space = {a: recursive_obs_dict_to_spaces_dict({"o": o})["o"] for a, o in self._host_obs.items()}
-        if set(self.env.observation_space) != set(self.env.action_space):
-            raise ConfigError("the env's observation_space and action_space must have the same agent keys")
+        self._host_obs = self.obs_at_reset()
+        if not isinstance(self._host_obs, Mapping) or not self._host_obs:
+            raise ConfigError(
+                f"{type(env_obj).__name__}.reset() must return a dict {{agent_id: observation}}, got "
+                f"{type(self._host_obs).__name__}"
+            )
+        self._convert_spaces()
+
+        # Gym-style passthrough: a 2.7.1 env on the cpu backend (no vectorised NumPy step).
+        self._passthrough = self.env_backend == "cpu" and not has_vectorised_cpu_step(env_obj)
+        self.reset_on_host = True
+        self.has_custom_reset = False
+        if self._passthrough:
+            self.blocks_per_env = 1 if blocks_per_env is None else _positive_int("blocks_per_env", blocks_per_env)
+            self.cuda_data_manager = self.cuda_function_manager = self.cuda_function_feed = self.env_resetter = None
+            return
+        if not isinstance(env_obj, CUDAEnvironmentContext):
+            raise ConfigError(
+                f"{type(env_obj).__name__} must subclass warp_drive.utils.gpu_environment_context.CUDAEnvironmentContext "
+                f"to run on env_backend={requested!r}"
+            )
+        source = self._cuda_source(env_registrar, requested, testing_mode) if self.env_backend == "pycuda" else None
+        if testing_bin_filename is not None and not str(testing_bin_filename).endswith((".cubin", ".fatbin")):
+            raise ConfigError(f"testing_bin_filename={testing_bin_filename!r} must name a .cubin or .fatbin file")
 
         self.blocks_per_env = self._blocks_per_env(blocks_per_env, device_id)
         args = dict(num_agents=self.n_agents, num_envs=self.n_envs, blocks_per_env=self.blocks_per_env)
@@ -104,12 +171,18 @@ class EnvWrapper:
 
             self.cuda_data_manager = PyCUDADataManager(episode_length=self.episode_length, device_id=device_id, **args)
             self.cuda_function_manager = PyCUDAFunctionManager(process_id=process_id, device_id=device_id, **args)
-            source = self.env.cuda_source
-            if source is None and env_registrar is not None:
-                source = env_registrar.get_cuda_env_src_path(self.name)
-            if source is None:
-                raise ConfigError(f"{type(self.env).__name__} has no cuda_source; set it to its .cu file")
-            self.cuda_function_manager.compile_and_load_cuda(env_source=source, constants=self.env.cuda_constants())
+            if source is not None:
+                if testing_mode:
+                    logger.info("testing_mode: compiling %s (cached by content); no prebuilt binary is loaded", source)
+                self.cuda_function_manager.compile_and_load_cuda(
+                    event_messenger=event_messenger, env_source=source, constants=self.env.cuda_constants()
+                )
+            else:
+                from warp_drive.utils.common import get_project_root
+
+                binary = Path(get_project_root()) / "warp_drive" / "cuda_bin" / (testing_bin_filename or DEFAULT_TESTING_BIN)
+                logger.info("testing_mode: %s has no CUDA source; loading the test build %s", self.name, binary)
+                self.cuda_function_manager.load_cuda_from_binary_file(str(binary))
         else:
             from warp_drive.managers.data_manager import CPUDataManager
             from warp_drive.managers.function_manager import CPUFunctionManager
@@ -120,15 +193,51 @@ class EnvWrapper:
         self.cuda_function_feed = FunctionFeed(self.cuda_data_manager)
         self.env_resetter = EnvironmentReset(self.cuda_function_manager)
         self.has_custom_reset = self.env_resetter.register_custom_reset_function(
-            self.cuda_data_manager, self.env.reset_function_name
+            self.cuda_data_manager, f"Cuda{self.name}Reset"
         )
-        self.reset_on_host = True
+
+    # ------------------------------------------------------------------ construction helpers
+    def _convert_spaces(self) -> None:
+        """gym spaces -> gymnasium spaces (once); observation spaces built from the reset obs when missing."""
+        env = self.env
+        if getattr(env, "action_space", None) is None:
+            raise ConfigError(f"{type(env).__name__} must set action_space: a dict {{agent_id: space}}")
+        env.action_space = agent_spaces_to_gymnasium(env.action_space, "action_space")
+        if getattr(env, "observation_space", None) is None:
+            env.observation_space = {
+                a: recursive_obs_dict_to_spaces_dict({"o": o})["o"] for a, o in self._host_obs.items()
+            }
+        else:
+            env.observation_space = agent_spaces_to_gymnasium(env.observation_space, "observation_space")
+        if set(env.observation_space) != set(env.action_space):
+            raise ConfigError(
+                f"{type(env).__name__}: observation_space has agents {sorted(env.observation_space)} but action_space "
+                f"has {sorted(env.action_space)}; both need the same agent ids"
+            )
+
+    def _cuda_source(self, registrar: EnvironmentRegistrar | None, requested: Any, testing_mode: bool) -> Any:
+        """The env's .cu file: the registered path first (2.7.1's precedence), else ``cuda_source``."""
+        source = getattr(self.env, "cuda_source", None)
+        if registrar is not None:
+            registered = registrar.get_cuda_env_src_path(self.name)
+            if registered is not None:
+                source = registered
+        if source is not None or testing_mode:
+            return source
+        hint = ""
+        if isinstance(requested, str) and requested.lower() == "numba":
+            hint = " (env_backend='numba': warp_drive has no Numba backend and runs the env's CUDA kernels on pycuda"
+            numba_module = registrar.get_cuda_env_src_path(self.name, "numba") if registrar is not None else None
+            hint += f"; the registered Numba module {numba_module!r} cannot run here)" if numba_module else ")"
+        raise ConfigError(
+            f"{type(self.env).__name__} (env '{self.name}') has no CUDA source{hint}. Register its .cu file: "
+            f"registrar.add_cuda_env_src_path({self.name!r}, '/path/to/step.cu') and pass env_registrar=registrar, "
+            f"or set the class attribute cuda_source"
+        )
 
     def _blocks_per_env(self, requested: int | None, device_id: int | None) -> int:
         if requested is not None:
-            if isinstance(requested, bool) or not isinstance(requested, (int, np.integer)) or requested < 1:
-                raise ConfigError(f"blocks_per_env must be a positive integer, got {requested!r}")
-            return int(requested)
+            return _positive_int("blocks_per_env", requested)
         if self.env_backend != "pycuda":
             return 1
         from warp_drive.utils.device import device_attributes, init_cuda
@@ -139,6 +248,13 @@ class EnvWrapper:
         dev = torch.cuda.current_device() if device_id is None else device_id
         return math.ceil(self.n_agents / device_attributes(dev)["max_threads_per_block"])
 
+    def _require_store(self, what: str) -> None:
+        if self._passthrough:
+            raise ConfigError(
+                f"{what} needs a data store, but {type(self.env).__name__} has no numpy_step and runs gym style "
+                f"on the cpu backend (call reset() / step(actions)); use env_backend='pycuda'"
+            )
+
     # ------------------------------------------------------------------ manager aliases
     @property
     def data_manager(self) -> Any:
@@ -148,14 +264,22 @@ class EnvWrapper:
     def function_manager(self) -> Any:
         return self.cuda_function_manager
 
+    @property
+    def reset_observations(self) -> dict:
+        """The observations of the host reset whose state was pushed to every replica."""
+        return self._host_obs
+
     # ------------------------------------------------------------------ resets
     def reset_all_envs(self) -> dict:
         """First call: push the host reset to every replica and return its observations.
-        Later calls: force-reset every replica on the device and return ``{}``."""
+        Later calls: force-reset every replica on the device and return ``{}`` (with one replica
+        on the cpu backend: its observations). Gym-style cpu passthrough: ``env.reset()``."""
         self.env.timestep = 0
+        if self._passthrough:
+            return self.obs_at_reset()
         if not self.reset_on_host:
             self.env_resetter.reset_when_done(self.cuda_data_manager, mode="force_reset")
-            return {}
+            return self._env0_obs() if self._gym_style_cpu else {}
         dm = self.cuda_data_manager
         pools = self.env.get_reset_pool_dictionary()
         dm.push_data_to_device(self._with_env_axis(self.env.get_data_dictionary(), pools), torch_accessible=False)
@@ -190,36 +314,103 @@ class EnvWrapper:
 
     def reset_only_done_envs(self, undo_done_after_reset: bool = True) -> dict:
         """Reset, on the device, every replica whose ``_done_`` flag is set."""
+        self._require_store("reset_only_done_envs()")
         if self.reset_on_host:
             raise ConfigError("call reset_all_envs() once before reset_only_done_envs()")
         self.env_resetter.reset_when_done(self.cuda_data_manager, mode="if_done", undo_done_after_reset=undo_done_after_reset)
         return {}
 
-    def custom_reset_all_envs(self, args: Any = None, block: Any = None, grid: Any = None) -> None:
+    def custom_reset_all_envs(self, args: Any = None, block: Any = None, grid: Any = None) -> dict:
         """Launch the env's ``Cuda<Name>Reset`` kernel."""
+        self._require_store("custom_reset_all_envs()")
         self.env_resetter.custom_reset(args=args, block=block, grid=grid)
+        return {}
 
     def init_reset_pool(self, seed: int | None = None) -> None:
         """Reseed the reset-pool draws."""
+        self._require_store("init_reset_pool()")
         self.env_resetter.init_reset_pool(self.cuda_data_manager, seed)
 
     # ------------------------------------------------------------------ stepping
-    def step_all_envs(self, actions: Any = None) -> None:
-        """Step every replica once (actions: optional (E, N, heads) array written first)."""
+    @property
+    def _gym_style_cpu(self) -> bool:
+        return self.env_backend == "cpu" and self.n_envs == 1
+
+    def step_all_envs(self, actions: Any = None) -> Any:
+        """Step every replica once.
+
+        ``actions`` (optional): an (E, N, heads) array written to ``sampled_actions`` first. On the
+        cpu backend with one replica it may also be a dict ``{agent_id: action}``; the step then
+        returns ``(obs, rew, done, info)`` gym style. Gym-style cpu passthrough: returns
+        ``env.step(actions)``. Otherwise returns None (results live on the data store).
+        """
+        if self._passthrough:
+            if actions is None:
+                raise ConfigError(
+                    f"{type(self.env).__name__} steps gym style on the cpu backend: pass actions {{agent_id: action}}"
+                )
+            return self.env.step(actions)
         if self.reset_on_host:
             raise ConfigError("call reset_all_envs() before step_all_envs()")
-        self.env.step(actions)
+        gym_style = isinstance(actions, Mapping)
+        if gym_style:
+            if not self._gym_style_cpu:
+                raise ConfigError(
+                    f"actions as a dict {{agent_id: action}} are for one replica on the cpu backend; this wrapper runs "
+                    f"{self.n_envs} on {self.env_backend}: pass an array (num_envs, num_agents, heads)"
+                )
+            actions = self._actions_from_dict(actions)
+        if actions is not None:
+            self.cuda_data_manager.assign(Constants.ACTIONS, actions)
+        self.env.step()
+        if gym_style:
+            dm = self.cuda_data_manager
+            rewards = dm.pull_data_from_device(Constants.REWARDS)[0]
+            ids = sorted(self.env.action_space)
+            done = bool(dm.pull_data_from_device(Constants.DONE)[0] > 0)
+            return self._env0_obs(), {a: rewards[i] for i, a in enumerate(ids)}, {"__all__": done}, {}
+        return None
+
+    def _actions_from_dict(self, actions: Mapping[Any, Any]) -> np.ndarray:
+        ids = sorted(self.env.action_space)
+        missing = [a for a in ids if a not in actions]
+        if missing:
+            raise ConfigError(f"no action for agents {missing}; pass one per agent id")
+        shape = self.cuda_data_manager.get_shape(Constants.ACTIONS)
+        dtype = np.dtype(self.cuda_data_manager.get_dtype(Constants.ACTIONS))
+        out = np.zeros(shape, dtype)
+        for i, a in enumerate(ids):
+            value = np.asarray(actions[a], dtype).reshape(-1)
+            if value.size != shape[2]:
+                raise ConfigError(f"agent {a!r}: action {actions[a]!r} has {value.size} values; expected {shape[2]}")
+            out[0, i] = value
+        return out
+
+    def _env0_obs(self) -> dict:
+        """``{agent_id: obs}`` of replica 0, read from the data store."""
+        dm = self.cuda_data_manager
+        ids = sorted(self.env.action_space)
+        if dm.is_data_on_device(Constants.OBSERVATIONS):
+            obs = dm.pull_data_from_device(Constants.OBSERVATIONS)[0]
+            return {a: obs[i] for i, a in enumerate(ids)}
+        keys = list(self._host_obs[ids[0]])  # dict observations: one array per key
+        arrays = {k: dm.pull_data_from_device(f"{Constants.OBSERVATIONS}_{k}")[0] for k in keys}
+        return {a: {k: v[i] for k, v in arrays.items()} for i, a in enumerate(ids)}
 
     def obs_at_reset(self) -> dict:
+        """The env's host reset (``env.reset()``)."""
         return self.env.reset()
 
     def reset(self) -> dict:
+        """Alias of :meth:`reset_all_envs` (gym style)."""
         return self.reset_all_envs()
 
-    def step(self, actions: Any = None) -> None:
+    def step(self, actions: Any = None) -> Any:
+        """Alias of :meth:`step_all_envs` (gym style)."""
         return self.step_all_envs(actions)
 
     # ------------------------------------------------------------------ convenience
     def done_flags(self) -> Any:
         """The live ``_done_`` tensor (E,)."""
+        self._require_store("done_flags()")
         return self.cuda_data_manager.data_on_device_via_torch(Constants.DONE)

@@ -126,17 +126,60 @@ def _check_int(env: str, key: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-class ClassicControlEnv(CUDAEnvironmentContext):
+def map_to_single_agent(value: Any) -> dict[int, Any]:
+    """``{0: value}``: a single agent's value in the multi-agent dict layout."""
+    return {0: value}
+
+
+def get_action_for_single_agent(action: Mapping[int, Any]) -> Any:
+    """The one action of a single-agent action dict ``{agent_id: action}``.
+
+    Raises:
+        ConfigError: ``action`` is not a dict with exactly one entry.
+    """
+    if not isinstance(action, Mapping) or len(action) != 1:
+        raise ConfigError(f"a single-agent env takes actions as {{0: action}}, got {action!r}")
+    return next(iter(action.values()))
+
+
+class SingleAgentEnv:
+    """Bookkeeping shared by single-agent envs (2.7.1's ``example_envs.single_agent.base`` class).
+
+    Sets ``num_agents = 1``, ``agents = {0: True}``, ``episode_length``, ``env_backend``,
+    ``reset_pool_size`` and ``seed``; ``action_space``, ``observation_space`` and ``timestep``
+    start as None for the subclass to fill. A gym-style env written for 2.7.1 can keep deriving
+    from it.
+
+    Raises:
+        ConfigError: ``episode_length`` is not a positive integer.
+    """
+
+    def __init__(
+        self, episode_length: int = 500, env_backend: str = "cpu", reset_pool_size: int = 0, seed: int | None = None
+    ) -> None:
+        self.num_agents = 1
+        self.agents = {0: True}
+        self.episode_length = _check_int(type(self).__name__, "episode_length", episode_length, 1)
+        self.action_space: Any = None
+        self.observation_space: Any = None
+        self.timestep: int | None = None
+        self.env_backend = env_backend
+        self.reset_pool_size = reset_pool_size
+        self.seed = seed
+
+
+class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
     """Base of the classic-control envs: one agent (id 0), state ``(E, 1, STATE_DIM)``.
 
-    Args:
+    Args (the first four in 2.7.1's order):
         episode_length: time limit T (``_done_`` = 1 at ``_timestep_ >= T``).
+        env_backend: ``"cpu"`` (NumPy step) or ``"pycuda"`` (CUDA step kernel); 2.7.1's
+            ``"numba"`` means ``"pycuda"``.
         reset_pool_size: 0 -> every reset restores the initial state of :meth:`reset`; P >= 2 ->
             each reset draws one of P initial states (state and observation pools, one row per
             env per reset, shared by both pools).
         seed: seed of the initial-state draws (None: fresh entropy). Also the pool-draw seed the
             wrapper uses (``env.seed``).
-        env_backend: ``"cpu"`` (NumPy step) or ``"pycuda"`` (CUDA step kernel).
         **physics: overrides of the env's physics constants (see its ``constants.PHYSICS``).
 
     Raises:
@@ -164,29 +207,29 @@ class ClassicControlEnv(CUDAEnvironmentContext):
     def __init__(
         self,
         episode_length: int = 500,
+        env_backend: str = "cpu",
         reset_pool_size: int = 0,
         seed: int | None = None,
-        env_backend: str = "cpu",
         **physics: Any,
     ) -> None:
         env = type(self).__name__
-        self.episode_length = _check_int(env, "episode_length", episode_length, 1)
-        self.reset_pool_size = _check_int(env, "reset_pool_size", reset_pool_size, 0)
-        if self.reset_pool_size == 1:
+        reset_pool_size = _check_int(env, "reset_pool_size", reset_pool_size, 0)
+        if reset_pool_size == 1:
             raise ConfigError(
                 f"{env}: reset_pool_size=1 is not a pool; use 0 (restore one saved initial state) "
                 f"or >= 2 (draw one of that many initial states at every reset)"
             )
         if seed is not None:
             seed = _check_int(env, "seed", seed, 0)
-        self.seed = seed
+        if env_backend == "numba":
+            env_backend = "pycuda"  # 2.7.1's Numba classes: the CUDA kernel runs instead
         if env_backend not in ENV_BACKENDS:
             raise ConfigError(
                 f"{env}: env_backend={env_backend!r} is unknown; use one of {list(ENV_BACKENDS)}"
             )
-        self.env_backend = env_backend
+        super().__init__(episode_length, env_backend, reset_pool_size, seed)
+        self.timestep = 0
         self.params: Mapping[str, Any] = MappingProxyType(self._resolve_physics(physics))
-        self.num_agents = 1
         self.observation_space = {0: self.make_observation_space()}
         self.action_space = {0: self.make_action_space()}
         seed_seq = np.random.SeedSequence(seed)

@@ -77,13 +77,16 @@ class TagContinuous(CUDAEnvironmentContext):
         use_full_observation: observe every other agent (7 (N-1) + 1 values) or only the K
             nearest agents still in the game (7 K + 1 values).
         num_other_agents_observed: K, 1 <= K <= N - 1 (used with partial observation).
-        tagging_distance: tag radius as a fraction of L, in (0, 1].
+        tagging_distance: tag radius as a fraction of L, in [0, 1] (0: nobody is ever tagged).
         runner_exits_game_after_tagged: a tagged runner leaves the game.
         neighbour_search: how the CUDA kernel finds the K nearest agents and the nearest tagger:
             "grid" (agents sorted into square cells each step, exact), "scan" (every pair) or
             "auto" (grid for partial observation with >= 256 agents). Results are identical;
             only speed differs. The NumPy step always compares every pair.
         env_backend: "cpu" or "pycuda" (overwritten by the EnvWrapper).
+
+    The parameters up to ``env_backend`` are 2.7.1's, in its order; ``taggers`` and ``runners``
+    are dicts ``{agent_id: True}`` as in 2.7.1 (``list(env.taggers)`` gives the tagger ids).
 
     Raises:
         ConfigError: an argument is unknown, has the wrong type or is out of range.
@@ -152,8 +155,8 @@ class TagContinuous(CUDAEnvironmentContext):
         step_reward_for_runner: float = 0.0,
         end_of_game_reward_for_runner: float = 1.0,
         runner_exits_game_after_tagged: bool = True,
-        neighbour_search: str = "auto",
         env_backend: str = "cpu",
+        neighbour_search: str = "auto",
         **unknown: Any,
     ) -> None:
         env = self.name
@@ -188,8 +191,8 @@ class TagContinuous(CUDAEnvironmentContext):
                 f"{self.num_agents - 1} other agents (N={self.num_agents}); set it to at most N - 1"
             )
         self.tagging_distance = check_float(
-            env, "tagging_distance", tagging_distance, above=0.0, at_most=1.0,
-            fix="it is a fraction of grid_length, e.g. 0.01",
+            env, "tagging_distance", tagging_distance, at_least=0.0, at_most=1.0,
+            fix="it is a fraction of grid_length, e.g. 0.01 (0 disables tagging)",
         )
         sign = "use a value <= 0 (it is added to the reward)"
         self.edge_hit_penalty = check_float(env, "edge_hit_penalty", edge_hit_penalty, at_most=0.0, fix=sign)

@@ -130,6 +130,9 @@ class TagGridWorld(CUDAEnvironmentContext):
         self.agent_types[self.runner_id] = C.RUNNER
         self.taggers = {i: True for i in range(n - 1)}
         self.runners = {self.runner_id: True}
+        #: (NUM_ACTIONS, 2) action index -> (dx, dy), as 2.7.1 exposed it (its scripts copy it into
+        #: the kernel's __constant__ kIndexToActionArr, which already holds these values here).
+        self.step_actions = np.asarray(C.ACTIONS, np.int32)
         self.obs_dim = C.obs_dim(n, self.use_full_observation)
         obs_box = spaces.Box(0.0, 1.0, shape=(self.obs_dim,), dtype=np.float32)
         self.observation_space = {i: obs_box for i in range(n)}
@@ -141,6 +144,8 @@ class TagGridWorld(CUDAEnvironmentContext):
         if value is None:
             return None
         arr = np.asarray(value)
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.array_equal(arr, np.round(arr)):
+            arr = arr.astype(np.int64)  # whole numbers given as floats (2.7.1 built them with np.ones)
         if arr.shape != (self.num_agents,) or arr.dtype.kind not in "iu":
             raise ConfigError(
                 f"{type(self).__name__}: {key} must be {self.num_agents} integers (one per agent) or "
@@ -280,6 +285,16 @@ class TagGridWorldWithResetPool(TagGridWorld):
         feed.add_pool_for_reset("loc_x_reset_pool", self.pool_x.copy(), reset_target="loc_x")
         feed.add_pool_for_reset("loc_y_reset_pool", self.pool_y.copy(), reset_target="loc_y")
         return feed
+
+
+class CUDATagGridWorld(TagGridWorld):
+    """2.7.1's name of the GPU TagGridWorld. Here every env class is dual mode, so this is
+    :class:`TagGridWorld` itself (same ``name``, kernels and constructor)."""
+
+
+class CUDATagGridWorldWithResetPool(TagGridWorldWithResetPool):
+    """2.7.1's name of the GPU TagGridWorld with a reset pool (:class:`TagGridWorldWithResetPool`;
+    2.7.1 drew 5 start layouts, the default ``reset_pool_size``)."""
 
 
 # ============================================================================ NumPy reference

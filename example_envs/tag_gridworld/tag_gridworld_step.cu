@@ -16,11 +16,20 @@ constexpr int kGridSharedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
 static_assert(kNumFullObsFeatures == 4, "full observation rows: x, y, type, is-self");
 static_assert(kObsDim == (kUseFullObservation ? 4 * wkNumberAgents + 1 : 6), "obs dim");
 
+// The action table as 2.7.1's gridworld kernel read it: (dx, dy) pairs in __constant__ memory.
+// It starts out equal to the prelude tables, so nothing needs to fill it; a script written for
+// 2.7.1 that copies TagGridWorld.step_actions into it (add_shared_constants +
+// initialize_shared_constants) writes the same values.
+static_assert(kNumActions == 5, "kIndexToActionArr lists five (dx, dy) pairs");
+__constant__ int kIndexToActionArr[2 * kNumActions] = {
+    kActionDx[0], kActionDy[0], kActionDx[1], kActionDy[1], kActionDx[2],
+    kActionDy[2], kActionDx[3], kActionDy[3], kActionDx[4], kActionDy[4]};
+
 // Mirrors the move of TagGridWorld.numpy_step: returns true on a wall hit (a clipped move).
 __device__ bool GridMoveAgent(int action, int boundary, int* x, int* y) {
   const int a = action < 0 ? 0 : (action >= kNumActions ? kNumActions - 1 : action);
-  const int nx = *x + kActionDx[a];
-  const int ny = *y + kActionDy[a];
+  const int nx = *x + kIndexToActionArr[2 * a];
+  const int ny = *y + kIndexToActionArr[2 * a + 1];
   *x = nx < 0 ? 0 : (nx > boundary ? boundary : nx);
   *y = ny < 0 ? 0 : (ny > boundary ? boundary : ny);
   return *x != nx || *y != ny;

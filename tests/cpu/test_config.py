@@ -276,7 +276,7 @@ BAD_VALUES = [
     ("trainer.train_batch_size", 1005),  # not a multiple of num_envs = 10
     ("trainer.num_episodes", -1),
     ("trainer.num_gpus", True),
-    ("trainer.env_backend", "numba"),
+    ("trainer.env_backend", "numba_gpu"),
     ("trainer.seed", -3),
     ("policy.shared.gamma", 0.0),
     ("policy.shared.gamma", 1.5),

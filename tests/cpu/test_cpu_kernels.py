@@ -54,7 +54,7 @@ def _cuda_kernel_params() -> dict[str, list[str]]:
     pattern = re.compile(r'extern "C" __global__ void (\w+)\((.*?)\)\s*\{', re.S)
     for header in CORE_DIR.glob("*.cuh"):
         for name, params in pattern.findall(header.read_text()):
-            kernels[name] = [re.split(r"[\s*]+", p.strip())[-1] for p in params.split(",")]
+            kernels[name] = [re.split(r"[\s*]+", p.strip())[-1] for p in params.split(",") if p.strip()]
     return kernels
 
 

@@ -122,7 +122,7 @@ def test_kernel_launch_packs_pointers_and_passes_shared_memory(fast, monkeypatch
     function = _FakeFunction(with_fast_launch=fast)
     kernel = _Kernel("K", function, "Pif", shared_bytes=4096)
     buffer = torch.zeros(3)
-    kernel((2, 1), (32, 1, 1), None, [buffer, 7, 1.5])
+    kernel.launch((2, 1), (32, 1, 1), None, [buffer, 7, 1.5])
     if fast:
         assert function.calls == [("fast", (2, 1), (32, 1, 1), struct.pack("Pif", buffer.data_ptr(), 7, 1.5), 4096, None)]
     else:

@@ -30,7 +30,7 @@ TAG_CONFIGS = {
 @pytest.mark.parametrize("blocks_per_env", [1, 2])
 def test_tag_continuous_cuda_matches_numpy(blocks_per_env):
     cls = get_example_env_class("tag_continuous")
-    EnvironmentCPUvsGPU(cls, TAG_CONFIGS, num_envs=3, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
+    EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs=TAG_CONFIGS, num_envs=3, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
 
 
 @pytest.mark.parametrize("taggers,runners,envs", [(90, 910, 3), (10, 2490, 2), (50, 4950, 1)])
@@ -38,7 +38,7 @@ def test_tag_continuous_many_agents_span_blocks(taggers, runners, envs):
     cls = get_example_env_class("tag_continuous")
     cfg = dict(TAG, num_taggers=taggers, num_runners=runners, grid_length=40.0, episode_length=6, use_full_observation=False,
                num_other_agents_observed=10, tagging_distance=0.02, max_acceleration=0.5, min_acceleration=-0.5)
-    EnvironmentCPUvsGPU(cls, {f"{taggers + runners} agents": cfg}, num_envs=envs).test_env_reset_and_step(seeds=(0,))
+    EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={f"{taggers + runners} agents": cfg}, num_envs=envs).test_env_reset_and_step(seeds=(0,))
 
 
 GRID = dict(num_taggers=4, grid_length=4, episode_length=20, seed=27)
@@ -49,7 +49,7 @@ def test_tag_gridworld_cuda_matches_numpy(name):
     cls = get_example_env_class(name)
     configs = {"full obs": dict(GRID, use_full_observation=True), "partial obs": dict(GRID, use_full_observation=False),
                "33 agents": dict(GRID, num_taggers=32, grid_length=10)}
-    EnvironmentCPUvsGPU(cls, configs, num_envs=5).test_env_reset_and_step(seeds=(0, 1))
+    EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs=configs, num_envs=5).test_env_reset_and_step(seeds=(0, 1))
 
 
 @pytest.mark.parametrize("name", ["cartpole", "acrobot", "mountain_car", "continuous_mountain_car", "pendulum"])
@@ -57,10 +57,10 @@ def test_tag_gridworld_cuda_matches_numpy(name):
 def test_classic_control_cuda_matches_numpy(name, pool):
     cls = get_example_env_class(name)
     cfg = {"episode_length": 60, "seed": 3, "reset_pool_size": pool}
-    EnvironmentCPUvsGPU(cls, {f"{name} pool={pool}": cfg}, num_envs=37).test_env_reset_and_step(seeds=(0, 1))
+    EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={f"{name} pool={pool}": cfg}, num_envs=37).test_env_reset_and_step(seeds=(0, 1))
 
 
 @pytest.mark.parametrize("blocks_per_env", [1, 2])
 def test_dummy_env_cuda_matches_numpy(blocks_per_env):
     cls = get_example_env_class("dummy_env")
-    EnvironmentCPUvsGPU(cls, {"default": {}}, num_envs=4, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
+    EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={"default": {}}, num_envs=4, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))

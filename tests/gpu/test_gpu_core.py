@@ -269,7 +269,7 @@ def test_multiblock_env_matches_cpu(tmp_path):
         def __init__(self, **kw):
             super().__init__(num_agents=2500, episode_length=6, source_dir=str(tmp_path), **kw)
 
-    report = EnvironmentCPUvsGPU(Big, {"2500 agents, BPE 3": {}}, num_envs=3, blocks_per_env=3).test_env_reset_and_step(seeds=(0, 1))
+    report = EnvironmentCPUvsGPU(dual_mode_env_class=Big, env_configs={"2500 agents, BPE 3": {}}, num_envs=3, blocks_per_env=3).test_env_reset_and_step(seeds=(0, 1))
     assert report.steps >= 12 and report.episodes_completed >= 2 * 3 * 2
 
 

@@ -405,10 +405,10 @@ config = {
 }
 from warp_drive.training.metrics import read_metrics
 
-trainer = Trainer(wrapper, config, results_dir="runs/gather", verbose=False)
-before = trainer.evaluate_episodes(deterministic=False)["shared"]["episode_return"].mean()
+trainer = Trainer(wrapper, config, results_dir=Path("runs/gather").resolve(), verbose=False)
+before = trainer.evaluate(deterministic=False)["shared"]["episode_return"].mean()
 trainer.train()
-after = trainer.evaluate_episodes(deterministic=False)["shared"]["episode_return"].mean()
+after = trainer.evaluate(deterministic=False)["shared"]["episode_return"].mean()
 print(f"mean episode return: random policy {before:.2f}, after {trainer.num_iters} iterations {after:.2f}")
 
 rows = [r for r in read_metrics(trainer.save_dir) if "shared/episode_return_mean" in r]

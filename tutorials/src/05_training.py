@@ -99,20 +99,24 @@ except ConfigError as err:
 #
 # `Trainer(env_wrapper, config)` builds one model per policy tag (here the single tag `shared` owns
 # the only agent), the sampler and the rollout buffers on the wrapper's device. `train()` runs all
-# iterations; metrics go to `results_dir/metrics.jsonl` (and `.csv`).
+# iterations; metrics go to `<run dir>/metrics.jsonl` (and `.csv`). The run directory is
+# `saving.basedir/name/tag/<results_dir>` as in WarpDrive 2.7.1; an absolute `results_dir` is used
+# as is, which is what we do here.
 
 # %%
+from pathlib import Path
+
 from example_envs.classic_control import ClassicControlCartPoleEnv
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.training.trainer import Trainer
 
 env = ClassicControlCartPoleEnv(**config.env)
 wrapper = EnvWrapper(env, num_envs=NUM_ENVS, env_backend=BACKEND)
-trainer = Trainer(wrapper, config, results_dir="runs/cartpole", verbose=False)
+trainer = Trainer(wrapper, config, results_dir=Path("runs/cartpole").resolve(), verbose=False)
 
-before = trainer.evaluate_episodes(deterministic=True)["shared"]["episode_return"].mean()
+before = trainer.evaluate(deterministic=True)["shared"]["episode_return"].mean()
 trainer.train()
-after = trainer.evaluate_episodes(deterministic=True)["shared"]["episode_return"].mean()
+after = trainer.evaluate(deterministic=True)["shared"]["episode_return"].mean()
 print(f"{trainer.num_iters} iterations, {trainer.perf['steps']:,} env steps, "
       f"{trainer.env_steps_per_second:,.0f} env steps/s on {BACKEND}")
 print(f"greedy episode return: {before:.1f} before training, {after:.1f} after (maximum {EPISODE_LENGTH})")
@@ -133,15 +137,15 @@ show(png)
 # %% [markdown]
 # ## 4. Evaluation
 #
-# `evaluate_episodes` rolls out whole episodes with the current policies (greedy with
+# `evaluate` rolls out whole episodes with the current policies (greedy with
 # `deterministic=True`, sampled otherwise) and returns the return and length of each episode. The
 # envs are force-reset before and after, so training can continue afterwards.
 
 # %%
 import matplotlib.pyplot as plt
 
-greedy = trainer.evaluate_episodes(deterministic=True)["shared"]
-sampled = trainer.evaluate_episodes(deterministic=False)["shared"]
+greedy = trainer.evaluate(deterministic=True)["shared"]
+sampled = trainer.evaluate(deterministic=False)["shared"]
 plt.figure(figsize=(5, 3))
 plt.hist([greedy["episode_return"], sampled["episode_return"]], bins=20, label=["greedy", "sampled"])
 plt.xlabel("episode return")
@@ -164,7 +168,7 @@ print("saved", checkpoint.name)
 
 resumed_env = ClassicControlCartPoleEnv(**config.env)
 resumed = Trainer(EnvWrapper(resumed_env, num_envs=NUM_ENVS, env_backend=BACKEND), config,
-                  results_dir="runs/cartpole_resumed", verbose=False)
+                  results_dir=Path("runs/cartpole_resumed").resolve(), verbose=False)
 resumed.load_checkpoint(checkpoint)
 
 same = all(torch.equal(a, b) for a, b in zip(trainer.policies["shared"].model.parameters(),
@@ -197,9 +201,9 @@ policy_map = {"tagger": sorted(tag_env.taggers), "runner": sorted(tag_env.runner
 print("policy map:", policy_map)
 
 tag_trainer = Trainer(EnvWrapper(tag_env, num_envs=TAG_ENVS, env_backend=BACKEND), tag_config, policy_map,
-                      results_dir="runs/tag", verbose=False)
+                      results_dir=Path("runs/tag").resolve(), verbose=False)
 tag_trainer.train()
-for tag, result in tag_trainer.evaluate_episodes().items():
+for tag, result in tag_trainer.evaluate().items():
     print(f"{tag:6s}: greedy episode return {result['episode_return'].mean():7.2f}")
 
 # %% [markdown]
@@ -247,7 +251,7 @@ show(gif)
 # * `load_run_config(path, overrides)` -> `EnvWrapper` -> `Trainer(wrapper, config, policy_map)` ->
 #   `train()`.
 # * Metrics in `results_dir/metrics.jsonl`; `warp_drive.training.plot` draws them.
-# * `evaluate_episodes`, `save_checkpoint` / `load_checkpoint`.
+# * `evaluate`, `save_checkpoint` / `load_checkpoint`.
 # * `rollout_animation.collect_tag_episode` + `render_episode` for a GIF.
 #
 # Next: [tutorial 6](06_scaling_up.ipynb), more envs, more agents, more GPUs.

@@ -150,7 +150,7 @@ print("resumed and trained to epoch", more.current_epoch, "- rollouts:", engine.
 # %%
 restored = WarpDriveModule(engine_factory=factory)
 restored.restore_checkpoint(more.checkpoint_callback.last_model_path)
-result = restored.engine.evaluate_episodes(deterministic=True)["shared"]
+result = restored.engine.evaluate(deterministic=True)["shared"]
 print(f"restored at rollout {restored.engine.iteration}: greedy episode return {result['episode_return'].mean():.1f}")
 
 # %% [markdown]

@@ -12,7 +12,7 @@ Importing this package has no side effects (``defaults.yaml`` is read on first u
 """
 
 from warp_drive.config.env_kwargs import check_env_kwargs
-from warp_drive.config.load import apply_override, load_run_config, parse_override
+from warp_drive.config.load import apply_override, load_run_config, parse_override, recursive_merge_config_dicts
 from warp_drive.config.schema import (
     ALGORITHMS,
     ENV_BACKENDS,
@@ -37,4 +37,5 @@ __all__ = [
     "check_env_kwargs",
     "load_run_config",
     "parse_override",
+    "recursive_merge_config_dicts",
 ]

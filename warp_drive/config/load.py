@@ -153,3 +153,26 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
                 )
             node = child
     logger.debug("config override %s", override)
+
+
+def recursive_merge_config_dicts(config: dict[str, Any], default_config: Mapping[str, Any]) -> dict[str, Any]:
+    """Fills the keys ``config`` lacks from ``default_config``, recursively, in place (2.7.1's helper).
+
+    Keys already in ``config`` keep their values (nested mappings are merged the same way);
+    unknown keys are kept, not checked: :func:`load_run_config` is what validates a config.
+
+    Returns:
+        ``config`` itself.
+
+    Raises:
+        ConfigError: ``config`` or ``default_config`` is not a mapping.
+    """
+    if not isinstance(config, dict) or not isinstance(default_config, Mapping):
+        raise ConfigError(f"recursive_merge_config_dicts needs two dicts; got {type(config).__name__} and "
+                          f"{type(default_config).__name__}")
+    for key, default in default_config.items():
+        if key not in config:
+            config[key] = copy.deepcopy(default)
+        elif isinstance(default, Mapping) and isinstance(config[key], dict):
+            recursive_merge_config_dicts(config[key], default)
+    return config

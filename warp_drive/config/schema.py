@@ -27,6 +27,10 @@ logger = logging.getLogger(__name__)
 
 ALGORITHMS = ("A2C", "PPO")
 ENV_BACKENDS = ("pycuda", "cpu")
+#: 2.7.1 backend names accepted in ``trainer.env_backend`` and what they run on here.
+BACKEND_ALIASES = {"numba": "pycuda"}
+#: 2.7.1 ``sampler.params`` that drive its Ornstein-Uhlenbeck exploration noise (DDPG, Numba only).
+OU_NOISE_PARAMS = ("damping", "stddev", "scale")
 INIT_METHODS = ("default", "xavier", "orthogonal")
 #: num_epochs used when the config leaves it null.
 DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
@@ -48,6 +52,13 @@ class TrainerConfig:
             treats the time limit as a true end (fixed-horizon games such as Tag).
         use_cuda_graph: Capture the rollout in a CUDA graph and replay it (pycuda backend).
         tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
+        n_step: 2.7.1's n-step return horizon of DDPG; A2C/PPO accept only 1 (they use GAE over
+            the whole rollout, see ``policy.<tag>.gae_lambda``).
+        neg_pos_env_ratio: When > 0, each update trains on the envs whose rollout holds a
+            successful episode end (``_done_ == 2``) plus at most this many times as many other
+            envs, drawn at random (2.7.1's down-sampling of unsuccessful envs); <= 0 is off.
+        evaluator: On every logging iteration also play one greedy episode per env and log its
+            returns (``<tag>/test_episode_return_mean``, ``<tag>/test_episode_length_mean``).
     """
 
     num_gpus: int
@@ -59,6 +70,9 @@ class TrainerConfig:
     bootstrap_at_time_limit: bool = True
     use_cuda_graph: bool = True
     tf32: bool = True
+    n_step: int = 1
+    neg_pos_env_ratio: float = -1.0
+    evaluator: bool = False
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
@@ -74,6 +88,12 @@ class TrainerConfig:
                 f"Set `{key('train_batch_size')}` to e.g. {max(1, batch // num_envs) * num_envs}."
             )
         backend = chk.as_str(d["env_backend"], key("env_backend")).lower()
+        if backend in BACKEND_ALIASES:
+            logger.info(
+                "`%s`=%r: there is no Numba backend here; the envs run their CUDA kernels on %s.",
+                key("env_backend"), backend, BACKEND_ALIASES[backend],
+            )
+            backend = BACKEND_ALIASES[backend]
         if backend not in ENV_BACKENDS:
             raise ConfigError(
                 f"`{key('env_backend')}`={d['env_backend']!r} is not supported; expected one of "
@@ -96,6 +116,9 @@ class TrainerConfig:
             bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
             use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
             tf32=chk.as_bool(d["tf32"], key("tf32")),
+            n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
+            neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
+            evaluator=chk.as_bool(d["evaluator"], key("evaluator")),
         )
 
     @property
@@ -134,6 +157,9 @@ class ModelConfig:
         fc_dims: Hidden layer widths.
         model_ckpt_filepath: Checkpoint to load at start, or ``""``.
         init_method: ``"default"``, ``"xavier"`` or ``"orthogonal"``.
+        output_w, output_b: 2.7.1's action scale and offset for continuous (Box) actions: the
+            Gaussian mean becomes ``output_b + output_w * tanh(linear output)``, bounded like
+            2.7.1's deterministic heads. None (default) keeps an unbounded linear mean.
         kwargs: Extra keyword arguments for a custom model class.
     """
 
@@ -142,6 +168,8 @@ class ModelConfig:
     model_ckpt_filepath: str
     init_method: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    output_w: float | None = None
+    output_b: float | None = None
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "model") -> ModelConfig:
@@ -172,6 +200,8 @@ class ModelConfig:
             else chk.as_str(ckpt, key("model_ckpt_filepath")),
             init_method=init,
             kwargs=dict(chk.require_mapping(d["kwargs"], key("kwargs"))),
+            output_w=None if d["output_w"] is None else chk.as_float(d["output_w"], key("output_w")),
+            output_b=None if d["output_b"] is None else chk.as_float(d["output_b"], key("output_b")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,6 +237,7 @@ class PolicyConfig:
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
         """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``."""
+        _reject_ddpg(section, prefix)
         d = chk.merged_section(section, load_defaults()["policy"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         algo_raw = chk.as_str(d["algorithm"], key("algorithm"))
@@ -269,6 +300,22 @@ class PolicyConfig:
         return chk.to_plain(self)
 
 
+def _reject_ddpg(section: Any, prefix: str) -> None:
+    """Fails up front, before any key check, for 2.7.1's DDPG policies (not implemented here)."""
+    if not isinstance(section, Mapping):
+        return
+    algorithm = section.get("algorithm")
+    if isinstance(algorithm, str) and algorithm.upper() == "DDPG":
+        raise ConfigError(
+            f"`{chk.join_key(prefix, 'algorithm')}`={algorithm!r}: DDPG (2.7.1's TrainerDDPG, with "
+            "actor/critic models, `tau` and OU-noise sampler params) is not implemented here. Train "
+            "the policy with `algorithm: PPO` (or A2C): a Gaussian policy over the Box action; the "
+            "bundled continuous_mountain_car and pendulum run configs "
+            "(warp_drive/training/run_configs/single_continuous_mountain_car.yaml, "
+            "single_pendulum.yaml) do exactly that."
+        )
+
+
 @dataclass(frozen=True)
 class SavingConfig:
     """The ``saving`` section: results go to ``basedir/name/tag/<run id>``."""
@@ -310,7 +357,16 @@ class SamplerConfig:
         """Parses and validates a (partial) ``sampler`` mapping."""
         defaults = load_defaults()["sampler"]
         d = chk.merged_section(section, defaults, prefix)
-        params = chk.merged_section(d["params"], defaults["params"], chk.join_key(prefix, "params"))
+        params_key = chk.join_key(prefix, "params")
+        for name in OU_NOISE_PARAMS:
+            if name in chk.require_mapping(d["params"], params_key):
+                raise ConfigError(
+                    f"`{params_key}.{name}` sets 2.7.1's Ornstein-Uhlenbeck exploration noise, which "
+                    "only its Numba DDPG sampler used; there is no DDPG or OU noise here (Gaussian "
+                    "policies learn their own standard deviation). Remove "
+                    f"`{params_key}.{', '.join(OU_NOISE_PARAMS)}`."
+                )
+        params = chk.merged_section(d["params"], defaults["params"], params_key)
         return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -370,6 +426,12 @@ class RunConfig:
                     "divisor of train_batch_size."
                 )
             policy[tag] = cfg
+        if trainer.n_step != 1:
+            raise ConfigError(
+                f"`trainer.n_step`={trainer.n_step}: 2.7.1 used n-step targets only for DDPG; A2C "
+                "and PPO here bootstrap GAE over the whole rollout. Remove `trainer.n_step` (or set "
+                "it to 1) and tune `policy.<tag>.gae_lambda` instead."
+            )
         if not any(p.to_train for p in policy.values()):
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))

@@ -2,7 +2,8 @@
 
 Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90]``. Exits non-zero when a kernel
 does not compile. Each env is rendered with its default constants, for one block per env and for
-several blocks per env.
+several blocks per env; the self-contained units of ``warp_drive/cuda_includes`` are built as
+they are.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import argparse
 import logging
 import sys
 import time
+from pathlib import Path
 
-from warp_drive.cuda.compiler import compile_cubin, render_source
+from warp_drive.cuda import project_root
+from warp_drive.cuda.compiler import compile_cubin, compile_main_file, render_source
 from warp_drive.errors import CUDACompileError
 
 logger = logging.getLogger(__name__)
@@ -29,6 +32,11 @@ def sources_to_check() -> list[tuple[str, object, dict, int]]:
         env = get_example_env_class(name)()
         out.append((name, env.cuda_source, env.cuda_constants(), int(env.num_agents)))
     return out
+
+
+def main_files_to_check() -> list[Path]:
+    """The self-contained translation units shipped for 2.7.1's tutorials (``cuda_includes/*.cu``)."""
+    return sorted((project_root() / "warp_drive" / "cuda_includes").glob("*.cu"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +56,15 @@ def main(argv: list[str] | None = None) -> int:
                 failures += 1
                 status = f"FAILED\n{err}"
             print(f"{label:<34} E={envs} N={agents} BPE={bpe} {args.arch}: {status} ({time.perf_counter() - start:.1f} s)")
+    for main_file in main_files_to_check():
+        start = time.perf_counter()
+        try:
+            compile_main_file(main_file, None, args.arch)
+            status = "ok"
+        except CUDACompileError as err:
+            failures += 1
+            status = f"FAILED\n{err}"
+        print(f"{main_file.name:<34} (self-contained) {args.arch}: {status} ({time.perf_counter() - start:.1f} s)")
     print(f"{'all CUDA sources compile' if not failures else f'{failures} build(s) failed'}")
     return 1 if failures else 0
 

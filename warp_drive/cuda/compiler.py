@@ -10,16 +10,19 @@ version. Files are written to a temporary name and renamed into place, so concur
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -179,14 +182,26 @@ def extra_options() -> list[str]:
     return shlex.split(os.environ.get("WARP_DRIVE_NVCC_OPTIONS", ""))
 
 
+def _files_digest(files: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def compile_cubin(
     source: str,
     arch: str,
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     options: Sequence[str] = DEFAULT_OPTIONS,
     use_cache: bool = True,
+    depends: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Compile ``source`` to a cubin for ``arch`` (e.g. ``"sm_90"``) and return its cached path.
+
+    The cache key covers every header under the core directory and, unless ``depends`` lists the
+    exact files the source includes, every header under ``include_dirs``.
 
     Raises:
         CUDACompileError: nvcc is missing or failed; the message has the command and stderr.
@@ -194,7 +209,11 @@ def compile_cubin(
     nvcc = find_nvcc()
     options = [*options, *extra_options()]
     dirs = [core_dir(), *[Path(d) for d in include_dirs]]
-    key_parts = [source, arch, " ".join(options), nvcc_version(nvcc), _dir_digest(dirs)]
+    if depends is None:
+        digest = _dir_digest(dirs)
+    else:
+        digest = _dir_digest([core_dir()]) + _files_digest(Path(p) for p in depends)
+    key_parts = [source, arch, " ".join(options), nvcc_version(nvcc), digest]
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:32]
     out_dir = cache_dir()
     target = out_dir / f"{key}_{arch}.cubin"
@@ -243,3 +262,154 @@ def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str],
             f.write(out.read_bytes())
         os.replace(tmp_target, target)
     logger.info("compiled %s for %s in %.1f s (cache miss)", target.name, arch, time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------- building a user's main file
+# 2.7.1's ``_compile(main_file, cubin_file)`` ran nvcc on a .cu file and wrote the binary to
+# ``cubin_file``, usually inside the installed package. Here the binary goes to the cache, and
+# ``cubin_file`` becomes a name for it: copied there when that is allowed, and always recorded in a
+# process-wide table that ``load_cuda_from_binary_file`` consults. Binaries built this way also
+# leave their source in the cache, keyed by the binary's hash, so a later process that loads the
+# copy still knows the kernels' signatures.
+
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def quoted_includes(main_file: str | os.PathLike[str], include_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Every file reached through ``#include "..."`` from ``main_file``, recursively, resolved the
+    way nvcc resolves them (the including file's directory first, then ``include_dirs``). Includes
+    that resolve nowhere (system headers) are skipped."""
+    dirs = [Path(d) for d in include_dirs]
+    seen: dict[Path, None] = {}
+    todo = [Path(main_file).resolve()]
+    while todo:
+        current = todo.pop()
+        try:
+            text = current.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for name in _QUOTED_INCLUDE.findall(text):
+            for base in (current.parent, *dirs):
+                candidate = (base / name).resolve()
+                if candidate.is_file():
+                    if candidate not in seen:
+                        seen[candidate] = None
+                        todo.append(candidate)
+                    break
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class BuiltBinary:
+    """A binary built from a user's main file: where it lives in the cache, and the text of the
+    main file with the files it includes (outside the core directory), for signatures."""
+
+    binary: Path
+    source: str
+    main_file: Path
+    arch: str
+
+
+_ALIASES: dict[str, BuiltBinary] = {}
+
+
+def _alias_key(path: str | os.PathLike[str]) -> str:
+    return str(Path(os.path.expanduser(str(path))).resolve())
+
+
+def binary_alias(path: str | os.PathLike[str]) -> BuiltBinary | None:
+    """The binary recorded for ``path`` by :func:`compile_main_file` in this process, if any."""
+    return _ALIASES.get(_alias_key(path))
+
+
+def _package_dirs() -> list[Path]:
+    root = Path(__file__).resolve().parents[2]
+    return [Path(__file__).resolve().parents[1], root / "example_envs"]
+
+
+def is_inside_package(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` lies inside the installed ``warp_drive`` or ``example_envs`` package."""
+    target = Path(os.path.expanduser(str(path))).resolve()
+    return any(target == d or d in target.parents for d in _package_dirs())
+
+
+def shipped_main_file(cubin_file: str | os.PathLike[str]) -> Path | None:
+    """The shipped source of one of 2.7.1's prebuilt binaries: ``warp_drive/cuda_bin/<stem>.*``
+    -> ``warp_drive/cuda_includes/<stem>.cu`` when that file exists (``test_build``,
+    ``test_build_multiblocks``); None for any other path."""
+    package = _package_dirs()[0]
+    target = Path(os.path.expanduser(str(cubin_file))).resolve()
+    if target.parent != package / "cuda_bin":
+        return None
+    main = package / "cuda_includes" / f"{target.stem}.cu"
+    return main if main.is_file() else None
+
+
+def _source_index(digest: str) -> Path:
+    return cache_dir() / "sources" / f"{digest}.cu"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def binary_source(path: str | os.PathLike[str]) -> str | None:
+    """Source text recorded for a binary built by :func:`compile_main_file` (in any process), found
+    by the hash of the binary's bytes; None for binaries built elsewhere."""
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return _source_index(digest).read_text()
+    except OSError:
+        return None
+
+
+def compile_main_file(
+    main_file: str | os.PathLike[str],
+    cubin_file: str | os.PathLike[str] | None,
+    arch: str,
+    options: Sequence[str] = DEFAULT_OPTIONS,
+) -> BuiltBinary:
+    """Compile a self-contained .cu file (it defines the launch constants itself) into the cache.
+
+    Includes resolve relative to the file, then the core directory. When ``cubin_file`` is given
+    it is recorded as a name of the result for :func:`binary_alias`, and the binary is copied there
+    unless that path lies inside the installed package or cannot be written.
+
+    Raises:
+        ConfigError: ``main_file`` does not exist.
+        CUDACompileError: nvcc failed.
+    """
+    main = Path(os.path.expanduser(str(main_file))).resolve()
+    if not main.is_file():
+        raise ConfigError(f"CUDA main file {str(main_file)!r} does not exist; pass the path of a .cu file")
+    dirs = [main.parent]
+    depends = quoted_includes(main, [*dirs, core_dir()])
+    source = f'#line 1 "{main.as_posix()}"\n{main.read_text()}\n'
+    binary = compile_cubin(source, arch, include_dirs=dirs, options=options, depends=depends)
+    core = core_dir().resolve()
+    parts = [main.read_text()] + [p.read_text() for p in depends if core not in p.parents]
+    built = BuiltBinary(binary=binary, source="\n".join(parts), main_file=main, arch=arch)
+    with contextlib.suppress(OSError):
+        _write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode())
+    if cubin_file is not None:
+        _ALIASES[_alias_key(cubin_file)] = built
+        target = Path(os.path.expanduser(str(cubin_file))).absolute()
+        if is_inside_package(target):
+            logger.info("%s lies inside the installed package: nothing is written there; the binary "
+                        "stays in the cache (%s) and load_cuda_from_binary_file(%r) finds it", target, binary, str(cubin_file))
+        else:
+            try:
+                _write_atomically(target, binary.read_bytes())
+            except OSError as err:
+                logger.info("cannot write %s (%s); load_cuda_from_binary_file(%r) finds the cached binary %s",
+                            target, err, str(cubin_file), binary)
+    return built

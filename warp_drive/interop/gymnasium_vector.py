@@ -88,6 +88,7 @@ from warp_drive.interop._common import (
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 from warp_drive.utils.placeholders import action_layout
+from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
 
@@ -150,8 +151,8 @@ class WarpDriveVectorEnv(VectorEnv):
 
         inner = wrapper.env
         ids = agent_ids(inner)
-        obs_spaces = [inner.observation_space[i] for i in ids]
-        act_spaces = [inner.action_space[i] for i in ids]
+        obs_spaces = [to_gymnasium(inner.observation_space[i]) for i in ids]
+        act_spaces = [to_gymnasium(inner.action_space[i]) for i in ids]
         if any(s != obs_spaces[0] for s in obs_spaces) or any(s != act_spaces[0] for s in act_spaces):
             raise ConfigError(
                 f"{wrapper.name}: flatten_agents needs every agent to share one observation space and one "

@@ -69,6 +69,7 @@ from warp_drive.interop._common import (
 )
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
 
@@ -137,10 +138,10 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         self._index = {name: k for k, name in enumerate(self.possible_agents)}
         # one space object per agent (the env may share one object among agents): per-agent seeding
         self._observation_spaces = {
-            name: copy.deepcopy(inner.observation_space[i]) for name, i in zip(self.possible_agents, self._env_ids)
+            name: copy.deepcopy(to_gymnasium(inner.observation_space[i])) for name, i in zip(self.possible_agents, self._env_ids)
         }
         self._action_spaces = {
-            name: copy.deepcopy(inner.action_space[i]) for name, i in zip(self.possible_agents, self._env_ids)
+            name: copy.deepcopy(to_gymnasium(inner.action_space[i])) for name, i in zip(self.possible_agents, self._env_ids)
         }
 
         dm = self.wrapper.cuda_data_manager

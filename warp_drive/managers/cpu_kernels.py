@@ -43,6 +43,14 @@ __all__ = [
     "sample_gaussian_actions",
     "undo_done_flag_and_reset_timestep",
     "update_log_mask",
+    "reset_in_float_when_done_2d",
+    "reset_in_int_when_done_2d",
+    "reset_in_float_when_done_3d",
+    "reset_in_int_when_done_3d",
+    "log_one_step_in_float",
+    "log_one_step_in_int",
+    "init_random",
+    "free_random",
 ]
 
 #: Error bit: NaN / negative probability, NaN mean or std, or std < 0 (WK_ERROR_BAD_VALUE).
@@ -430,6 +438,54 @@ def update_log_mask(mask: np.ndarray, t: int, episode_length: int) -> None:
         m[t] = 1
 
 
+# --------------------------------------------------------------------------- 2.7.1 kernel names
+# Twins of the kernels of ``compat_271.cuh`` (WarpDrive 2.7.1's parameter lists).
+
+
+def _reset_env_slices(data: np.ndarray, ref: np.ndarray, done: np.ndarray, slice_size: int, force_reset: int) -> None:
+    done_w = _words(done, np.int32)
+    envs = np.arange(done_w.size) if force_reset > 0 else np.flatnonzero(done_w > 0)
+    if slice_size <= 0 or envs.size == 0:
+        return
+    target = _rows(data, np.uint32, done_w.size, slice_size)
+    target[envs] = _rows(ref, np.uint32, done_w.size, slice_size)[envs]
+
+
+def reset_in_float_when_done_2d(data: np.ndarray, ref: np.ndarray, done: np.ndarray, feature_dim: int,
+                                force_reset: int) -> None:
+    """Restores env e's row of an ``(E, feature_dim)`` array from ``ref`` where forced or done."""
+    _reset_env_slices(data, ref, done, int(feature_dim), int(force_reset))
+
+
+def reset_in_float_when_done_3d(data: np.ndarray, ref: np.ndarray, done: np.ndarray, agent_dim: int,
+                                feature_dim: int, force_reset: int) -> None:
+    """Restores env e's ``(agent_dim, feature_dim)`` slice from ``ref`` where forced or done."""
+    _reset_env_slices(data, ref, done, int(agent_dim) * int(feature_dim), int(force_reset))
+
+
+reset_in_int_when_done_2d = reset_in_float_when_done_2d
+reset_in_int_when_done_3d = reset_in_float_when_done_3d
+
+
+def log_one_step_in_float(log: np.ndarray, data: np.ndarray, feature_dim: int, timestep: int,
+                          episode_length: int, env_id: int) -> None:
+    """Copies env ``env_id``'s ``(num_agents, feature_dim)`` slice into row ``timestep`` of ``log``
+    (``(episode_length + 1, num_agents, feature_dim)``); note 2.7.1's argument order."""
+    row = _words(log, np.uint32).size // (int(episode_length) + 1)
+    log_one_step(log, data, row, int(timestep), int(env_id), int(episode_length))
+
+
+log_one_step_in_int = log_one_step_in_float
+
+
+def init_random(seed: int) -> None:
+    """2.7.1 seeded per-thread generators here; counter-based draws need no state (no-op)."""
+
+
+def free_random() -> None:
+    """2.7.1 freed its per-thread generators here (no-op)."""
+
+
 #: Kernel name -> NumPy twin, for the CPU function manager.
 CORE_KERNELS: dict[str, Callable[..., None]] = {
     "sample_actions": sample_actions,
@@ -439,4 +495,12 @@ CORE_KERNELS: dict[str, Callable[..., None]] = {
     "log_one_step": log_one_step,
     "reset_log_mask": reset_log_mask,
     "update_log_mask": update_log_mask,
+    "reset_in_float_when_done_2d": reset_in_float_when_done_2d,
+    "reset_in_int_when_done_2d": reset_in_int_when_done_2d,
+    "reset_in_float_when_done_3d": reset_in_float_when_done_3d,
+    "reset_in_int_when_done_3d": reset_in_int_when_done_3d,
+    "log_one_step_in_float": log_one_step_in_float,
+    "log_one_step_in_int": log_one_step_in_int,
+    "init_random": init_random,
+    "free_random": free_random,
 }

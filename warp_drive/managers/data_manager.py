@@ -85,11 +85,11 @@ def _is_scalar(value: Any) -> bool:
 class DataManager:
     """Named arrays on one device, visible to kernels and to PyTorch.
 
-    Args:
+    Args (2.7.1's positional order):
         num_agents: agents per env (N).
         num_envs: env replicas (E).
-        episode_length: steps per episode (T).
         blocks_per_env: CUDA blocks per env (for more than 1024 agents).
+        episode_length: steps per episode (T).
 
     Subclasses choose the device: :class:`CPUDataManager` and
     :class:`~warp_drive.managers.pycuda_data_manager.PyCUDADataManager`.
@@ -101,8 +101,8 @@ class DataManager:
         self,
         num_agents: int = 1,
         num_envs: int = 1,
-        episode_length: int = 1,
         blocks_per_env: int = 1,
+        episode_length: int = 1,
     ) -> None:
         self._meta_info: dict[str, np.generic] = {}
         self._host_data: dict[str, Any] = {}
@@ -179,11 +179,16 @@ class DataManager:
 
     # ------------------------------------------------------------------ pushing
     def push_data_to_device(self, data: Mapping[str, Any], torch_accessible: bool = False) -> None:
-        """Push every entry of a :class:`DataFeed` (or a plain ``{name: value}`` dict)."""
+        """Push every entry of a :class:`DataFeed`, of a plain dict in the same layout
+        (``{name: {"data": value, "attributes": {...}}}``, as 2.7.1 accepted), or of a plain
+        ``{name: value}`` dict."""
         if not isinstance(data, DataFeed):
             feed = DataFeed()
             for name, value in data.items():
-                feed.add_data(name, value)
+                if isinstance(value, Mapping) and "data" in value and set(value) <= {"data", "attributes"}:
+                    feed.add_data(name, value["data"], **dict(value.get("attributes") or {}))
+                else:
+                    feed.add_data(name, value)
             data = feed
         for name, entry in data.items():
             attrs = entry.get("attributes", {})
@@ -279,7 +284,8 @@ class DataManager:
         return self._tensor(name)
 
     def device_data(self, name: str) -> Any:
-        """Kernel argument for ``name``: the tensor of an array or the value of a scalar."""
+        """Kernel argument for ``name``: the tensor of an array, or the value of a scalar as a
+        NumPy scalar (``np.int32`` / ``np.float32``), as 2.7.1 returned it."""
         if name in self._scalar_data_list:
             return self._host_data[name]
         return self._tensor(name)
@@ -333,8 +339,9 @@ class DataManager:
             return str(self._host_data[name].dtype)
         return str(self._tensor(name).dtype).replace("torch.", "")
 
-    def get_reset_pool(self, target: str) -> str | None:
-        return self._reset_target_to_pool.get(target)
+    def get_reset_pool(self, name: str) -> str | None:
+        """The reset pool registered for target ``name`` (None when it has none)."""
+        return self._reset_target_to_pool.get(name)
 
     @property
     def host_data(self) -> dict[str, Any]:
@@ -372,6 +379,10 @@ class DataManager:
     def names(self) -> Iterable[str]:
         """Every array and scalar name pushed so far."""
         return list(self._host_data)
+
+
+# 2.7.1's name for the base class
+CUDADataManager = DataManager
 
 
 class CPUDataManager(DataManager):

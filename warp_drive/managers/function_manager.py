@@ -30,6 +30,19 @@ DEFAULT_FUNCTIONS: tuple[str, ...] = (
     "update_log_mask",
 )
 
+#: WarpDrive 2.7.1's built-in kernels kept under their names with their parameter lists
+#: (``compat_271.cuh``; ``sample_actions`` is not among them: that name is the sampler above).
+COMPAT_FUNCTIONS: tuple[str, ...] = (
+    "reset_in_float_when_done_2d",
+    "reset_in_int_when_done_2d",
+    "reset_in_float_when_done_3d",
+    "reset_in_int_when_done_3d",
+    "log_one_step_in_float",
+    "log_one_step_in_int",
+    "init_random",
+    "free_random",
+)
+
 _SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
 
 
@@ -100,6 +113,8 @@ class FunctionManager:
         self._num_envs = int(num_envs)
         self._blocks_per_env = int(blocks_per_env)
         self._process_id = process_id
+        self._block = (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
+        self._grid = (self._num_envs * self._blocks_per_env, 1)
         self._functions: dict[str, Any] = {}
         self._signatures: dict[str, list[KernelParam]] = {}
 
@@ -119,12 +134,12 @@ class FunctionManager:
     @property
     def block(self) -> tuple[int, int, int]:
         """Threads per block: ceil(num_agents / blocks_per_env)."""
-        return (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
+        return self._block
 
     @property
     def grid(self) -> tuple[int, int]:
         """Blocks: num_envs * blocks_per_env."""
-        return (self._num_envs * self._blocks_per_env, 1)
+        return self._grid
 
     # ------------------------------------------------------------------ registry
     @property
@@ -149,8 +164,8 @@ class FunctionManager:
         return list(self._functions)
 
     def initialize_default_functions(self) -> None:
-        """Load every core service kernel."""
-        self.initialize_functions([n for n in DEFAULT_FUNCTIONS if n not in self._functions])
+        """Load every core service kernel (and 2.7.1's built-in kernel names)."""
+        self.initialize_functions([n for n in (*DEFAULT_FUNCTIONS, *COMPAT_FUNCTIONS) if n not in self._functions])
 
     def initialize_functions(self, func_names: Sequence[str]) -> None:
         for name in func_names:
@@ -215,11 +230,33 @@ def _check_one(kernel: str, i: int, data_name: str, value: Any, param: KernelPar
             raise KernelSignatureError(f"{where} expects {param.ctype}, got {type(value).__name__} {value!r}")
 
 
+class PythonFunction:
+    """A function of the cpu backend, callable like a kernel of the pycuda backend.
+
+    ``f(*args, block=..., grid=..., stream=None, shared=0)`` runs the NumPy function on the
+    arguments (tensors become NumPy views of the same memory); the launch geometry is accepted
+    and ignored, since the NumPy twins cover every env and agent at once.
+    """
+
+    __slots__ = ("name", "function")
+
+    def __init__(self, name: str, function: Callable[..., Any]) -> None:
+        self.name = name
+        self.function = function
+
+    def __call__(self, *args: Any, block: Any = None, grid: Any = None, stream: Any = None, shared: int = 0) -> Any:
+        return self.function(*[_to_numpy(a) for a in args])
+
+    def __repr__(self) -> str:
+        return f"PythonFunction({self.name!r})"
+
+
 class CPUFunctionManager(FunctionManager):
     """Runs the NumPy twins of the core kernels (``cpu_kernels.CORE_KERNELS``).
 
     Env steps on this backend are the env's ``numpy_step``; extra Python functions can be added
-    with :meth:`register_function`.
+    with :meth:`register_function`. ``get_function(name)`` returns a :class:`PythonFunction`,
+    callable as ``f(*args, block=fm.block, grid=fm.grid)`` like a pycuda kernel.
     """
 
     backend = "cpu"
@@ -238,19 +275,46 @@ class CPUFunctionManager(FunctionManager):
         fn = self._python_functions.get(name) or CORE_KERNELS.get(name)
         if fn is None:
             raise DataNotFoundError(f"no CPU function named '{name}'; register it with register_function()")
-        return fn
+        return PythonFunction(name, fn)
 
     def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
-        fn = self._get_function(name)
+        fn = self._get_function(name).function
         fn(*[_to_numpy(a) for a in args])
 
 
 def _to_numpy(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise KernelSignatureError(
+                f"a {value.device} tensor was passed to a cpu-backend function; pass the data manager's "
+                f"tensor (dm.device_data(name)), which lives in CPU memory on this backend"
+            )
         return value.numpy()
     if isinstance(value, (list, tuple)):
         return [_to_numpy(v) for v in value]
     return value
+
+
+# 2.7.1's names for the base classes (its ``function_manager`` module held them all).
+CUDAFunctionManager = FunctionManager
+CUDAFunctionFeed = FunctionFeed
+
+_SERVICE_ALIASES = {
+    "CUDASampler": ("warp_drive.managers.sampler", "Sampler"),
+    "CUDAEnvironmentReset": ("warp_drive.managers.environment_reset", "EnvironmentReset"),
+    "CUDALogController": ("warp_drive.managers.log_controller", "LogController"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """2.7.1 imported the service base classes from this module; they live in their own modules
+    here (which import this one), so they are looked up on first use."""
+    if name in _SERVICE_ALIASES:
+        import importlib
+
+        module, attr = _SERVICE_ALIASES[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_function_manager(backend: str, **kwargs: Any) -> FunctionManager:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from warp_drive.managers.data_manager import DataManager
+from warp_drive.managers.data_manager import CUDADataManager, DataManager
 from warp_drive.utils.device import init_cuda
+
+__all__ = ["CUDADataManager", "CudaTensorHolder", "PyCUDADataManager"]
 
 
 class PyCUDADataManager(DataManager):
@@ -15,8 +17,9 @@ class PyCUDADataManager(DataManager):
     receive each tensor's device pointer, so kernels and PyTorch read and write the same memory.
 
     Args:
+        num_agents, num_envs, blocks_per_env, episode_length: as
+            :class:`~warp_drive.managers.data_manager.DataManager` (2.7.1's positional order).
         device_id: CUDA device (default: torch's current device).
-        Other arguments as :class:`~warp_drive.managers.data_manager.DataManager`.
     """
 
     backend = "pycuda"
@@ -25,18 +28,36 @@ class PyCUDADataManager(DataManager):
         self,
         num_agents: int = 1,
         num_envs: int = 1,
-        episode_length: int = 1,
         blocks_per_env: int = 1,
+        episode_length: int = 1,
         device_id: int | None = None,
     ) -> None:
         init_cuda(device_id)
         self._device = torch.device("cuda", torch.cuda.current_device() if device_id is None else device_id)
-        super().__init__(num_agents, num_envs, episode_length, blocks_per_env)
+        super().__init__(num_agents, num_envs, blocks_per_env, episode_length)
 
     @property
     def device(self) -> torch.device:
         return self._device
 
 
-# the reference's class name
-CUDADataManager = PyCUDADataManager
+class CudaTensorHolder:
+    """A torch tensor's device pointer in the form pycuda kernels accept (``gpudata``), as 2.7.1's
+    class of this name; it keeps the tensor alive. Kernels of this package also take the tensor
+    itself."""
+
+    __slots__ = ("tensor", "gpudata")
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.tensor = t
+        self.gpudata = t.data_ptr()
+
+    def get_pointer(self) -> int:
+        return self.gpudata
+
+    def __int__(self) -> int:
+        return self.gpudata
+
+    def __repr__(self) -> str:
+        return f"CudaTensorHolder(0x{self.gpudata:x}, shape={tuple(self.tensor.shape)})"
+

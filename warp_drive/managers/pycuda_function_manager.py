@@ -6,18 +6,31 @@ without pycuda or a GPU raises :class:`~warp_drive.errors.DeviceUnavailableError
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import re
+import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from warp_drive.cuda import core_dir
-from warp_drive.cuda.compiler import DEFAULT_MAX_SHARED_BYTES, DEFAULT_OPTIONS, compile_cubin, render_source
-from warp_drive.cuda.signature import parse_kernel_signatures
-from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError
-from warp_drive.managers.function_manager import FunctionManager
+from warp_drive.cuda.compiler import (
+    DEFAULT_MAX_SHARED_BYTES,
+    DEFAULT_OPTIONS,
+    binary_alias,
+    binary_source,
+    compile_cubin,
+    compile_main_file,
+    render_source,
+    shipped_main_file,
+)
+from warp_drive.cuda.signature import KernelParam, functions_calling, kernel_linkage, parse_kernel_signatures
+from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
+from warp_drive.managers.function_manager import COMPAT_FUNCTIONS, DEFAULT_FUNCTIONS, FunctionManager
 from warp_drive.utils.device import device_attributes, init_cuda
 
 logger = logging.getLogger(__name__)
@@ -35,22 +48,175 @@ def _core_signatures() -> dict:
 DYNAMIC_SHARED_SUFFIX = "_dynamic_shared_bytes"
 
 
-class _Kernel:
-    """A loaded kernel prepared with its parameter types, launched with tensor pointers.
+class _DevicePointer:
+    """A raw device address in the form pycuda's untyped call accepts (an object with ``gpudata``)."""
 
-    Launches pack the arguments with the prepared format and call pycuda's stateless launch
-    directly (what ``prepared_async_call`` does after its per-call argument handling), which
-    matters for eager loops: the sampler's launch is host-bound. Falls back to
-    ``prepared_async_call`` on a pycuda without that entry point.
+    __slots__ = ("gpudata",)
+
+    def __init__(self, address: int) -> None:
+        self.gpudata = address
+
+
+_TORCH_FOR_KIND = {"float": (torch.float32,), "int": (torch.int32,), "uint": (torch.int32, getattr(torch, "uint32", torch.int32))}
+_INT_CODES = frozenset("iIbBhHqQ?")
+
+
+def _raw_address(value: Any) -> int | None:
+    """Device address of a non-tensor pointer argument, or None when ``value`` is not one."""
+    if value is None:
+        return 0
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)  # an address, e.g. tensor.data_ptr()
+    gpudata = getattr(value, "gpudata", None)  # pycuda GPUArray, CudaTensorHolder
+    if gpudata is not None:
+        return int(gpudata)
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:
+        return int(interface["data"][0])
+    try:  # pycuda DeviceAllocation
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pointer_converter(kernel: str, i: int, param: KernelParam) -> Callable[[Any], int]:
+    dtypes = _TORCH_FOR_KIND.get(param.base_kind)
+    dtype = dtypes[0] if dtypes else None
+    where = f"{kernel}: parameter {i} '{param.ctype}* {param.name}'"
+    tensor_type = torch.Tensor
+
+    def check(value: torch.Tensor) -> int:
+        if dtypes is not None and value.dtype not in dtypes:
+            raise KernelSignatureError(f"{where} expects {param.ctype} data, got a {value.dtype} tensor")
+        if not value.is_cuda:
+            raise KernelSignatureError(f"{where} got a tensor on {value.device}; pass the device tensor "
+                                       f"(dm.device_data(name)) or tensor.cuda()")
+        if not value.is_contiguous():
+            raise KernelSignatureError(f"{where} got a non-contiguous tensor of shape {tuple(value.shape)}; "
+                                       f"kernels index memory as C order: pass tensor.contiguous()")
+        return value.data_ptr()
+
+    def convert(value: Any) -> int:
+        if type(value) is tensor_type or isinstance(value, tensor_type):
+            if value.dtype is dtype and value.is_cuda and value.is_contiguous():  # the common case, fast
+                return value.data_ptr()
+            return check(value)
+        address = _raw_address(value)
+        if address is None:
+            raise KernelSignatureError(f"{where} expects an array (a torch tensor or a device pointer), got "
+                                       f"{type(value).__name__} {value!r}")
+        return address
+
+    return convert
+
+
+_INT_TYPES = frozenset({int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
+_FLOAT_TYPES = frozenset({float, np.float16, np.float32, np.float64}) | _INT_TYPES
+
+
+def _scalar_converter(kernel: str, i: int, param: KernelParam) -> Callable[[Any], Any]:
+    where = f"{kernel}: parameter {i} '{param.ctype} {param.name}'"
+    integral = param.code in _INT_CODES
+    fast = _INT_TYPES if integral else _FLOAT_TYPES
+
+    def convert(value: Any) -> Any:
+        if type(value) in fast:
+            return value
+        if isinstance(value, torch.Tensor):
+            raise KernelSignatureError(f"{where} expects a scalar, got a tensor of shape {tuple(value.shape)}; "
+                                       f"pass a number (tensor.item()) or declare the parameter as a pointer")
+        if isinstance(value, (bool, np.bool_)):
+            return int(value)
+        if isinstance(value, (int, np.integer)):
+            return value
+        if isinstance(value, (float, np.floating)):
+            if integral:
+                raise KernelSignatureError(f"{where} expects an integer, got {type(value).__name__} {value!r}; "
+                                           f"pass int(value) or np.int32(value)")
+            return value
+        raise KernelSignatureError(f"{where} expects a number, got {type(value).__name__} {value!r}")
+
+    return convert
+
+
+def _untyped_value(value: Any) -> Any:
+    """One argument of a kernel whose signature is unknown, in a form pycuda's own call packs:
+    tensors become device pointers, Python ints int32 (an int beyond int32 is taken as an address),
+    Python floats float32, bools int32; anything else (NumPy scalars, pycuda objects) as given."""
+    if isinstance(value, torch.Tensor):
+        return _DevicePointer(value.data_ptr())
+    if value is None:
+        return _DevicePointer(0)
+    if isinstance(value, bool):
+        return np.int32(value)
+    if isinstance(value, int):
+        return np.int32(value) if -(2**31) <= value < 2**31 else np.uintp(value)
+    if isinstance(value, float):
+        return np.float32(value)
+    return value
+
+
+_DIMS: dict[Any, tuple[int, ...]] = {}  # launch dimensions seen before -> their int tuple
+
+
+def _dims(value: Any, what: str, kernel: str) -> tuple[int, ...]:
+    """``block`` / ``grid`` as a tuple of 1 to 3 positive ints (memoised: launches repeat them)."""
+    try:
+        return _DIMS[value]
+    except (KeyError, TypeError):
+        pass
+    try:
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{kernel}: {what} must be a tuple of ints such as {what}=fm.{what}, got {value!r}") from None
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise GeometryError(f"{kernel}: {what}={value!r} must have 1 to 3 positive dimensions")
+    if isinstance(value, tuple) and len(_DIMS) < 4096:
+        _DIMS[value] = dims
+    return dims
+
+
+class _Kernel:
+    """A loaded kernel, callable the way pycuda's ``Function`` is.
+
+    ``kernel(*args, block=(x, 1, 1), grid=(g, 1), stream=None, shared=0)`` launches it; arguments
+    are torch tensors (their device pointers), the values ``dm.device_data(name)`` returns,
+    NumPy scalars, Python numbers or pycuda device pointers, converted by the kernel's parsed
+    signature (wrong kinds raise :class:`KernelSignatureError`). A kernel of a binary built
+    elsewhere has no known signature: its arguments then go to pycuda's own untyped call.
+
+    :meth:`launch` is the internal fast path (``FunctionManager.launch``, the services): it packs
+    the arguments with the prepared format and calls pycuda's stateless launch directly (what
+    ``prepared_async_call`` does after its per-call argument handling), which matters for eager
+    loops: the sampler's launch is host-bound. It falls back to ``prepared_async_call`` on a
+    pycuda without that entry point.
     """
 
-    __slots__ = ("name", "function", "codes", "shared_bytes", "_launch", "_pack", "_format")
+    __slots__ = ("name", "function", "codes", "params", "shared_bytes", "barrier_check", "_checked",
+                 "_launch", "_pack", "_format", "_convert")
 
-    def __init__(self, name: str, function: Any, codes: str, shared_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        function: Any,
+        codes: str | None,
+        shared_bytes: int = 0,
+        params: Sequence[KernelParam] | None = None,
+        barrier_check: Callable[["_Kernel", tuple, tuple, int], None] | None = None,
+    ) -> None:
         self.name = name
         self.function = function
         self.codes = codes
+        self.params = None if params is None else list(params)
         self.shared_bytes = shared_bytes
+        self.barrier_check = barrier_check
+        self._checked: set = set()
+        self._launch = None
+        self._format = None
+        self._pack = None
+        self._convert: list[Callable[[Any], Any]] = []
+        if codes is None:  # unknown signature: pycuda's untyped call
+            return
         function.prepare(codes)
         self._launch = getattr(function, "_launch_kernel", None)
         self._format = getattr(function, "arg_format", None)
@@ -61,21 +227,234 @@ class _Kernel:
         self._pack = pack
         if self._format is None or self._pack is None or getattr(function, "texrefs", None):
             self._launch = None
+        if self.params is not None:
+            self._convert = [
+                _pointer_converter(name, i, p) if p.is_pointer else _scalar_converter(name, i, p)
+                for i, p in enumerate(self.params)
+            ]
 
-    def __call__(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any]) -> None:
+    @property
+    def is_typed(self) -> bool:
+        """True when the kernel's signature is known (arguments are converted and checked)."""
+        return self.codes is not None
+
+    def _check_geometry(self, grid: tuple, block: tuple, shared: int) -> None:
+        key = (grid, block, shared)
+        if key not in self._checked:
+            self.barrier_check(self, grid, block, shared)  # type: ignore[misc]
+            self._checked.add(key)
+
+    def launch(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any]) -> None:
+        """Internal fast path: ``args`` are tensors and Python/NumPy scalars in signature order."""
+        if self.barrier_check is not None:
+            self._check_geometry(grid, block, self.shared_bytes)
+        if self.codes is None:
+            self.function(*[_untyped_value(a) for a in args], grid=grid, block=block, stream=stream,
+                          shared=self.shared_bytes)
+            return
         values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
         if self._launch is not None:
             self._launch(grid, block, self._pack(self._format, *values), self.shared_bytes, stream)
         else:
             self.function.prepared_async_call(grid, block, stream, *values, shared_size=self.shared_bytes)
 
+    def __call__(
+        self,
+        *args: Any,
+        block: Any = None,
+        grid: Any = (1, 1),
+        stream: Any = None,
+        shared: int = 0,
+        time_kernel: bool = False,
+    ) -> float | None:
+        """Launch like a pycuda function: ``f(*args, block=fm.block, grid=fm.grid)``.
+
+        Args:
+            block: threads per block, e.g. ``fm.block`` (required, as in pycuda).
+            grid: blocks, e.g. ``fm.grid`` (default one block).
+            stream: a pycuda ``Stream`` (default: the legacy default stream).
+            shared: dynamic shared memory in bytes (default: what the kernel declares in
+                ``<name>_dynamic_shared_bytes``, else 0).
+            time_kernel: synchronise around the launch and return its wall time in seconds.
+
+        Raises:
+            KernelSignatureError: wrong number or kinds of arguments for the kernel's signature.
+            GeometryError: an env-barrier kernel on a grid it could deadlock on.
+        """
+        if block is None:
+            raise ConfigError(f"{self.name}: pass block=(threads, 1, 1), e.g. block=fm.block")
+        block = _dims(block, "block", self.name)
+        grid = _dims(grid, "grid", self.name)
+        shared = int(shared) if shared else self.shared_bytes
+        if self.barrier_check is not None:
+            self._check_geometry(grid, block, shared)
+        if time_kernel:
+            import pycuda.driver as cuda
+
+            cuda.Context.synchronize()
+            start = time.perf_counter()
+            self(*args, block=block, grid=grid, stream=stream, shared=shared)
+            cuda.Context.synchronize()
+            return time.perf_counter() - start
+        if self.codes is None:
+            self.function(*[_untyped_value(a) for a in args], grid=grid, block=block, stream=stream, shared=shared)
+            return None
+        params = self.params
+        if params is not None:
+            if len(args) != len(params):
+                names = ", ".join(f"{p.ctype}{'*' if p.is_pointer else ''} {p.name}" for p in params)
+                raise KernelSignatureError(f"{self.name}({names}) takes {len(params)} arguments, got {len(args)}")
+            values = [convert(a) for convert, a in zip(self._convert, args)]
+        else:
+            values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        if self._launch is None:
+            self.function.prepared_async_call(grid, block, stream, *values, shared_size=shared)
+            return None
+        try:
+            buffer = self._pack(self._format, *values)
+        except Exception as err:  # noqa: BLE001 - struct errors: values out of the parameter's range
+            raise KernelSignatureError(f"{self.name}: cannot pass the arguments {args!r}: {err}") from None
+        self._launch(grid, block, buffer, shared, stream)
+        return None
+
+    def __repr__(self) -> str:
+        kind = "typed" if self.codes is not None else "untyped"
+        return f"<kernel {self.name} ({kind})>"
+
+
+# ----------------------------------------------------------------- env barrier (co-residency)
+#: The 2.7.1 barrier across the blocks of one env (``compat_271.cuh``).
+ENV_BARRIER = "__sync_env_threads"
+
+
+def estimate_blocks_per_sm(
+    threads: int,
+    registers_per_thread: int,
+    shared_bytes: int,
+    max_threads_per_sm: int,
+    max_blocks_per_sm: int,
+    registers_per_sm: int,
+    shared_bytes_per_sm: int,
+    reserved_shared_per_block: int = 1024,
+    warp_size: int = 32,
+) -> int:
+    """Blocks of one kernel that fit on one SM at once, from its resources (a conservative
+    stand-in for ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` when that is unavailable):
+    registers are allocated per warp in units of 256, shared memory per block plus the
+    driver's reserve."""
+    warps = -(-int(threads) // warp_size)
+    limits = [int(max_blocks_per_sm), int(max_threads_per_sm) // (warps * warp_size)]
+    if registers_per_thread > 0:
+        per_warp = -(-int(registers_per_thread) * warp_size // 256) * 256
+        limits.append(int(registers_per_sm) // (per_warp * warps))
+    smem = int(shared_bytes) + int(reserved_shared_per_block)
+    if shared_bytes > 0 or reserved_shared_per_block > 0:
+        limits.append(int(shared_bytes_per_sm) // smem)
+    return max(0, min(limits))
+
+
+def check_env_barrier_geometry(
+    kernel: str,
+    grid: Sequence[int],
+    block: Sequence[int],
+    blocks_per_env: int,
+    num_envs: int,
+    resident_blocks: int | None,
+    suggested_grid: Sequence[int],
+) -> None:
+    """Refuse a launch of a kernel that calls ``__sync_env_threads`` on a grid where its blocks
+    could wait forever: a grid that is not 1-D, one that cuts an env's blocks apart, or one with
+    more blocks than the device holds at once (``resident_blocks``; None: unknown, not checked).
+
+    Raises:
+        GeometryError: naming the limit and the fix.
+    """
+    if blocks_per_env <= 1:
+        return
+    dims = [*grid, 1, 1][:3]
+    if dims[1] != 1 or dims[2] != 1:
+        raise GeometryError(
+            f"kernel '{kernel}' calls {ENV_BARRIER}(), which groups the blocks of an env by blockIdx.x; "
+            f"launch it on a 1-D grid such as grid={tuple(suggested_grid)}, not grid={tuple(grid)}"
+        )
+    blocks = dims[0]
+    if blocks % blocks_per_env and blocks < num_envs * blocks_per_env:
+        raise GeometryError(
+            f"kernel '{kernel}' calls {ENV_BARRIER}() and each env spans blocks_per_env={blocks_per_env} "
+            f"blocks, but grid={tuple(grid)} launches only part of an env's blocks (the others would wait "
+            f"forever); use a multiple of {blocks_per_env} blocks, e.g. grid={tuple(suggested_grid)}"
+        )
+    if resident_blocks is not None and blocks > resident_blocks:
+        threads = int(np.prod(block))
+        max_envs = resident_blocks // blocks_per_env
+        raise GeometryError(
+            f"kernel '{kernel}' calls {ENV_BARRIER}() with blocks_per_env={blocks_per_env}: the blocks of an "
+            f"env wait for each other, so all {blocks} blocks of grid={tuple(grid)} must be resident on the "
+            f"GPU at once, but this device holds at most {resident_blocks} blocks of {threads} threads of "
+            f"this kernel (2.7.1 hung here). Use num_envs <= {max_envs}, or fewer registers / less shared "
+            f"memory per block, or split the step at the barrier into kernels launched one after the "
+            f"other (a kernel boundary is a barrier: the env's phase_kernels)"
+        )
+
+
+def _module_constant(source: str | None, name: str, default: int) -> int:
+    """Value of ``constexpr int name = N;`` / ``const int name = N;`` in a module's source."""
+    if source:
+        match = re.search(rf"\b{name}\s*=\s*(\d+)\s*;", source)
+        if match:
+            return int(match.group(1))
+    return default
+
+
+_LIBCUDA: Any = None
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+def _libcuda() -> Any:
+    global _LIBCUDA
+    if _LIBCUDA is None:
+        _LIBCUDA = ctypes.CDLL("libcuda.so.1")
+    return _LIBCUDA
+
+
+def _occupancy_blocks_per_sm(binary: str | os.PathLike[str] | None, kernel: str, threads: int,
+                             shared_bytes: int) -> int | None:
+    """Blocks of ``kernel`` (from the cubin ``binary``) that one SM runs at once, from the driver's
+    ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (registers, shared memory, threads and block
+    limits all counted). pycuda does not expose the function handle, so the binary is loaded a
+    second time through the driver API, in the current context, for the query. None when the
+    driver library or the binary is not available."""
+    if binary is None:
+        return None
+    try:
+        lib = _libcuda()
+        module, function, count = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int(0)
+        if lib.cuModuleLoad(ctypes.byref(module), str(binary).encode()) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    try:
+        if lib.cuModuleGetFunction(ctypes.byref(function), module, kernel.encode()) != 0:
+            return None
+        if shared_bytes > DEFAULT_MAX_SHARED_BYTES:
+            lib.cuFuncSetAttribute(function, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ctypes.c_int(shared_bytes))
+        status = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(count), function, ctypes.c_int(threads), ctypes.c_size_t(shared_bytes))
+        return int(count.value) if status == 0 else None
+    finally:
+        lib.cuModuleUnload(module)
+
 
 class PyCUDAFunctionManager(FunctionManager):
     """Compiles the core service layer together with an env's kernels and launches them.
 
     Args:
-        num_agents, num_envs, blocks_per_env, process_id: see :class:`FunctionManager`.
+        num_agents, num_envs, blocks_per_env, process_id: see :class:`FunctionManager` (2.7.1's
+            positional order).
         device_id: CUDA device (default: torch's current device).
+
+    ``get_function(name)`` returns a kernel callable as in pycuda,
+    ``f(*args, block=fm.block, grid=fm.grid)``; :meth:`launch` is the fast internal path.
     """
 
     backend = "pycuda"
@@ -103,7 +482,12 @@ class PyCUDAFunctionManager(FunctionManager):
             )
         self._default_grid, self._default_block = self.grid, self.block
         self._module: Any = None
+        self._binary: Path | None = None  # the loaded cubin
         self._source: str | None = None
+        self._foreign = False  # a binary built elsewhere: kernel signatures unknown
+        self._linkage: dict[str, bool] = {}
+        self._barrier_kernels: set[str] = set()
+        self._module_envs, self._module_bpe = self.num_envs, self.blocks_per_env
         self.stream: Any = None  # a pycuda Stream to launch on (None: the legacy default stream)
 
     @property
@@ -127,37 +511,49 @@ class PyCUDAFunctionManager(FunctionManager):
     def compile_and_load_cuda(
         self,
         env_name: str | None = None,
+        template_header_file: str | None = None,
+        template_runner_file: str | None = None,
+        template_path: str | None = None,
+        default_functions_included: bool = True,
+        customized_env_registrar: Any = None,
+        event_messenger: Any = None,
+        *,
         env_source: str | os.PathLike[str] | None = None,
         constants: Mapping[str, Any] | None = None,
-        customized_env_registrar: Any = None,
         include_dirs: Sequence[str | os.PathLike[str]] = (),
         options: Sequence[str] = DEFAULT_OPTIONS,
-        default_functions_included: bool = True,
-        **legacy: Any,
     ) -> Path:
         """Render core + env source with the launch constants, compile (cached) and load it.
+
+        The positional parameters are 2.7.1's. Its template files are not needed (the prelude
+        with ``wkNumberEnvs``, ``wkNumberAgents``, ``wkBlocksPerEnv`` is rendered in memory and
+        nothing is written into the package); ``template_*`` are accepted and ignored. Every
+        process compiles (the cache serialises identical builds), so ``event_messenger`` is only
+        set when given.
 
         Args:
             env_name: look the env's source up in ``customized_env_registrar`` when
                 ``env_source`` is not given.
+            default_functions_included: also initialize the core service kernels.
+            customized_env_registrar: an ``EnvironmentRegistrar`` holding the env's ``.cu`` path.
             env_source: path of the env's ``.cu`` file.
             constants: extra ``constexpr`` values for the prelude (the env's ``cuda_constants()``).
             include_dirs: extra include directories (the env's folder is added automatically).
             options: nvcc options.
-            default_functions_included: also initialize the core service kernels.
 
         Returns:
             Path of the cached cubin.
         """
-        for key in legacy:
-            if key not in ("template_header_file", "template_runner_file", "template_path", "event_messenger"):
-                raise ConfigError(f"compile_and_load_cuda() got an unexpected argument '{key}'")
         if env_source is None and env_name is not None:
-            if customized_env_registrar is None:
+            found = None
+            if customized_env_registrar is not None:
+                found = customized_env_registrar.get_cuda_env_src_path(env_name)
+            if found is None:
                 raise ConfigError(
-                    f"no CUDA source given for env '{env_name}'; pass env_source= or a registrar holding it"
+                    f"no CUDA source for env '{env_name}': pass env_source=path/to/step.cu, or register it with "
+                    f"registrar.add_cuda_env_src_path('{env_name}', path) and pass customized_env_registrar=registrar"
                 )
-            env_source = customized_env_registrar.get_cuda_env_src_path(env_name)
+            env_source = found
         dirs = list(include_dirs)
         if env_source is not None:
             dirs.append(Path(env_source).resolve().parent)
@@ -165,7 +561,10 @@ class PyCUDAFunctionManager(FunctionManager):
             self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants,
             max_shared_bytes=self.max_shared_bytes,
         )
-        return self._build(source, dirs, options, default_functions_included)
+        path = self._build(source, dirs, options, default_functions_included)
+        if event_messenger is not None and hasattr(event_messenger, "set"):
+            event_messenger.set()
+        return path
 
     def load_cuda_from_source_code(
         self,
@@ -174,58 +573,190 @@ class PyCUDAFunctionManager(FunctionManager):
         constants: Mapping[str, Any] | None = None,
         options: Sequence[str] = DEFAULT_OPTIONS,
     ) -> Path:
-        """Compile user kernels given as a string (after the prelude and the core layer)."""
+        """Compile user kernels given as a string (after the prelude and the core layer).
+
+        Kernels must have C linkage (``extern "C" __global__`` or an ``extern "C" { ... }``
+        block) to be found by name.
+        """
         source = render_source(
             self.num_envs, self.num_agents, self.blocks_per_env, constants=constants, extra_code=code,
             max_shared_bytes=self.max_shared_bytes,
         )
         return self._build(source, [], options, default_functions_included)
 
+    @staticmethod
+    def _compile(main_file: str | os.PathLike[str], cubin_file: str | os.PathLike[str] | None = None,
+                 arch: str | None = None) -> Path:
+        """Compile a self-contained ``.cu`` file (2.7.1's static ``_compile``).
+
+        The binary goes to the content-addressed cache; ``cubin_file`` names it for
+        :meth:`load_cuda_from_binary_file` in this process, and the binary is also copied there
+        unless that path is inside the installed package or not writable. ``arch`` defaults to
+        the current device's. Returns the cached binary's path.
+        """
+        if arch is None:
+            init_cuda()
+            major, minor = torch.cuda.get_device_capability()
+            arch = f"sm_{major}{minor}"
+        return compile_main_file(main_file, cubin_file, arch).binary
+
+    @property
+    def compile(self) -> Callable[..., Path]:
+        """2.7.1's name for :meth:`_compile`."""
+        return self._compile
+
     def load_cuda_from_binary_file(self, cubin: str | os.PathLike[str], default_functions_included: bool = True) -> None:
-        """Load a prebuilt cubin/fatbin (kernel signatures are then not checked)."""
+        """Load a binary: one named by :meth:`_compile` (in this process, or built by it in any
+        process: kernel signatures are then known), one of 2.7.1's prebuilt test binaries
+        (``warp_drive/cuda_bin/test_build.fatbin``, ``test_build_multiblocks.fatbin``: built on
+        first use from ``warp_drive/cuda_includes``), or a cubin/fatbin built elsewhere (its
+        kernels are launched through pycuda's untyped call, and the core services are not
+        available)."""
         import pycuda.driver as cuda
 
-        self._set_module(cuda.module_from_file(str(cubin)), None, default_functions_included)
+        self._check_no_module()
+        alias = binary_alias(cubin)
+        if alias is None:
+            shipped = shipped_main_file(cubin)
+            if shipped is not None:  # e.g. 2.7.1's cuda_bin/test_build.fatbin: built from the shipped source
+                alias = compile_main_file(shipped, cubin, self._arch)
+        if alias is not None:
+            path = alias.binary
+            if not path.is_file():  # the cache was cleared since
+                path = compile_main_file(alias.main_file, cubin, alias.arch).binary
+            source: str | None = alias.source
+        else:
+            path = Path(os.path.expanduser(str(cubin)))
+            if not path.is_file():
+                raise ConfigError(
+                    f"binary {str(cubin)!r} does not exist; build it first with "
+                    f"fm._compile(main_file=..., cubin_file={str(cubin)!r}) in this process"
+                )
+            source = binary_source(path)
+        self._binary = path
+        self._set_module(cuda.module_from_file(str(path)), source, default_functions_included,
+                         foreign=source is None, rendered=False)
+
+    def _check_no_module(self) -> None:
+        if self._module is not None:
+            raise ConfigError("this function manager already holds a module; create a new manager")
 
     def _build(self, source: str, dirs: list, options: Sequence[str], defaults: bool) -> Path:
         import pycuda.driver as cuda
 
-        if self._module is not None:
-            raise ConfigError("this function manager already holds a module; create a new manager")
+        self._check_no_module()
         path = compile_cubin(source, self._arch, include_dirs=dirs, options=options)
+        self._binary = path
         self._set_module(cuda.module_from_file(str(path)), source, defaults)
         return path
 
-    def _set_module(self, module: Any, source: str | None, defaults: bool) -> None:
+    def _set_module(self, module: Any, source: str | None, defaults: bool, foreign: bool = False,
+                    rendered: bool = True) -> None:
         self._module = module
         self._source = source
-        self._signatures = _core_signatures()
+        self._foreign = foreign
+        self._signatures = {} if foreign else _core_signatures()
+        self._linkage = {}
+        self._barrier_kernels = set()
         if source is not None:
             self._signatures.update(parse_kernel_signatures(source))
+            self._linkage = kernel_linkage(source)
+            self._barrier_kernels = functions_calling(source, ENV_BARRIER) & set(self._signatures)
+            if not rendered:  # a self-contained main file states its own launch constants
+                self._module_envs = _module_constant(source, "wkNumberEnvs", self.num_envs)
+                self._module_bpe = _module_constant(source, "wkBlocksPerEnv", self.blocks_per_env)
+            for name, linked in self._linkage.items():
+                if not linked:
+                    logger.warning('kernel %s has no C linkage: declare it extern "C" __global__ (or put it in '
+                                   'an extern "C" { ... } block) to launch it by name', name)
         if defaults:
             self.initialize_default_functions()
+
+    def initialize_default_functions(self) -> None:
+        """Load every core service kernel (nothing for a binary built elsewhere, whose kernels of
+        the same names may have other signatures)."""
+        if self._foreign:
+            logger.warning("the loaded binary was not built by warp_drive: its core service kernels are not "
+                           "initialized (the Sampler, EnvironmentReset and LogController need a module built here)")
+            return
+        super().initialize_default_functions()
 
     # ------------------------------------------------------------------ functions
     def _load_function(self, name: str) -> Any:
         if self._module is None:
-            raise ConfigError("no CUDA module loaded; call compile_and_load_cuda() first")
+            raise ConfigError(
+                "no CUDA module loaded; call compile_and_load_cuda(), load_cuda_from_source_code() or "
+                "load_cuda_from_binary_file() first"
+            )
         import pycuda.driver as cuda
 
         try:
             function = self._module.get_function(name)
         except cuda.LogicError as err:
-            raise DataNotFoundError(
-                f"kernel '{name}' is not in the compiled module; is it declared extern \"C\" __global__?"
-            ) from err
+            raise DataNotFoundError(self._missing_kernel_message(name)) from err
         params = self._signatures.get(name)
         if params is None:
+            if self._foreign:
+                if name in DEFAULT_FUNCTIONS or name in COMPAT_FUNCTIONS:
+                    raise ConfigError(
+                        f"kernel '{name}' of a binary built elsewhere may have another signature than warp_drive's "
+                        f"service kernel of that name; build the module here (fm._compile(main_file=..., "
+                        f"cubin_file=...) then load_cuda_from_binary_file(cubin_file), or compile_and_load_cuda())"
+                    )
+                logger.info("kernel %s: signature unknown (binary built elsewhere); arguments go to pycuda's "
+                            "untyped call", name)
+                return _Kernel(name, function, None)
             raise DataNotFoundError(f"cannot find the signature of kernel '{name}' in the rendered source")
-        return _Kernel(name, function, "".join(p.code for p in params), self._dynamic_shared_bytes(name, function))
+        try:
+            codes = "".join(p.code for p in params)
+        except ValueError as err:
+            raise KernelSignatureError(f"kernel '{name}': {err}; use int, float, pointers or other scalars") from None
+        barrier = self._check_barrier if name in self._barrier_kernels and self._module_bpe > 1 else None
+        kernel = _Kernel(name, function, codes, self._dynamic_shared_bytes(name, function), params, barrier)
+        if barrier is not None and self._module_bpe == self.blocks_per_env:
+            kernel._check_geometry(self._default_grid, self._default_block, kernel.shared_bytes)  # fail at load
+        return kernel
+
+    def _missing_kernel_message(self, name: str) -> str:
+        if self._linkage.get(name) is False:
+            return (f"kernel '{name}' is defined without C linkage, so its symbol name is mangled; declare it "
+                    f'extern "C" __global__ void {name}(...) or put it inside an extern "C" {{ ... }} block')
+        known = sorted(n for n in self._signatures if self._linkage.get(n, True))
+        return (f"kernel '{name}' is not in the loaded module; is it declared extern \"C\" __global__? "
+                f"Kernels found: {', '.join(known) or 'none'}")
+
+    def _check_barrier(self, kernel: _Kernel, grid: tuple, block: tuple, shared: int) -> None:
+        threads = int(np.prod(block))
+        per_sm = _occupancy_blocks_per_sm(self._binary, kernel.name, threads, shared)
+        if per_sm is None:
+            per_sm = self._estimate_blocks_per_sm(kernel.function, threads, shared)
+        resident = None if per_sm is None else per_sm * int(self._attrs["multiprocessor_count"])
+        grid_blocks = self._module_envs * self._module_bpe
+        check_env_barrier_geometry(kernel.name, grid, block, self._module_bpe, self._module_envs, resident,
+                                   (grid_blocks, 1))
+
+    def _estimate_blocks_per_sm(self, function: Any, threads: int, shared: int) -> int | None:
+        try:
+            import pycuda.driver as cuda
+
+            fa, da = cuda.function_attribute, cuda.device_attribute
+            dev = cuda.Device(self._device_id)
+            return estimate_blocks_per_sm(
+                threads,
+                function.get_attribute(fa.NUM_REGS),
+                shared + function.get_attribute(fa.SHARED_SIZE_BYTES),
+                dev.get_attribute(da.MAX_THREADS_PER_MULTIPROCESSOR),
+                dev.get_attribute(da.MAX_BLOCKS_PER_MULTIPROCESSOR),
+                dev.get_attribute(da.MAX_REGISTERS_PER_MULTIPROCESSOR),
+                dev.get_attribute(da.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+            )
+        except Exception:  # noqa: BLE001 - attributes missing on this pycuda: not checked
+            logger.warning("cannot compute how many blocks fit on this device; the env barrier's grid is not checked")
+            return None
 
     def _dynamic_shared_bytes(self, name: str, function: Any) -> int:
         """Dynamic shared memory that kernel ``name`` declares (0 when it declares none); above the
         default 48 KiB the kernel is opted in, up to the device's limit."""
-        import numpy as np
         import pycuda.driver as cuda
 
         try:
@@ -256,11 +787,10 @@ class PyCUDAFunctionManager(FunctionManager):
         kernel = self._functions.get(name) or self._get_function(name)
         grid = self._default_grid if grid is None else tuple(grid)
         block = self._default_block if block is None else tuple(block)
-        kernel(grid, block, self.stream, args)
+        kernel.launch(grid, block, self.stream, args)
 
     def initialize_shared_constants(self, data_manager: Any, constant_names: Sequence[str]) -> None:
         """Copy host constants into ``__constant__`` symbols of the same names."""
-        import numpy as np
         import pycuda.driver as cuda
 
         for name in constant_names:
@@ -274,7 +804,9 @@ class PyCUDAFunctionManager(FunctionManager):
 
     @property
     def cuda_function_names(self) -> list[str]:
+        """Names of the initialized kernels (2.7.1's name for ``function_names``)."""
         return self.function_names
 
 
-CUDAFunctionManager = PyCUDAFunctionManager
+# 2.7.1's name for the base class (``warp_drive.managers.function_manager``)
+CUDAFunctionManager = FunctionManager

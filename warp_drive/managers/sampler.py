@@ -33,7 +33,8 @@ def stream_id(action_name: str, head: int) -> int:
 
 
 class Sampler:
-    """Samples actions into an action placeholder of shape (num_envs, num_agents, num_heads).
+    """Samples actions into an action placeholder of shape (num_envs, num_agents, num_heads), or
+    (num_envs, num_agents) for a single head.
 
     Args:
         function_manager: the backend's function manager (core functions are initialized here).
@@ -66,10 +67,10 @@ class Sampler:
         """Declare that ``action_name`` is sampled from ``num_actions`` probabilities per head
         (or, when ``is_deterministic``, from a Gaussian with one mean per action dimension)."""
         shape = data_manager.get_shape(action_name)
-        if len(shape) != 3 or shape[0] != data_manager.num_envs:
+        if len(shape) not in (2, 3) or shape[0] != data_manager.num_envs:
             raise DataShapeError(
                 f"action placeholder '{action_name}' has shape {shape}; expected (num_envs={data_manager.num_envs}, "
-                f"num_agents, num_heads)"
+                f"num_agents, num_heads) or (num_envs, num_agents) for one head"
             )
         if not isinstance(num_actions, (int, np.integer)) or num_actions < 1:
             raise DataShapeError(f"num_actions must be a positive int, got {num_actions!r}")
@@ -91,6 +92,8 @@ class Sampler:
         if action_name not in self._registered:
             raise SamplerError(f"'{action_name}' is not registered; call register_actions() first")
         actions = data_manager.data_on_device_via_torch(action_name)
+        if actions.dim() == 2:  # (num_envs, num_agents): one head
+            actions = actions.view(*actions.shape, 1)
         if not isinstance(dist, torch.Tensor):
             raise DataTypeError(f"distribution must be a torch tensor, got {type(dist).__name__}")
         if dist.dtype != torch.float32:
@@ -216,6 +219,12 @@ class Sampler:
             f"the sampler received {' and '.join(problems)}{detail}. Pass softmax probabilities "
             f"(check the policy for NaN: lower the learning rate or clip gradients)"
         )
+
+    @staticmethod
+    def assign(data_manager: Any, actions: Any, action_name: str) -> None:
+        """Write ``actions`` (same shape and dtype kind) into the action array (for tests and
+        debugging; 2.7.1's ``PyCUDASampler.assign``)."""
+        data_manager.assign(action_name, actions)
 
     def counters_state(self) -> dict[str, torch.Tensor]:
         """Counters by ``action/head`` (for checkpoints)."""

@@ -139,3 +139,58 @@ def gpu_free_bytes(device: int | None = None) -> int:
     free, _total = torch.cuda.mem_get_info(device)
     return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
 
+
+
+def perform_auto_vertical_scaling(setup_trainer_and_train: Callable[..., object], config: dict,
+                                  num_iters: int = 2) -> dict:
+    """2.7.1's auto-scaling entry point: ``num_envs`` and ``train_batch_size`` for one GPU.
+
+    Each trial calls ``setup_trainer_and_train(trial_config, verbose=False)`` in this process with a
+    copy of ``config`` that trains ``num_iters`` iterations of the candidate size (results under a
+    temporary directory); the trial's speed and peak device memory drive :func:`search`.
+
+    Returns:
+        A copy of ``config`` with ``trainer.num_envs`` and ``trainer.train_batch_size`` chosen
+        (``num_episodes`` and the rest unchanged).
+
+    Raises:
+        ConfigError: no CUDA device, or ``env.episode_length`` missing from the config.
+    """
+    import copy
+    import gc
+    import math
+    import tempfile
+    import time
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError("auto-scaling sizes a run for GPU memory; it needs a CUDA device")
+    cfg = copy.deepcopy(dict(config))
+    episode_length = cfg.get("env", {}).get("episode_length")
+    if not episode_length:
+        raise ConfigError("auto-scaling needs env.episode_length in the run config to size the trial runs")
+    tmp = tempfile.mkdtemp(prefix="warp_drive_auto_scale_")
+
+    def trial(envs: int, steps: int) -> tuple[float, int]:
+        c = copy.deepcopy(cfg)
+        c["trainer"] = {**c.get("trainer", {}), "num_envs": envs, "train_batch_size": envs * steps,
+                        "num_episodes": math.ceil(num_iters * envs * steps / episode_length)}
+        c["saving"] = {**c.get("saving", {}), "basedir": tmp, "metrics_log_freq": 10**9,
+                       "model_params_save_freq": 10**9}
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        try:
+            setup_trainer_and_train(c, verbose=False)
+            torch.cuda.synchronize()
+            return num_iters * envs * steps / (time.perf_counter() - start), int(torch.cuda.max_memory_allocated())
+        finally:
+            gc.collect()
+            torch.cuda.empty_cache()
+
+    trainer_cfg = cfg.get("trainer", {})
+    envs = int(trainer_cfg.get("num_envs", 10))
+    choice = search(trial, gpu_free_bytes(), envs, max(1, int(trainer_cfg.get("train_batch_size", envs)) // envs))
+    cfg["trainer"] = {**trainer_cfg, "num_envs": choice.num_envs, "train_batch_size": choice.train_batch_size}
+    return cfg

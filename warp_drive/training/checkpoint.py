@@ -96,10 +96,39 @@ def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
     atomic_save(state, path)
     if path.parent == save_dir:
         atomic_save(state, save_dir / LATEST)
-    for tag, p in trainer.policies.items():  # reference-style per-policy weight files
-        atomic_save(_model(p.model).state_dict(), save_dir / f"{tag}_{p.timestep}.state_dict")
+    write_policy_files(trainer)
     logger.info("checkpoint written: %s", path)
     return path
+
+
+def policy_file_state(model: torch.nn.Module) -> dict:
+    """What a ``<tag>_<timestep>.state_dict`` file holds: 2.7.1's parameter names for our fully
+    connected categorical policies (so 2.7.1 loads them too), the model's own names otherwise."""
+    from warp_drive.training.models.fully_connected import FullyConnected
+    from warp_drive.training.models.reference_format import to_reference_state_dict
+
+    model = _model(model)
+    if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian:
+        return to_reference_state_dict(model)
+    return model.state_dict()
+
+
+def write_policy_files(trainer: Any) -> list[Path]:
+    """Writes ``<save_dir>/<tag>_<timestep>.state_dict`` for every policy (2.7.1's names and layout)."""
+    save_dir = Path(trainer.save_dir)
+    paths = []
+    for tag, p in trainer.policies.items():
+        path = save_dir / f"{tag}_{p.timestep}.state_dict"
+        atomic_save({k: v.detach().cpu() for k, v in policy_file_state(p.model).items()}, path)  # loads anywhere
+        paths.append(path)
+    return paths
+
+
+def timestep_from_filename(path: str | Path) -> int | None:
+    """The timestep 2.7.1 encodes in ``<tag>_<timestep>.state_dict`` names, or None if there is none."""
+    stem = Path(path).name.split(".state_dict")[0]
+    tail = stem.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def load_trainer(trainer: Any, path: str | Path) -> None:
@@ -145,11 +174,7 @@ def load_trainer(trainer: Any, path: str | Path) -> None:
 
 
 def load_state_dict_file(path: str | Path, device: torch.device) -> dict:
-    """Model weights from a ``.state_dict`` file or from a full trainer checkpoint."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"model_ckpt_filepath {str(path)!r} does not exist")
-    obj = torch.load(path, map_location=device, weights_only=False)
-    if isinstance(obj, dict) and "policies" in obj and "format_version" in obj:
-        raise ConfigError(f"{path} is a trainer checkpoint; load it with Trainer.load_checkpoint() or --resume")
-    return {k.removeprefix("module."): v for k, v in obj.items()}
+    """Model weights from a ``.state_dict`` file (ours or 2.7.1's), read with ``weights_only=True``."""
+    from warp_drive.training.models.reference_format import load_policy_file
+
+    return load_policy_file(path, device)

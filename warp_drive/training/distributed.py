@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -113,3 +113,74 @@ def launch_with_torchrun(num_procs: int, argv: Sequence[str]) -> int:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={num_procs}",
            "-m", "warp_drive.training.example_training_script", *args]
     return subprocess.call(cmd)
+
+
+# ----------------------------------------------------------------------------- 2.7.1's process API
+def setup_torch_process_group(
+    device_id: int,
+    num_devices: int,
+    master_addr: str = "127.0.0.1",
+    master_port: str | int = "8888",
+    backend: str | None = None,
+) -> None:
+    """Joins this process to a ``num_devices``-process group as rank ``device_id`` (2.7.1's helper).
+
+    ``backend`` None picks NCCL when CUDA is available (and selects GPU ``device_id``), else gloo;
+    2.7.1 always used gloo, which all-reduces CUDA tensors through the host.
+    """
+    os.environ["MASTER_ADDR"] = str(master_addr)
+    os.environ["MASTER_PORT"] = str(master_port)
+    use_cuda = torch.cuda.is_available()
+    backend = backend or ("nccl" if use_cuda else "gloo")
+    if use_cuda:
+        torch.cuda.set_device(device_id)
+    if not dist.is_initialized():
+        dist.init_process_group(backend=backend, rank=device_id, world_size=num_devices)
+
+
+def clear_torch_process_group() -> None:
+    """Leaves the process group (if any)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _device_process(device_id: int, setup_trainer_and_train: Callable[..., Any], config: Any, num_devices: int,
+                    results_dir: str | None, master_port: int) -> None:
+    setup_torch_process_group(device_id, num_devices, master_port=master_port)
+    try:
+        setup_trainer_and_train(run_configuration=config, device_id=device_id, num_devices=num_devices,
+                                results_directory=results_dir, verbose=device_id == 0)
+    finally:
+        clear_torch_process_group()
+
+
+def perform_distributed_training(setup_trainer_and_train: Callable[..., Any], config: Any,
+                                 results_dir: str | None = None) -> None:
+    """Trains on ``config["trainer"]["num_gpus"]`` GPUs, one spawned process each (2.7.1's entry point).
+
+    Each process ``i`` joins the process group as rank ``i`` on GPU ``i`` and calls
+    ``setup_trainer_and_train(run_configuration=config, device_id=i, num_devices=n,
+    results_directory=results_dir, verbose=i == 0)``, which builds its env wrapper and a Trainer
+    with those arguments (models are then DDP-wrapped). ``setup_trainer_and_train`` must be
+    importable by name (spawned processes pickle it). An exception in any process is raised here.
+    For scripts of this project, ``torchrun`` (``--num_gpus`` of the example script) does the same.
+
+    Raises:
+        ConfigError: ``num_gpus`` < 2.
+    """
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from warp_drive.errors import ConfigError
+
+    trainer_cfg = config.trainer if hasattr(config, "trainer") else config.get("trainer", {})
+    num_gpus = int(getattr(trainer_cfg, "num_gpus", None) or (trainer_cfg.get("num_gpus", 1) if isinstance(trainer_cfg, dict) else 1))
+    if num_gpus < 2:
+        raise ConfigError(f"perform_distributed_training needs trainer.num_gpus >= 2; got {num_gpus} (call "
+                          "setup_trainer_and_train directly for one GPU)")
+    with socket.socket() as s:  # a free port instead of 2.7.1's fixed 8888
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.start_processes(_device_process, args=(setup_trainer_and_train, config, num_gpus, results_dir, port),
+                       nprocs=num_gpus, join=True, start_method="spawn")

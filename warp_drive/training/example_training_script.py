@@ -17,6 +17,7 @@ import argparse
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
@@ -35,7 +36,7 @@ def add_run_source_arguments(p: argparse.ArgumentParser) -> None:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_source_arguments(p)
-    p.add_argument("--results_dir", default=None, help="run directory (default: saving.basedir/name/tag/<time>)")
+    p.add_argument("--results_dir", default=None, help="run directory, relative to the current one (default: saving.basedir/name/tag/<time>)")
     p.add_argument("--resume", default=None, help="checkpoint file or run directory to continue from")
     p.add_argument("--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars")
@@ -93,7 +94,8 @@ def build(args: argparse.Namespace) -> Any:
     env = env_cls(**config.env)
     wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend, device_id=device_id, process_id=rank)
     pmap = default_policy_map(env, config.policy_tags)
-    trainer = Trainer(wrapper, config, pmap, results_dir=args.results_dir, verbose=not args.quiet and rank == 0, rank=rank,
+    results_dir = str(Path(args.results_dir).resolve()) if args.results_dir else None  # relative to the cwd
+    trainer = Trainer(wrapper, config, pmap, results_dir=results_dir, verbose=not args.quiet and rank == 0, rank=rank,
                       tensorboard=args.tensorboard, num_devices=ctx.world_size)
     if args.resume:
         trainer.load_checkpoint(args.resume)
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
     trainer = build(args)
     if args.evaluate:
-        for tag, res in trainer.evaluate_episodes().items():
+        for tag, res in trainer.evaluate().items():
             print(f"{tag}: mean episode return {res['episode_return'].mean():.3f} over {len(res['episode_return'])} episodes")
         return 0
     start = time.perf_counter()

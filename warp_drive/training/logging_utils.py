@@ -36,6 +36,10 @@ def collect_metrics(trainer: Any, update_metrics: dict[str, dict[str, torch.Tens
     metrics["perf/env_steps_per_s"] = world * perf["steps"] / perf["total"] if perf["total"] else float("nan")
     metrics["perf/agent_steps_per_s"] = metrics["perf/env_steps_per_s"] * trainer.env_wrapper.n_agents
     phases = trainer.timer.totals()
+    if phases and hasattr(trainer, "phase_seconds"):  # for Trainer.perf_stats: means over timed iterations
+        for phase, seconds in phases.items():
+            trainer.phase_seconds[phase] = trainer.phase_seconds.get(phase, 0.0) + seconds
+        trainer.timed_iterations += 1
     batch = trainer.config.trainer.train_batch_size
     for phase, seconds in phases.items():
         metrics[f"perf/{phase}_ms_per_iter"] = 1000.0 * seconds

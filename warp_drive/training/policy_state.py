@@ -162,6 +162,7 @@ class PolicyState:
     reset_heads: HeadOutputs | None = None
     reset_values: Tensor | None = None
     train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
+    obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
 
     @property
     def num_agents(self) -> int:

@@ -24,12 +24,20 @@ Tensor = torch.Tensor
 
 
 def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: bool = False) -> Any:
-    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs)."""
+    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs).
+
+    Placeholders laid out ``(E, *features, N)`` (``obs_agents_last``) are seen agent-first (a view).
+    """
     suffix = Constants.AT_RESET_SUFFIX if at_reset else ""
+
+    def view(name: str) -> Tensor:
+        x = dm.data_on_device_via_torch(name + suffix)
+        return policy.select(x.movedim(-1, 1) if policy.obs_agents_last else x)
+
     if obs_names == [Constants.OBSERVATIONS]:
-        return policy.select(dm.data_on_device_via_torch(Constants.OBSERVATIONS + suffix))
+        return view(Constants.OBSERVATIONS)
     prefix = Constants.OBSERVATIONS + "_"
-    return {n[len(prefix):]: policy.select(dm.data_on_device_via_torch(n + suffix)) for n in obs_names}
+    return {n[len(prefix):]: view(n) for n in obs_names}
 
 
 def _where_done(done: Tensor, a: Any, b: Any) -> Any:

@@ -33,6 +33,7 @@ from warp_drive.training.cuda_graph import GraphedRollout
 from warp_drive.training.distributed import sync_buffers, wrap_model
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.rollout import Rollout, policy_obs
+from warp_drive.training.utils.minibatch import index_tree
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 from warp_drive.utils.constants import Constants
 
@@ -60,18 +61,56 @@ class _EagerMarker(PhaseTimer):
 
 _EAGER = _EagerMarker()
 
+RUN_CONFIG_FILE = "run_config.json"
+
+
+def _check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
+    """Validates 2.7.1's placeholder arguments of the Trainer."""
+    if not isinstance(separate, bool):
+        raise ConfigError(f"create_separate_placeholders_for_each_policy={separate!r} must be True or False")
+    if separate:
+        raise ConfigError(
+            "create_separate_placeholders_for_each_policy=True (per-policy observations_<tag>, "
+            "sampled_actions_<tag>, rewards_<tag> arrays written by the env step) is not supported: the "
+            "trainer gathers each policy's agents from the shared placeholders. Write the step kernel "
+            "against the shared arrays (observations, sampled_actions, rewards) and pass False.")
+    if obs_agent_dim not in ("first", "last"):
+        raise ConfigError(f"obs_dim_corresponding_to_num_agents={obs_agent_dim!r}; use 'first' "
+                          "(observations (E, N, *features)) or 'last' ((E, *features, N))")
+
+
+def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
+    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default ``<unix time>``).
+
+    An absolute ``results_dir`` is the run directory itself.
+    """
+    sv = config.saving
+    return Path(sv.basedir) / sv.name / sv.tag / (str(results_dir) if results_dir is not None else str(int(time.time())))
+
 
 class Trainer:
     """Trains one model per policy tag on a wrapped env.
+
+    The constructor takes WarpDrive 2.7.1's arguments in 2.7.1's order (its ``TrainerA2C``);
+    this project's extras are keyword-only.
 
     Args:
         env_wrapper: an :class:`~warp_drive.env_wrapper.EnvWrapper` (pycuda or cpu backend).
         config: a :class:`RunConfig`, a dict in the reference YAML format, or a YAML path.
         policy_tag_to_agent_id_map: ``{tag: [agent ids]}``; default: one policy ``shared`` (or the
             config's only tag) over all agents. Agents may be listed in any order.
-        results_dir: run directory (default ``basedir/name/tag/<unix time>``).
+        create_separate_placeholders_for_each_policy: 2.7.1's per-policy obs/action/reward arrays;
+            only ``False`` (shared placeholders) is supported.
+        obs_dim_corresponding_to_num_agents: ``"first"``: observation placeholders are
+            ``(E, N, *features)``; ``"last"``: ``(E, *features, N)``.
+        num_devices: processes training together (DDP world size).
+        device_id: this process's device index (2.7.1: also its rank).
+        results_dir: run directory, ``saving.basedir/name/tag/<results_dir>`` as in 2.7.1 (an
+            absolute path is used as is); default ``<unix time>``.
+        verbose: show progress and metric tables.
         model_factory: where model types are looked up (custom models: ``factory.add``).
-        device_id, num_devices, verbose: placement and logging.
+        rank: distributed rank (default ``device_id``).
+        tensorboard: also write TensorBoard scalars.
     """
 
     def __init__(
@@ -79,20 +118,26 @@ class Trainer:
         env_wrapper: Any,
         config: RunConfig | Mapping[str, Any] | str,
         policy_tag_to_agent_id_map: Mapping[str, Sequence[int]] | None = None,
-        results_dir: str | None = None,
-        model_factory: ModelFactory | None = None,
-        device_id: int = 0,
+        create_separate_placeholders_for_each_policy: bool = False,
+        obs_dim_corresponding_to_num_agents: str = "first",
         num_devices: int = 1,
+        device_id: int = 0,
+        results_dir: str | Path | None = None,
         verbose: bool = True,
-        rank: int = 0,
+        *,
+        model_factory: ModelFactory | None = None,
+        rank: int | None = None,
         tensorboard: bool = False,
     ) -> None:
+        _check_placeholder_layout(create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents)
         self.config = config if isinstance(config, RunConfig) else load_run_config(config)
         self.env_wrapper = env_wrapper
         self.verbose = verbose
-        self.rank = rank
+        self.device_id = device_id
+        self.rank = device_id if rank is None else rank
         self.tensorboard = tensorboard
         self.num_devices = num_devices
+        self.obs_agents_last = obs_dim_corresponding_to_num_agents == "last"
         tc = self.config.trainer
         if tc.num_envs != env_wrapper.n_envs:
             raise ConfigError(f"trainer.num_envs={tc.num_envs} but the EnvWrapper holds {env_wrapper.n_envs} envs; make them equal")
@@ -101,8 +146,8 @@ class Trainer:
         self.bootstrap_at_time_limit = self.config.trainer.bootstrap_at_time_limit
         self.deterministic = self.config.sampler.use_argmax
         self.seed = tc.seed if tc.seed is not None else secrets.randbits(31)
-        self.rank_seed = (self.seed + 1000 * rank) & 0x7FFFFFFF  # env/sampler streams differ per rank
-        self.save_dir = Path(results_dir) if results_dir else Path(self.config.saving.basedir) / self.config.saving.name / self.config.saving.tag / str(int(time.time()))
+        self.rank_seed = (self.seed + 1000 * self.rank) & 0x7FFFFFFF  # env/sampler streams differ per rank
+        self.save_dir = run_directory(self.config, results_dir)
         if env_wrapper.reset_on_host:
             env_wrapper.reset_all_envs()
         dm = env_wrapper.cuda_data_manager
@@ -110,14 +155,17 @@ class Trainer:
         self.obs_names = [Constants.OBSERVATIONS] if dm.is_data_on_device(Constants.OBSERVATIONS) else sorted(
             n for n in dm.names() if n.startswith(Constants.OBSERVATIONS + "_") and not n.endswith(Constants.AT_RESET_SUFFIX))
         self.reset_obs_known = all(n in dm.reset_data_list for n in self.obs_names)
+        self._check_obs_layout(dm)
         self._seed_everything(self.seed)  # same initial weights on every rank
         self.sampler = Sampler(env_wrapper.cuda_function_manager)
         self.sampler.init_random(self.rank_seed)
         env_wrapper.init_reset_pool(self.rank_seed + 1)
         pmap = policy_tag_to_agent_id_map or {self.config.policy_tags[0]: list(range(env_wrapper.n_agents))}
         pmap = validate_policy_map(dict(pmap), env_wrapper.n_agents, self.config.policy_tags)
+        self.policy_tag_to_agent_id_map = pmap
         factory = model_factory or DEFAULT_MODEL_FACTORY
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in pmap.items()}
+        self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
         self.iteration = 0
         self.started = False  # envs are force-reset by the first train() call (and by evaluation)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
@@ -125,6 +173,8 @@ class Trainer:
         self.metrics_writer: Any = None
         self.perf = {"training": 0.0, "total": 0.0, "steps": 0}
         self.timer = PhaseTimer(self.device)
+        self.phase_seconds: dict[str, float] = {}  # rollout phases summed over the timed iterations
+        self.timed_iterations = 0
         self.graphed_rollout: GraphedRollout | None = None
         if tc.use_cuda_graph:
             if self.device.type != "cuda":
@@ -148,6 +198,7 @@ class Trainer:
             self.env_wrapper.reset_all_envs()
             self._begin_episodes()
             self.started = True
+        self._write_run_config()
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
         metrics: dict[str, float] = {}
         for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
@@ -166,6 +217,8 @@ class Trainer:
             self.iteration += 1
             self._account_time(start, t_rollout)
             if self._is_log_iteration(last):
+                if self.config.trainer.evaluator:
+                    self._add_test_metrics(update_metrics)
                 metrics = self.log_metrics(update_metrics)
             if self._is_save_iteration(last):
                 self.save_checkpoint()
@@ -204,6 +257,7 @@ class Trainer:
         ``last_values`` is accepted for API symmetry with :meth:`generate_rollout`.
         """
         out = {}
+        envs = self._env_subset() if self.config.trainer.neg_pos_env_ratio > 0 else None
         for p in self.policies.values():
             p.timestep += self.config.trainer.train_batch_size
             if not p.to_train:
@@ -212,6 +266,8 @@ class Trainer:
             sync_buffers(p.algorithm.value_normalizer)  # identical return statistics on every rank
             batch = {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
                      "old_log_probs": b.log_probs, "old_values": b.values}
+            if envs is not None:
+                batch = index_tree(batch, envs, dim=1)
             set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
             out[p.tag] = update_policy(
                 p.train_model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
@@ -229,8 +285,6 @@ class Trainer:
         action_spec = action_heads_from_space(env.action_space[ids[0]])
         obs_space = env.observation_space[ids[0]]
         model = factory.build(pc.model, obs_dims_from_space(obs_space), action_spec).to(self.device)
-        if pc.model.model_ckpt_filepath:
-            model.load_state_dict(ckpt.load_state_dict_file(pc.model.model_ckpt_filepath, self.device))
         idx = agent_index(ids, self.device)
         contiguous = ids == list(range(self.env_wrapper.n_agents))
         action_name = Constants.ACTIONS
@@ -244,12 +298,26 @@ class Trainer:
         state = PolicyState(tag, ids, idx, contiguous, model, torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
                             make_algorithm(pc).to(self.device), action_spec, action_name, pc, pc.to_train, lr_schedule=lr)
         state.train_model = wrap_model(model, self.device)  # DDP across ranks; rollouts use `model`
+        state.obs_agents_last = self.obs_agents_last
         example = policy_obs(dm, state, self.obs_names)
         columns = dm.get_shape(action_name)[2]
         action_dtype = dm.data_on_device_via_torch(action_name).dtype
         state.buffers = RolloutBuffers.allocate(self.steps_per_iter, example, len(ids), columns, action_dtype)
         state.stats = EpisodeStats.create(self.env_wrapper.n_envs, len(ids), self.device)
         return state
+
+    def _check_obs_layout(self, dm: Any) -> None:
+        """The agent axis of every observation placeholder (second, or last with "last") has N entries."""
+        n = self.env_wrapper.n_agents
+        for name in self.obs_names:
+            shape = tuple(dm.get_shape(name))
+            axis = len(shape) - 1 if self.obs_agents_last else 1
+            if len(shape) < 2 or shape[axis] != n:
+                layout = "(E, *features, N)" if self.obs_agents_last else "(E, N, *features)"
+                other = "first" if self.obs_agents_last else "last"
+                raise ConfigError(
+                    f"placeholder '{name}' has shape {shape}, not {layout} with N={n} agents; if its agent "
+                    f"axis is the other one, pass obs_dim_corresponding_to_num_agents={other!r}")
 
     def _begin_episodes(self) -> None:
         for p in self.policies.values():
@@ -281,14 +349,68 @@ class Trainer:
         return collect_metrics(self, update_metrics)
 
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """Write weights, optimizers, counters and RNG states atomically; return the path."""
+        """Write weights, optimizers, counters and RNG states atomically; return the path.
+
+        Also writes every policy's ``<tag>_<timestep>.state_dict`` (2.7.1's file).
+        """
         return ckpt.save_trainer(self, path)
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (to resume training)."""
         ckpt.load_trainer(self, path)
 
-    def evaluate_episodes(self, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
+    def save_model_checkpoint(self, iteration: int = 0) -> list[Path]:
+        """2.7.1's weight files: ``<save_dir>/<tag>_<timestep>.state_dict`` for every policy.
+
+        As in 2.7.1, only on iterations where ``iteration % saving.model_params_save_freq == 0`` or
+        the last one (``num_iters - 1``), and only on rank 0. Fully connected categorical policies
+        are written with 2.7.1's parameter names (2.7.1 loads them), other models with their own.
+
+        Returns:
+            The files written (empty when this iteration does not save).
+        """
+        freq = self.config.saving.model_params_save_freq
+        if self.rank != 0 or not (iteration % freq == 0 or iteration == self.num_iters - 1):
+            return []
+        paths = ckpt.write_policy_files(self)
+        for path in paths:
+            logger.info("policy weights written: %s", path)
+        return paths
+
+    def load_model_checkpoint(self, ckpts_dict: Mapping[str, str | Path] | None = None) -> None:
+        """Load policy weights: ``{tag: path}``, or (None) each policy's ``model.model_ckpt_filepath``.
+
+        Files may be 2.7.1's ``.state_dict`` files (its parameter names) or ours; they are read with
+        ``torch.load(weights_only=True)``. As in 2.7.1, a policy's timestep (which drives its
+        schedules) is taken from the file name ``<tag>_<timestep>.state_dict`` when it has one.
+
+        Raises:
+            ConfigError: an unknown policy tag, a missing or unreadable file, or weights that do not
+                fit the policy's model (the message lists the mismatching names).
+        """
+        if ckpts_dict is None:
+            ckpts = {tag: p.config.model.model_ckpt_filepath for tag, p in self.policies.items()}
+        elif isinstance(ckpts_dict, Mapping):
+            ckpts = dict(ckpts_dict)
+        else:
+            raise ConfigError(f"ckpts_dict must map policy tags to file paths; got {type(ckpts_dict).__name__}")
+        for tag, path in ckpts.items():
+            if tag not in self.policies:
+                raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(self.policies)}")
+            if not path:
+                continue
+            state = ckpt.load_state_dict_file(path, self.device)
+            model = getattr(self.policies[tag].model, "module", self.policies[tag].model)
+            try:
+                model.load_state_dict(state)
+            except RuntimeError as err:
+                raise ConfigError(f"{path} does not fit policy '{tag}' ({type(model).__name__}): {err}") from err
+            timestep = ckpt.timestep_from_filename(path)
+            if timestep is not None:
+                self.policies[tag].timestep = timestep
+            logger.info("policy '%s' loaded from %s (timestep %s)", tag, path, self.policies[tag].timestep)
+
+    def evaluate(self, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
         """Roll out ``num_episodes`` episodes per env with the current policies (no training).
 
         Returns ``{tag: {"episode_return": (E*num_episodes,), "episode_length": ...}}``: per
@@ -298,11 +420,139 @@ class Trainer:
 
         return evaluate(self, deterministic=deterministic, num_episodes=num_episodes)
 
+    def evaluate_episodes(self, **sample_params: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """One episode per env with the current policies (2.7.1's evaluator).
+
+        Args:
+            sample_params: ``use_argmax=True`` for greedy actions (default: the config's
+                ``sampler.params.use_argmax``).
+
+        Returns:
+            ``(episodic_reward_sum, episodic_step_sum)``: ``{tag: (E, A_p)}`` per-agent returns
+            (every step's reward, the last one included) and ``{tag: (E,)}`` episode lengths.
+        """
+        from warp_drive.training.evaluation import evaluate_per_agent, greedy_from_sample_params
+
+        return evaluate_per_agent(self, greedy_from_sample_params(sample_params, self.config.sampler.use_argmax))
+
+    def fetch_episode_states(
+        self,
+        list_of_states: list[str] | None = None,
+        env_id: int = 0,
+        include_rewards_actions: bool = False,
+        include_probabilities: bool = False,
+        policy: str = "",
+        **sample_params: Any,
+    ) -> Any:
+        """Play one episode and return env ``env_id``'s data arrays at every step (2.7.1's API).
+
+        See :func:`warp_drive.training.evaluation.fetch_episode_states` for the return layout.
+        ``sample_params``: ``use_argmax=True`` for greedy actions.
+        """
+        from warp_drive.training.evaluation import fetch_episode_states, greedy_from_sample_params
+
+        greedy = greedy_from_sample_params(sample_params, self.config.sampler.use_argmax)
+        return fetch_episode_states(self, list_of_states, env_id, include_rewards_actions, include_probabilities,
+                                    policy, greedy)
+
     def graceful_close(self) -> None:
         """Flush metric files."""
         if self.metrics_writer is not None:
             self.metrics_writer.close()
+        if self.verbose and self.rank == 0:
+            logger.info("trainer closed")
+
+    # ------------------------------------------------------------------ 2.7.1 attribute names
+    @property
+    def cuda_envs(self) -> Any:
+        """The env wrapper (2.7.1's name)."""
+        return self.env_wrapper
+
+    @property
+    def num_envs(self) -> int:
+        return self.config.trainer.num_envs
+
+    @property
+    def num_episodes(self) -> int:
+        return self.config.trainer.num_episodes
+
+    @property
+    def training_batch_size(self) -> int:
+        """Env steps per iteration, summed over replicas (2.7.1's name)."""
+        return self.config.trainer.train_batch_size
+
+    @property
+    def training_batch_size_per_env(self) -> int:
+        return self.steps_per_iter
+
+    @property
+    def policies_to_train(self) -> list[str]:
+        return [tag for tag, p in self.policies.items() if p.to_train]
+
+    @property
+    def models(self) -> dict[str, torch.nn.Module]:
+        """``{tag: model}``."""
+        return {tag: p.model for tag, p in self.policies.items()}
+
+    @property
+    def current_timestep(self) -> dict[str, int]:
+        """``{tag: env steps trained on}`` (drives the schedules)."""
+        return {tag: p.timestep for tag, p in self.policies.items()}
+
+    @property
+    def perf_stats(self) -> Any:
+        """2.7.1's :class:`~warp_drive.training.reporting.PerfStats` from this run's counters."""
+        from warp_drive.training.reporting import PerfStats
+
+        iters = self.iteration
+        mean = lambda phase: self.phase_seconds.get(phase, 0.0) / self.timed_iterations if self.timed_iterations else 0.0  # noqa: E731
+        return PerfStats(iters=iters, steps=int(self.perf["steps"]), policy_eval_time=mean("policy") * iters,
+                         action_sample_time=mean("sampling") * iters, env_step_time=mean("env_step") * iters,
+                         training_time=self.perf["training"], total_time=self.perf["total"])
 
     @property
     def env_steps_per_second(self) -> float:
         return self.perf["steps"] / self.perf["total"] if self.perf["total"] else math.nan
+
+    # ------------------------------------------------------------------ helpers of train() and update()
+    def _write_run_config(self) -> None:
+        """Append the run config as one JSON line to ``run_config.json`` (once; rank 0)."""
+        if self.rank != 0 or getattr(self, "_run_config_written", False):
+            return
+        import json
+
+        self.save_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.save_dir / RUN_CONFIG_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.config.to_dict()) + "\n")
+        self._run_config_written = True
+
+    def _add_test_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> None:
+        """``trainer.evaluator``: one greedy episode per env, logged as ``<tag>/test_episode_*``."""
+        returns, lengths = self.evaluate_episodes(use_argmax=True)
+        for tag in self.policies:
+            m = update_metrics.setdefault(tag, {})
+            m["test_episode_return_mean"] = torch.tensor(float(returns[tag].mean()), device=self.device)
+            m["test_episode_length_mean"] = torch.tensor(float(lengths[tag].mean()), device=self.device)
+
+    def _env_subset(self) -> torch.Tensor | None:
+        """``trainer.neg_pos_env_ratio``: the envs to train on this iteration, or None for all.
+
+        Envs whose rollout holds a success (``_done_ == 2``) are kept, plus at most ``ratio`` times as
+        many others drawn at random; the count is raised to the next size that the policies'
+        ``num_minibatches`` divide. One host sync per iteration.
+        """
+        done = self.rollout.shared.done  # (B, E)
+        positive = (done == 2).any(0)
+        num_pos = int(positive.sum())
+        E = positive.shape[0]
+        keep = num_pos + int(num_pos * self.config.trainer.neg_pos_env_ratio)
+        if num_pos == 0 or keep >= E:
+            return None
+        while keep < E and any((self.steps_per_iter * keep * p.num_agents) % p.config.num_minibatches
+                               for p in self.policies.values() if p.to_train):
+            keep += 1
+        if keep >= E:
+            return None
+        order = torch.randperm(E, device=positive.device, generator=self.generator)
+        shuffled = order[torch.argsort((~positive[order]).int(), stable=True)]  # positives first, others shuffled
+        return torch.sort(shuffled[:keep]).values

@@ -19,6 +19,14 @@ The contract (see ``docs/adding_an_env.md``)::
         def numpy_step(self, data): ...      # CPU backend: vectorised over envs and agents
 
 ``observation_space`` and ``action_space`` are dicts ``agent_id -> gymnasium.Space``.
+
+Env classes written for WarpDrive 2.7.1 run unchanged: they have no ``cuda_source`` (the ``.cu``
+path is registered with ``EnvironmentRegistrar.add_cuda_env_src_path``), no ``step_kernel_args``
+and no ``numpy_step``; their own ``step()`` launches the kernel as
+``self.cuda_step(*self.cuda_step_function_feed(args), block=..., grid=...)`` on the GPU, and on the
+CPU runs one env gym style (``step(actions) -> (obs, rew, done, info)``). Their spaces may be
+``gym.spaces`` (converted to gymnasium by the wrapper). See :func:`has_vectorised_cpu_step` for how
+the cpu backend tells the two kinds apart.
 """
 
 from __future__ import annotations
@@ -105,7 +113,7 @@ class CUDAEnvironmentContext:
         if cuda_function_manager.has_kernels:
             kernels = [name, *self.phase_kernels]
             cuda_function_manager.initialize_functions(kernels)
-            self.cuda_step = cuda_function_manager.get_function(name)
+            self.cuda_step = _StepKernel(cuda_function_manager.get_function(name), cuda_function_manager)
             if self.step_kernel_args:
                 for kernel in kernels:
                     cuda_function_manager.check_arguments(kernel, self.step_kernel_args, cuda_data_manager)
@@ -158,3 +166,40 @@ class CUDAEnvironmentContext:
         raise NotImplementedError(
             f"{type(self).__name__} has no NumPy step; it cannot run on the cpu backend"
         )
+
+
+class _StepKernel:
+    """``env.cuda_step``: the step kernel, called the pycuda way
+    (``self.cuda_step(*args, block=..., grid=...)``, as 2.7.1 envs do). A call that names no
+    ``stream`` launches on the function manager's current stream, so such a step joins the
+    trainer's CUDA-graph capture like every other launch."""
+
+    __slots__ = ("_kernel", "_fm")
+
+    def __init__(self, kernel: Any, function_manager: Any) -> None:
+        self._kernel = kernel
+        self._fm = function_manager
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is None:
+            kwargs["stream"] = getattr(self._fm, "stream", None)
+        return self._kernel(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def __repr__(self) -> str:
+        return f"<step kernel {self._kernel!r}>"
+
+
+def has_vectorised_cpu_step(env: Any) -> bool:
+    """True when ``env`` (an instance or a class) defines its own ``numpy_step``.
+
+    The cpu backend of :class:`~warp_drive.env_wrapper.EnvWrapper` then steps every replica at
+    once on a NumPy data store (the same API as the GPU). Otherwise the env is taken to be written
+    the 2.7.1 way (one env, gym style) and the cpu backend passes ``reset()`` and ``step(actions)``
+    straight to it, as 2.7.1 did.
+    """
+    cls = env if isinstance(env, type) else type(env)
+    impl = getattr(cls, "numpy_step", None)
+    return callable(impl) and impl is not CUDAEnvironmentContext.numpy_step

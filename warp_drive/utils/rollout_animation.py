@@ -189,6 +189,36 @@ def render_tag_rollout(
         ConfigError: shapes disagree or the suffix is neither .gif nor .mp4.
     """
     from matplotlib import animation
+
+    path = _output_path(Path(path))
+    anim = tag_rollout_animation(loc_x, loc_y, is_tagger, still_in_the_game, grid_length, gridworld, fps, title)
+    writer = animation.PillowWriter(fps=fps) if path.suffix == ".gif" else animation.FFMpegWriter(fps=fps)
+    anim.save(str(path), writer=writer, dpi=dpi)
+    return path
+
+
+def tag_rollout_animation(
+    loc_x: Any,
+    loc_y: Any,
+    is_tagger: Any,
+    still_in_the_game: Any = None,
+    grid_length: float | None = None,
+    gridworld: bool = False,
+    fps: int = 10,
+    title: str = "Tag",
+    *,
+    tagger_color: str = "tab:red",
+    runner_color: str = "tab:blue",
+    tagged_color: str = "0.6",
+    figsize: tuple[float, float] = (5.0, 5.0),
+) -> Any:
+    """The animation of :func:`render_tag_rollout` as a ``matplotlib.animation.FuncAnimation``
+    (not saved: call ``.save(...)``, ``.to_jshtml()`` or, with ffmpeg, ``.to_html5_video()``).
+
+    Raises:
+        ConfigError: shapes disagree.
+    """
+    from matplotlib import animation
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -201,10 +231,9 @@ def render_tag_rollout(
     flags = np.ones(xs.shape, bool) if still_in_the_game is None else np.asarray(still_in_the_game) != 0
     if flags.shape != xs.shape:
         raise ConfigError(f"still_in_the_game has shape {flags.shape}; expected {xs.shape}")
-    path = _output_path(Path(path))
     length = float(grid_length) if grid_length is not None else float(max(xs.max(), ys.max(), 1.0))
 
-    fig = Figure(figsize=(5, 5))
+    fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     pad = 0.5 if gridworld else 0.02 * length
@@ -216,10 +245,11 @@ def render_tag_rollout(
         ax.grid(True, linewidth=0.3)
     caption = ax.set_title(title)
     empty = np.empty((0, 2))
-    taggers = ax.scatter([], [], c="tab:red", s=40, label="tagger", zorder=3)
-    runners = ax.scatter([], [], c="tab:blue", s=25, label="runner", zorder=2)
-    tagged = ax.scatter([], [], c="0.6", marker="x", s=20, label="tagged", zorder=1)
+    taggers = ax.scatter([], [], c=tagger_color, s=40, label="tagger", zorder=3)
+    runners = ax.scatter([], [], c=runner_color, s=25, label="runner", zorder=2)
+    tagged = ax.scatter([], [], c=tagged_color, marker="x", s=20, label="tagged", zorder=1)
     ax.legend(loc="upper right", fontsize="small")
+    num_runners = int((~tagger).sum())
 
     def draw(frame: int) -> tuple[Any, ...]:
         pts = np.column_stack([xs[frame], ys[frame]])
@@ -228,13 +258,49 @@ def render_tag_rollout(
         out = ~tagger & ~flags[frame]
         runners.set_offsets(pts[live] if live.any() else empty)
         tagged.set_offsets(pts[out] if out.any() else empty)
-        caption.set_text(f"{title}  t = {frame}")
+        caption.set_text(f"{title}  t = {frame}  runners left: {int(live.sum())}/{num_runners}")
         return taggers, runners, tagged, caption
 
-    anim = animation.FuncAnimation(fig, draw, frames=xs.shape[0], blit=False)
-    writer = animation.PillowWriter(fps=fps) if path.suffix == ".gif" else animation.FFMpegWriter(fps=fps)
-    anim.save(str(path), writer=writer, dpi=dpi)
-    return path
+    return animation.FuncAnimation(fig, draw, frames=xs.shape[0], interval=1000.0 / fps, blit=False)
+
+
+def generate_tag_env_rollout_animation(
+    trainer: Any,
+    fps: int = 50,
+    tagger_color: str = "#C843C3",
+    runner_color: str = "#245EB6",
+    runner_not_in_game_color: str = "#666666",
+    fig_width: float = 6,
+    fig_height: float = 6,
+) -> Any:
+    """One episode of a trainer's Tag env with its current policies, as a matplotlib animation.
+
+    WarpDrive 2.7.1's helper (same arguments): ``trainer`` is a
+    :class:`~warp_drive.training.trainer.Trainer` or a Lightning ``WarpDriveModule``, anything with
+    ``fetch_episode_states`` and the env wrapper as ``cuda_envs`` (or ``env_wrapper``). Frames run
+    from the reset state to the state that ends env 0's episode.
+
+    Returns:
+        A ``matplotlib.animation.FuncAnimation`` (``.save("x.gif", writer="pillow")``,
+        ``.to_jshtml()``, or ``.to_html5_video()`` where ffmpeg is installed).
+    """
+    if trainer is None or not hasattr(trainer, "fetch_episode_states"):
+        raise ConfigError(f"generate_tag_env_rollout_animation needs a Trainer or WarpDriveModule; got {trainer!r}")
+    wrapper = getattr(trainer, "cuda_envs", None) or getattr(trainer, "env_wrapper", None)
+    if wrapper is None:
+        raise ConfigError(f"{type(trainer).__name__} exposes no env wrapper (cuda_envs / env_wrapper)")
+    env = wrapper.env
+    names = ["loc_x", "loc_y", "still_in_the_game"]
+    states = trainer.fetch_episode_states(names)
+    frames = int(np.isfinite(states["loc_x"]).all(axis=1).sum())  # rows after the episode end are NaN
+    n = int(env.num_agents)
+    is_tagger = np.isin(np.arange(n), np.fromiter(env.taggers, int))
+    return tag_rollout_animation(
+        states["loc_x"][:frames], states["loc_y"][:frames], is_tagger, states["still_in_the_game"][:frames],
+        grid_length=float(env.grid_length), gridworld=False, fps=fps, title="Continuous Tag",
+        tagger_color=tagger_color, runner_color=runner_color, tagged_color=runner_not_in_game_color,
+        figsize=(float(fig_width), float(fig_height)),
+    )
 
 
 def _output_path(path: Path) -> Path:

@@ -142,3 +142,8 @@ class ClassicControlAcrobotEnv(ClassicControlEnv):
             **torques,
             **squares,
         }
+
+
+class CUDAClassicControlAcrobotEnv(ClassicControlAcrobotEnv):
+    """2.7.1's name of the GPU Acrobot (Numba only there). Every env here is dual mode, so this is
+    :class:`ClassicControlAcrobotEnv` itself: same ``name``, CUDA kernel and constructor."""

@@ -94,3 +94,8 @@ class ClassicControlCartPoleEnv(ClassicControlEnv):
             "kTotalMass": p["masspole"] + p["masscart"],
             "kPoleMassLength": p["masspole"] * p["length"],
         }
+
+
+class CUDAClassicControlCartPoleEnv(ClassicControlCartPoleEnv):
+    """2.7.1's name of the GPU CartPole (Numba only there). Every env here is dual mode, so this is
+    :class:`ClassicControlCartPoleEnv` itself: same ``name``, CUDA kernel and constructor."""

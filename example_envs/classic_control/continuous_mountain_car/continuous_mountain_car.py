@@ -102,3 +102,8 @@ class ClassicControlContinuousMountainCarEnv(ClassicControlEnv):
 
     def transition(self, state: np.ndarray, action: np.ndarray) -> Transition:
         return continuous_mountain_car_transition(state, action, self.params)
+
+
+class CUDAClassicControlContinuousMountainCarEnv(ClassicControlContinuousMountainCarEnv):
+    """2.7.1's name of the GPU ContinuousMountainCar (Numba only there). Every env here is dual mode, so this is
+    :class:`ClassicControlContinuousMountainCarEnv` itself: same ``name``, CUDA kernel and constructor."""

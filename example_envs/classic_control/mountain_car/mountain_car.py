@@ -78,3 +78,8 @@ class ClassicControlMountainCarEnv(ClassicControlEnv):
 
     def transition(self, state: np.ndarray, action: np.ndarray) -> Transition:
         return mountain_car_transition(state, action, self.params)
+
+
+class CUDAClassicControlMountainCarEnv(ClassicControlMountainCarEnv):
+    """2.7.1's name of the GPU MountainCar (Numba only there). Every env here is dual mode, so this is
+    :class:`ClassicControlMountainCarEnv` itself: same ``name``, CUDA kernel and constructor."""

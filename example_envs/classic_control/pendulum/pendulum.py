@@ -102,3 +102,8 @@ class ClassicControlPendulumEnv(ClassicControlEnv):
             "kThetaDotCost": C.THETA_DOT_COST,
             "kTorqueCost": C.TORQUE_COST,
         }
+
+
+class CUDAClassicControlPendulumEnv(ClassicControlPendulumEnv):
+    """2.7.1's name of the GPU Pendulum (Numba only there). Every env here is dual mode, so this is
+    :class:`ClassicControlPendulumEnv` itself: same ``name``, CUDA kernel and constructor."""

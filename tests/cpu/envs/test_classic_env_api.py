@@ -266,7 +266,7 @@ BAD_ARGS = [
     dict(reset_pool_size=10.0),
     dict(seed=-1),
     dict(seed="seven"),
-    dict(env_backend="numba"),
+    dict(env_backend="tpu"),
 ]
 
 

@@ -308,7 +308,7 @@ def test_cuda_constants_match_python_layout():
     [
         ({"num_taggers": 0}, "num_taggers"),
         ({"num_runners": -2}, "num_runners"),
-        ({"tagging_distance": 0.0}, "tagging_distance"),
+        ({"tagging_distance": 1.5}, "tagging_distance"),
         ({"tagging_distance": -0.5}, "tagging_distance"),
         ({"episode_length": 0}, "episode_length"),
         ({"use_full_observation": False, "num_other_agents_observed": 11}, "num_other_agents_observed"),

@@ -69,9 +69,9 @@ def test_time_limit_is_truncation_with_bootstrap_values(tmp_path):
 def test_ppo_learns_to_reach_the_goal_and_beats_random(tmp_path):
     """Optimal greedy return is -12.5 per agent; a random policy gets about -80."""
     t = Trainer(_wrapper(), _config(tmp_path, iters=40, second="PPO"), {"a": [3, 1], "b": [0, 2]}, verbose=False)
-    random_like = {k: v["episode_return"].mean() for k, v in t.evaluate_episodes(deterministic=False).items()}
+    random_like = {k: v["episode_return"].mean() for k, v in t.evaluate(deterministic=False).items()}
     t.train()
-    after = {k: v["episode_return"].mean() for k, v in t.evaluate_episodes().items()}
+    after = {k: v["episode_return"].mean() for k, v in t.evaluate().items()}
     for tag in ("a", "b"):
         assert after[tag] > random_like[tag] + 30, (random_like, after)
     assert (tmp_path / "default" / "experiment").is_dir()

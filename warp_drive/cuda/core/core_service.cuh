@@ -6,6 +6,9 @@
 //   sample_actions, sample_gaussian_actions          (sampler.cuh)
 //   reset_when_done, undo_done_flag_and_reset_timestep (reset.cuh)
 //   log_one_step, reset_log_mask, update_log_mask     (log.cuh)
+//   WarpDrive 2.7.1's kernel-side names: getEnvID, getAgentID, getRankInEnv,
+//   __sync_env_threads, get_flattened_array_index, wkMaxBlocks and its reset /
+//   log / init_random / free_random kernels        (compat_271.cuh)
 #pragma once
 
 #ifndef WK_CORE_SERVICE_CUH_
@@ -16,5 +19,6 @@
 #include "sampler.cuh"
 #include "reset.cuh"
 #include "log.cuh"
+#include "compat_271.cuh"
 
 #endif  // WK_CORE_SERVICE_CUH_

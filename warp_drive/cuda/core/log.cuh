@@ -10,13 +10,12 @@
 #ifndef WK_LOG_CUH_
 #define WK_LOG_CUH_
 
-// Copies env env_id's row of data into row t of log; grid-stride over
-// feature_size, any grid. Does nothing unless 0 <= t <= episode_length and
-// 0 <= env_id < wkNumberEnvs.
-// NumPy twin: warp_drive.managers.cpu_kernels.log_one_step.
-extern "C" __global__ void log_one_step(unsigned int* log, const unsigned int* data,
-                                        int feature_size, int t, int env_id,
-                                        int episode_length) {
+// Copies env env_id's row of data (feature_size words) into row t of log,
+// grid-stride: works for any launch geometry. Does nothing unless
+// 0 <= t <= episode_length and 0 <= env_id < wkNumberEnvs.
+__device__ __forceinline__ void wkLogRow(unsigned int* log, const unsigned int* data,
+                                         long long feature_size, int t, int env_id,
+                                         int episode_length) {
   if (t < 0 || t > episode_length || env_id < 0 || env_id >= wkNumberEnvs) return;
   unsigned int* out = log + static_cast<long long>(t) * feature_size;
   const unsigned int* in = data + static_cast<long long>(env_id) * feature_size;
@@ -25,6 +24,14 @@ extern "C" __global__ void log_one_step(unsigned int* log, const unsigned int* d
        i < feature_size; i += stride) {
     out[i] = in[i];
   }
+}
+
+// Copies env env_id's row of data into row t of log (see wkLogRow).
+// NumPy twin: warp_drive.managers.cpu_kernels.log_one_step.
+extern "C" __global__ void log_one_step(unsigned int* log, const unsigned int* data,
+                                        int feature_size, int t, int env_id,
+                                        int episode_length) {
+  wkLogRow(log, data, feature_size, t, env_id, episode_length);
 }
 
 // Clears mask[0 .. episode_length]. Launch with 1 thread.

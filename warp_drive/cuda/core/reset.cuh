@@ -30,6 +30,13 @@ __host__ __device__ __forceinline__ unsigned int wkPoolRow(unsigned int seed, un
   return wkScaleBitsToRange(bits.x, pool_size);  // exact floor(u * pool_size)
 }
 
+// dst[i] = src[i] for i = first, first + stride, ... < count (4-byte words).
+__device__ __forceinline__ void wkCopyWords(unsigned int* dst, const unsigned int* src,
+                                            long long count, long long first,
+                                            long long stride) {
+  for (long long i = first; i < count; i += stride) dst[i] = src[i];
+}
+
 // grid = num_envs blocks (block e handles env e), any block size.
 // NumPy twin: warp_drive.managers.cpu_kernels.reset_when_done.
 extern "C" __global__ void reset_when_done(const unsigned long long* dst,
@@ -56,7 +63,7 @@ extern "C" __global__ void reset_when_done(const unsigned long long* dst,
                         : static_cast<long long>(e);
       unsigned int* dst_words = reinterpret_cast<unsigned int*>(dst[k]) + e * size;
       const unsigned int* src_words = reinterpret_cast<const unsigned int*>(src[k]) + src_row * size;
-      for (long long i = threadIdx.x; i < size; i += blockDim.x) dst_words[i] = src_words[i];
+      wkCopyWords(dst_words, src_words, size, threadIdx.x, blockDim.x);
     }
   }
 

@@ -1,6 +1,10 @@
 """PyTorch Lightning 2.x integration: WarpDrive training as a LightningModule.
 
-Needs ``pip install 'warpdrive-marl[lightning]'``. Single GPU::
+Needs ``pip install 'warpdrive-marl[lightning]'``. The classes here derive from the ``lightning``
+distribution (``lightning.Trainer``); the same classes bound to ``pytorch_lightning`` (for
+``pytorch_lightning.Trainer``, as in WarpDrive 2.7.1's tutorial 7) are in
+:mod:`warp_drive.training.pytorch_lightning`. Names are imported on first use, so importing this
+package imports no Lightning. Single GPU::
 
     from warp_drive.training.lightning import (
         ExampleEnvEngineFactory, WarpDriveDataModule, WarpDriveModule, build_lightning_trainer)
@@ -21,44 +25,46 @@ or from the command line: ``python -m warp_drive.training.lightning.train --env 
 --devices 2 --strategy ddp``.
 """
 
-from warp_drive.training.lightning.builder import (
-    build_lightning_trainer,
-    silence_irrelevant_lightning_warnings,
-)
-from warp_drive.training.lightning.callbacks import (
-    EpisodeReturnLogger,
-    PerfStatsCallback,
-    RolloutRenderCallback,
-    numpy_policy,
-)
-from warp_drive.training.lightning.data import (
-    RolloutDataset,
-    default_iterations_per_epoch,
-    iterations_per_epoch_for,
-    make_policy_batches,
-    passthrough_collate,
-    rollout_dataloader,
-)
-from warp_drive.training.lightning.datamodule import WarpDriveDataModule
-from warp_drive.training.lightning.engine import EngineFactory, ExampleEnvEngineFactory
-from warp_drive.training.lightning.module import CHECKPOINT_KEY, WarpDriveModule
+from __future__ import annotations
 
-__all__ = [
-    "CHECKPOINT_KEY",
-    "EngineFactory",
-    "EpisodeReturnLogger",
-    "ExampleEnvEngineFactory",
-    "PerfStatsCallback",
-    "RolloutDataset",
-    "RolloutRenderCallback",
-    "WarpDriveDataModule",
-    "WarpDriveModule",
-    "build_lightning_trainer",
-    "default_iterations_per_epoch",
-    "iterations_per_epoch_for",
-    "make_policy_batches",
-    "numpy_policy",
-    "passthrough_collate",
-    "rollout_dataloader",
-    "silence_irrelevant_lightning_warnings",
-]
+import importlib
+from typing import Any
+
+#: public name -> submodule defining it (imported on first access)
+_EXPORTS = {
+    "CHECKPOINT_KEY": "module",
+    "CUDACallback": "lightning_classes",
+    "EngineFactory": "engine",
+    "EpisodeReturnLogger": "lightning_classes",
+    "ExampleEnvEngineFactory": "engine",
+    "PerfStatsCallback": "lightning_classes",
+    "RolloutDataset": "data",
+    "RolloutRenderCallback": "lightning_classes",
+    "WarpDriveDataModule": "lightning_classes",
+    "WarpDriveDataset": "data",
+    "WarpDriveModule": "lightning_classes",
+    "build_lightning_trainer": "builder",
+    "default_iterations_per_epoch": "data",
+    "episode_window": "data",
+    "iterations_per_epoch_for": "data",
+    "make_policy_batches": "data",
+    "numpy_policy": "callbacks",
+    "passthrough_collate": "data",
+    "rollout_dataloader": "data",
+    "silence_irrelevant_lightning_warnings": "builder",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _EXPORTS.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

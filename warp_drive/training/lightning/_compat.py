@@ -1,15 +1,90 @@
-"""The one place that imports PyTorch Lightning, with an install hint when it is missing."""
+"""The one place that imports PyTorch Lightning, from either of its two distributions.
+
+PyTorch Lightning 2.x ships the same code under two package names: ``lightning`` (import path
+``lightning.pytorch``) and ``pytorch_lightning``. A Trainer of one accepts only modules and
+callbacks derived from its own classes. The implementation classes of this package are therefore
+plain mixins that import no Lightning at all; :mod:`~warp_drive.training.lightning.lightning_classes`
+binds them to ``lightning`` and :mod:`~warp_drive.training.lightning.pytorch_lightning_classes`
+to ``pytorch_lightning``. :func:`lightning_api` returns the few Lightning names the implementation
+uses, from one distribution, imported on first use.
+"""
 
 from __future__ import annotations
 
-try:
-    import lightning as L
-    from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
-except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "warp_drive.training.lightning needs PyTorch Lightning 2.x: pip install 'warpdrive-marl[lightning]' "
-        f"(or pip install 'lightning>=2.0'); the import failed with: {err}"
-    ) from err
+import functools
+import sys
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CSVLogger", "L", "Logger", "ModelCheckpoint", "TensorBoardLogger"]
+from warp_drive.errors import ConfigError
+
+#: The distributions that can host the classes of this package.
+DISTRIBUTIONS = ("lightning", "pytorch_lightning")
+
+_INSTALL_HINT = {
+    "lightning": "pip install 'warpdrive-marl[lightning]' (or pip install 'lightning>=2.0')",
+    "pytorch_lightning": "pip install 'warpdrive-marl[lightning]' (or pip install 'pytorch_lightning>=2.0')",
+}
+
+
+@dataclass(frozen=True)
+class LightningAPI:
+    """The Lightning names used here, taken from one distribution (``distribution``)."""
+
+    distribution: str
+    LightningModule: type
+    LightningDataModule: type
+    Callback: type
+    Trainer: type
+    ModelCheckpoint: type
+    Logger: type
+    CSVLogger: type
+    TensorBoardLogger: type
+
+
+@functools.lru_cache(maxsize=None)
+def lightning_api(distribution: str = "lightning") -> LightningAPI:
+    """Lightning's classes from ``distribution`` ("lightning" or "pytorch_lightning").
+
+    Raises:
+        ConfigError: Unknown distribution name.
+        ImportError: The distribution is not installed (the message says how to install it).
+    """
+    if distribution not in DISTRIBUTIONS:
+        raise ConfigError(f"unknown Lightning distribution {distribution!r}; use one of {DISTRIBUTIONS}")
+    try:
+        if distribution == "lightning":
+            import lightning as root
+            from lightning.pytorch.callbacks import ModelCheckpoint
+            from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+        else:
+            import pytorch_lightning as root
+            from pytorch_lightning.callbacks import ModelCheckpoint
+            from pytorch_lightning.loggers import CSVLogger, Logger, TensorBoardLogger
+    except ImportError as err:
+        raise ImportError(
+            f"this part of warp_drive needs PyTorch Lightning 2.x from the '{distribution}' package: "
+            f"{_INSTALL_HINT[distribution]}; the import failed with: {err}"
+        ) from err
+    return LightningAPI(distribution, root.LightningModule, root.LightningDataModule, root.Callback, root.Trainer,
+                        ModelCheckpoint, Logger, CSVLogger, TensorBoardLogger)
+
+
+def api_of(obj: Any, default: str = "lightning") -> LightningAPI:
+    """The API of the distribution whose module/callback/data-module/trainer classes ``obj`` derives from.
+
+    Only distributions already imported are looked at (an object cannot derive from a class that
+    was never loaded); ``default`` when ``obj`` derives from neither.
+    """
+    for name in DISTRIBUTIONS:
+        root = sys.modules.get(name)
+        if root is None:
+            continue
+        bases = tuple(getattr(root, attr) for attr in ("LightningModule", "Callback", "LightningDataModule", "Trainer")
+                      if hasattr(root, attr))
+        if bases and isinstance(obj, bases):
+            return lightning_api(name)
+    return lightning_api(default)
+
+
+__all__ = ["DISTRIBUTIONS", "LightningAPI", "api_of", "lightning_api"]

@@ -1,7 +1,13 @@
-"""``build_lightning_trainer``: a Lightning Trainer configured for WarpDrive modules."""
+"""``build_lightning_trainer``: a Lightning Trainer configured for WarpDrive modules.
+
+The Trainer comes from the distribution of the module's class (``lightning`` for
+:mod:`warp_drive.training.lightning`'s ``WarpDriveModule``, ``pytorch_lightning`` for
+:mod:`warp_drive.training.pytorch_lightning`'s), so either works.
+"""
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 from collections.abc import Sequence
@@ -9,15 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.lightning._compat import (
-    CSVLogger,
-    L,
-    Logger,
-    ModelCheckpoint,
-    TensorBoardLogger,
-)
-from warp_drive.training.lightning.callbacks import PerfStatsCallback
-from warp_drive.training.lightning.module import WarpDriveModule
+from warp_drive.training.lightning._compat import LightningAPI, api_of, lightning_api
+from warp_drive.training.lightning.callbacks import PerfStatsCallbackBase
+from warp_drive.training.lightning.module import WarpDriveModuleBase
 
 #: Lightning warnings that do not apply to on-device rollouts (the data is produced on the
 #: device by this process: no workers; the dataset's length is exact).
@@ -34,7 +34,12 @@ def silence_irrelevant_lightning_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def _accelerator_for(module: WarpDriveModule | None) -> str:
+def _bound_classes(api: LightningAPI) -> Any:
+    """The module of this package's classes bound to ``api``'s distribution."""
+    return importlib.import_module(f"warp_drive.training.lightning.{api.distribution}_classes")
+
+
+def _accelerator_for(module: WarpDriveModuleBase | None) -> str:
     if module is None:
         return "auto"
     if module.engine is not None:
@@ -45,29 +50,29 @@ def _accelerator_for(module: WarpDriveModule | None) -> str:
     return "auto"
 
 
-def _make_loggers(loggers: Any, root: str | None) -> Any:
+def _make_loggers(loggers: Any, root: str | None, api: LightningAPI) -> Any:
     if loggers is None or loggers is False:
         return False
     if loggers is True:
         loggers = ("csv",)
-    if isinstance(loggers, (str, Logger)):
+    if isinstance(loggers, (str, api.Logger)):
         loggers = [loggers]
     out = []
     save_dir = root if root is not None else "."
     for item in loggers:
-        if isinstance(item, Logger):
+        if isinstance(item, api.Logger):
             out.append(item)
         elif item == "csv":
-            out.append(CSVLogger(save_dir=save_dir, name="csv"))
+            out.append(api.CSVLogger(save_dir=save_dir, name="csv"))
         elif item in ("tensorboard", "tb"):
-            out.append(TensorBoardLogger(save_dir=save_dir, name="tensorboard"))
+            out.append(api.TensorBoardLogger(save_dir=save_dir, name="tensorboard"))
         else:
             raise ConfigError(f"unknown logger {item!r}; use 'csv', 'tensorboard' or a lightning Logger instance")
     return out
 
 
 def build_lightning_trainer(
-    module: WarpDriveModule | None = None,
+    module: WarpDriveModuleBase | None = None,
     *,
     max_epochs: int | None = None,
     accelerator: str | None = None,
@@ -75,15 +80,20 @@ def build_lightning_trainer(
     strategy: Any = "auto",
     default_root_dir: str | Path | None = None,
     loggers: Any = ("csv",),
-    checkpoint: bool | ModelCheckpoint = True,
+    checkpoint: Any = True,
     checkpoint_every_n_epochs: int = 1,
     perf_stats: bool = True,
-    callbacks: Sequence[L.Callback] = (),
+    callbacks: Sequence[Any] = (),
     enable_progress_bar: bool = True,
     log_every_n_steps: int | None = None,
     **trainer_kwargs: Any,
-) -> L.Trainer:
-    """A :class:`lightning.Trainer` set up for :class:`WarpDriveModule` training.
+) -> Any:
+    """A Lightning Trainer set up for ``WarpDriveModule`` training.
+
+    The Trainer (and its default callbacks and loggers) come from the distribution of
+    ``module``'s class: ``lightning.Trainer`` for a module from :mod:`warp_drive.training.lightning`
+    (or no module), ``pytorch_lightning.Trainer`` for one from
+    :mod:`warp_drive.training.pytorch_lightning`.
 
     Defaults follow the module: ``accelerator`` "gpu" for the pycuda backend and "cpu" for the cpu
     backend, the engine's own GPU for a prebuilt engine, ``max_epochs`` covering the run config's
@@ -100,23 +110,25 @@ def build_lightning_trainer(
         accelerator, devices, strategy: As for ``lightning.Trainer``.
         default_root_dir: Root of logs and checkpoints (Lightning's default: the working dir).
         loggers: "csv", "tensorboard", Logger instances, a list of those, or False.
-        checkpoint: True (default ModelCheckpoint), False, or a ModelCheckpoint.
+        checkpoint: True (default ModelCheckpoint), False, or a ModelCheckpoint (of the same distribution).
         checkpoint_every_n_epochs: Period of the default ModelCheckpoint.
         perf_stats: Add a :class:`PerfStatsCallback`.
-        callbacks: More callbacks.
+        callbacks: More callbacks (of the same distribution).
         enable_progress_bar: Lightning's progress bar (one host sync per refresh).
         log_every_n_steps: Period (in iterations) of the step metrics (losses, KL, gradient norms);
-            default 10. Epoch metrics (episode returns, env steps/s)
-            are logged every epoch regardless.
-        **trainer_kwargs: Passed on to ``lightning.Trainer``.
+            default 10. Epoch metrics (env steps/s, and episode returns at epochs that close whole
+            episodes) are logged at every epoch end regardless.
+        **trainer_kwargs: Passed on to the Trainer.
 
     Raises:
-        ConfigError: ``gradient_clip_val`` given; ``max_epochs`` cannot be inferred; unknown logger.
+        ConfigError: ``gradient_clip_val`` given; ``max_epochs`` cannot be inferred; unknown logger;
+            ``checkpoint`` neither a bool nor a ModelCheckpoint of the module's distribution.
     """
     if trainer_kwargs.get("gradient_clip_val") is not None:
         raise ConfigError("gradient clipping comes from the run config (policy.<tag>.clip_grad_norm / max_grad_norm); "
                           "do not pass gradient_clip_val")
     silence_irrelevant_lightning_warnings()
+    api = api_of(module) if module is not None else lightning_api("lightning")
     engine = module.engine if module is not None else None
     ipe = module.iterations_per_epoch if module is not None else None
     if max_epochs is None:
@@ -137,18 +149,20 @@ def build_lightning_trainer(
             strategy = "ddp_find_unused_parameters_true"
     cbs = list(callbacks)
     if checkpoint is True:
-        cbs.append(ModelCheckpoint(every_n_epochs=checkpoint_every_n_epochs, save_last=True))
-    elif isinstance(checkpoint, ModelCheckpoint):
+        cbs.append(api.ModelCheckpoint(every_n_epochs=checkpoint_every_n_epochs, save_last=True))
+    elif isinstance(checkpoint, api.ModelCheckpoint):
         cbs.append(checkpoint)
-    if perf_stats and not any(isinstance(c, PerfStatsCallback) for c in cbs):
-        cbs.append(PerfStatsCallback())
+    elif checkpoint is not False:
+        raise ConfigError(f"checkpoint={checkpoint!r}: use True, False or a {api.distribution} ModelCheckpoint")
+    if perf_stats and not any(isinstance(c, PerfStatsCallbackBase) for c in cbs):
+        cbs.append(_bound_classes(api).PerfStatsCallback())
     root = str(default_root_dir) if default_root_dir is not None else None
     kwargs: dict[str, Any] = {
         "max_epochs": max_epochs,
         "accelerator": accelerator,
         "devices": devices,
         "strategy": strategy,
-        "logger": _make_loggers(loggers, root),
+        "logger": _make_loggers(loggers, root, api),
         "callbacks": cbs,
         "enable_checkpointing": bool(checkpoint),
         "enable_progress_bar": enable_progress_bar,
@@ -158,4 +172,4 @@ def build_lightning_trainer(
         "default_root_dir": root,
     }
     kwargs.update(trainer_kwargs)
-    return L.Trainer(**kwargs)
+    return api.Trainer(**kwargs)

@@ -1,13 +1,18 @@
-"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModule` runs.
+"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs.
 
-* :class:`PerfStatsCallback`: per-epoch wall time and env steps per second (device-synchronized).
-* :class:`EpisodeReturnLogger`: episode returns every N epochs (training episodes, and optionally
-  a greedy evaluation of the current policies).
-* :class:`RolloutRenderCallback`: a GIF/MP4 of one Tag episode with the current policies every N
-  epochs, via :mod:`warp_drive.utils.rollout_animation`.
+* :class:`PerfStatsCallbackBase`: per-epoch wall time and env steps per second
+  (device-synchronized) and, in WarpDrive 2.7.1's form, printed throughput every N iterations.
+* :class:`CUDACallbackBase`: WarpDrive 2.7.1's ``CUDACallback`` (resets the envs at train start).
+* :class:`EpisodeReturnLoggerBase`: episode returns every N epochs (training episodes, and
+  optionally a greedy evaluation of the current policies).
+* :class:`RolloutRenderCallbackBase`: a GIF/MP4 of one Tag episode with the current policies
+  every N epochs, via :mod:`warp_drive.utils.rollout_animation`.
 
-Each is also an example of a user callback: it reads the engine through ``pl_module.engine``
-and logs through ``pl_module.log``.
+These are mixins without a Lightning base; the callbacks users pass to a Trainer
+(``PerfStatsCallback``, ``CUDACallback``, ...) are bound to ``lightning.Callback`` in
+:mod:`warp_drive.training.lightning` and to ``pytorch_lightning.Callback`` in
+:mod:`warp_drive.training.pytorch_lightning`. Each is also an example of a user callback: it reads
+the engine through ``pl_module.engine`` and logs through ``pl_module.log``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +30,6 @@ import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.lightning._compat import L
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
@@ -32,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 
-def _engine(pl_module: L.LightningModule) -> Trainer:
+def _engine(pl_module: Any) -> Trainer:
     engine = getattr(pl_module, "engine", None)
     if engine is None:
         raise ConfigError(f"{type(pl_module).__name__} has no engine: these callbacks need a WarpDriveModule")
@@ -45,34 +50,158 @@ def _synchronize(engine: Trainer) -> None:
         torch.cuda.synchronize(dev)
 
 
-class PerfStatsCallback(L.Callback):
-    """Logs per-epoch wall time and throughput, measured between device synchronizations.
+class _IterationClock:
+    """Sums the durations of marked intervals on the engine's device without syncing per interval.
+
+    On CUDA each interval is a pair of timing events, read (after one synchronize) only when
+    :meth:`collect` is called; on the CPU it is ``time.perf_counter``.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Any, Any]] = []
+        self._open: Any = None
+        self.seconds = 0.0
+
+    def start(self, device: torch.device) -> None:
+        if device.type == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record(torch.cuda.current_stream(device))
+            self._open = event
+        else:
+            self._open = time.perf_counter()
+
+    def stop(self, device: torch.device) -> None:
+        if self._open is None:
+            return
+        if device.type == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record(torch.cuda.current_stream(device))
+            self._pending.append((self._open, event))
+        else:
+            self.seconds += time.perf_counter() - self._open
+        self._open = None
+
+    def collect(self) -> float:
+        """Total seconds of the closed intervals (call after synchronizing the device)."""
+        for begin, end in self._pending:
+            self.seconds += begin.elapsed_time(end) / 1000.0
+        self._pending.clear()
+        return self.seconds
+
+
+class PerfStatsCallbackBase:
+    """Throughput of the run: per-epoch metrics and, in WarpDrive 2.7.1's form, printed stats.
 
     Logged each epoch (averaged over ranks): ``perf/epoch_ms``, ``perf/iteration_ms`` and, summed
     over ranks, ``perf/epoch_env_steps_per_s`` and ``perf/epoch_agent_steps_per_s``. Every row is
     also kept in :attr:`history`.
 
+    Printed (rank 0) every ``log_freq`` iterations and after the last one, when ``batch_size`` is
+    given (2.7.1's ``PerfStatsCallback(batch_size, num_iters, log_freq)``) or ``print_stats=True``:
+    the mean update time per iteration ("training": from the start to the end of the training
+    step; the rollout happens before it, while Lightning fetches the batch), the mean total time
+    per iteration since training started, and env steps per second for both. Intervals are timed
+    with CUDA events, so the device is synchronized only when printing. Printed rows are kept in
+    :attr:`printed`.
+
     Args:
-        synchronize: Wait for the device at epoch boundaries (exact times; one sync per epoch).
-        log_metrics: Also ``pl_module.log`` the values (else only :attr:`history`).
+        batch_size: Env steps per iteration; default the engine's ``train_batch_size``.
+        num_iters: Iterations of the run, shown as "iteration i / num_iters"; default the engine's.
+        log_freq: Print every this many iterations.
+        synchronize: Wait for the device at epoch boundaries (exact epoch times; one sync per epoch).
+        log_metrics: Also ``pl_module.log`` the epoch values (else only :attr:`history`).
+        print_stats: Print the stats; default: when ``batch_size`` is given.
+
+    Raises:
+        ConfigError: ``batch_size``, ``num_iters`` or ``log_freq`` < 1.
     """
 
-    def __init__(self, synchronize: bool = True, log_metrics: bool = True) -> None:
+    def __init__(self, batch_size: int | None = None, num_iters: int | None = None, log_freq: int = 1, *,
+                 synchronize: bool = True, log_metrics: bool = True, print_stats: bool | None = None) -> None:
         super().__init__()
+        for name, value in (("batch_size", batch_size), ("num_iters", num_iters), ("log_freq", log_freq)):
+            if value is not None and int(value) < 1:
+                raise ConfigError(f"PerfStatsCallback({name}={value}): must be an int >= 1")
+        self.batch_size = None if batch_size is None else int(batch_size)
+        self.num_iters = None if num_iters is None else int(num_iters)
+        self.log_freq = int(log_freq)
         self.synchronize = synchronize
         self.log_metrics = log_metrics
+        self.print_stats = batch_size is not None if print_stats is None else bool(print_stats)
         self.history: list[dict[str, float]] = []
+        self.printed: list[dict[str, float]] = []
+        self.iters = 0
+        self._training = _IterationClock()
+        self._t_train_start = 0.0
         self._t0 = 0.0
         self._it0 = 0
 
-    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    # ------------------------------------------------------------------ per iteration (printed stats)
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        engine = _engine(pl_module)
+        _synchronize(engine)
+        self.iters = 0
+        self._training = _IterationClock()
+        self._t_train_start = time.perf_counter()
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if self.print_stats:
+            self._training.start(torch.device(_engine(pl_module).device))
+
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        self.iters += 1
+        if not self.print_stats:
+            return
+        engine = _engine(pl_module)
+        self._training.stop(torch.device(engine.device))
+        num_iters = self.num_iters if self.num_iters is not None else int(engine.num_iters)
+        if self.iters % self.log_freq == 0 or self.iters == num_iters:
+            self._print(trainer, engine, num_iters)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.print_stats and self.iters and (not self.printed or self.printed[-1]["iteration"] != self.iters):
+            engine = _engine(pl_module)
+            self._print(trainer, engine, self.num_iters if self.num_iters is not None else int(engine.num_iters))
+
+    def perf_stats(self, engine: Trainer) -> dict[str, float]:
+        """Mean times per iteration and env steps per second so far (synchronizes the device)."""
+        _synchronize(engine)
+        training = self._training.collect()
+        total = time.perf_counter() - self._t_train_start
+        steps = self.iters * (self.batch_size if self.batch_size is not None
+                              else int(engine.config.trainer.train_batch_size))
+        iters = max(self.iters, 1)
+        return {
+            "training_ms_per_iter": 1000.0 * training / iters,
+            "total_ms_per_iter": 1000.0 * total / iters,
+            "training_env_steps_per_s": steps / training if training > 0 else math.nan,
+            "total_env_steps_per_s": steps / total if total > 0 else math.nan,
+        }
+
+    def _print(self, trainer: Any, engine: Trainer, num_iters: int) -> None:
+        stats = self.perf_stats(engine)
+        self.printed.append({"iteration": float(self.iters), **stats})
+        if not trainer.is_global_zero:
+            return
+        labels = {
+            "training_ms_per_iter": "update time per iteration (ms)",
+            "total_ms_per_iter": "total time per iteration (ms)",
+            "training_env_steps_per_s": "env steps per second (update only)",
+            "total_env_steps_per_s": "env steps per second (total)",
+        }
+        lines = ["-" * 52, f"WarpDrive throughput, iteration {self.iters} / {num_iters}"]
+        lines += [f"  {labels[k]:<38}{v:>12.2f}" for k, v in stats.items()]
+        print("\n".join(lines), flush=True)
+
+    # ------------------------------------------------------------------ per epoch (logged metrics)
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         engine = _engine(pl_module)
         if self.synchronize:
             _synchronize(engine)
         self._t0 = time.perf_counter()
         self._it0 = int(engine.iteration)
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         engine = _engine(pl_module)
         if self.synchronize:
             _synchronize(engine)
@@ -92,12 +221,35 @@ class PerfStatsCallback(L.Callback):
             pl_module.log_dict(stats, on_step=False, on_epoch=True, batch_size=1, sync_dist=trainer.world_size > 1)
 
 
-class EpisodeReturnLogger(L.Callback):
+class CUDACallbackBase:
+    """Force-resets every env replica when training starts (WarpDrive 2.7.1's ``CUDACallback``).
+
+    :class:`WarpDriveModule` already does so itself; the callback is kept so that 2.7.1 code
+    (``callbacks=[CUDACallback(module=module), ...]``) runs unchanged. Works on either backend.
+
+    Args:
+        module: The module whose envs are reset; default: the module being fitted.
+    """
+
+    def __init__(self, module: Any = None) -> None:
+        super().__init__()
+        self.module = module
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        _engine(self.module if self.module is not None else pl_module).env_wrapper.reset_all_envs()
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.is_global_zero:
+            engine = _engine(self.module if self.module is not None else pl_module)
+            print(f"Training finished after {engine.iteration} iterations.", flush=True)
+
+
+class EpisodeReturnLoggerBase:
     """Reports mean episode returns per policy every ``every_n_epochs`` epochs.
 
     Reads the training-episode means of the epoch (``pl_module.episode_metrics``, one host sync)
     and, with ``evaluate=True``, also rolls out ``num_episodes`` full episodes per env with the
-    current policies (``Trainer.evaluate_episodes``; greedy when ``deterministic``) and logs
+    current policies (``Trainer.evaluate``; greedy when ``deterministic``) and logs
     ``eval/<tag>/episode_return_mean``. Evaluation force-resets the envs, so training continues
     from fresh episodes. Rows are kept in :attr:`history` and written to the Python log on rank 0.
 
@@ -119,7 +271,7 @@ class EpisodeReturnLogger(L.Callback):
         self.num_episodes = num_episodes
         self.history: list[dict[str, float]] = []
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         epoch = trainer.current_epoch
         if (epoch + 1) % self.every_n_epochs:
             return
@@ -131,7 +283,7 @@ class EpisodeReturnLogger(L.Callback):
             values = torch.stack([v.float().reshape(()) for v in returns.values()]).cpu().tolist()
             row.update(dict(zip(returns, values)))
         if self.evaluate:
-            results = engine.evaluate_episodes(deterministic=self.deterministic, num_episodes=self.num_episodes)
+            results = engine.evaluate(deterministic=self.deterministic, num_episodes=self.num_episodes)
             local = {f"eval/{tag}/episode_return_mean": float(np.mean(r["episode_return"])) if len(r["episode_return"])
                      else float("nan") for tag, r in results.items()}
             pl_module.log_dict(local, on_step=False, on_epoch=True, batch_size=1, sync_dist=trainer.world_size > 1)
@@ -172,7 +324,7 @@ def numpy_policy(engine: Trainer, deterministic: bool = True, seed: int = 0) -> 
     return policy
 
 
-class RolloutRenderCallback(L.Callback):
+class RolloutRenderCallbackBase:
     """Renders one Tag episode with the current policies every ``every_n_epochs`` epochs (rank 0).
 
     The episode runs on the host, on a fresh env built from the run config's ``env`` section
@@ -211,7 +363,7 @@ class RolloutRenderCallback(L.Callback):
         self.env_factory = env_factory
         self.paths: list[Path] = []
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         epoch = trainer.current_epoch
         if (epoch + 1) % self.every_n_epochs:
             return

@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from warp_drive.errors import ConfigError
 
@@ -50,6 +50,15 @@ def iterations_per_epoch_for(episode_length: int, steps_per_iter: int,
     """
     per_episode = max(1, math.ceil(episode_length / max(1, steps_per_iter)))
     return per_episode * max(1, math.ceil(min_iterations / per_episode))
+
+
+def episode_window(engine: Trainer) -> int:
+    """Rollouts that span one episode of the engine: ``ceil(episode_length / steps_per_iter)``.
+
+    After any multiple of this many rollouts every env has ended at least one episode (when
+    episodes are time-limited), so episode statistics are reported at such iterations only.
+    """
+    return iterations_per_epoch_for(engine.env_wrapper.episode_length, engine.steps_per_iter, min_iterations=1)
 
 
 def default_iterations_per_epoch(engine: Trainer) -> int:
@@ -147,6 +156,39 @@ class RolloutDataset(IterableDataset):
         batch = make_policy_batches(engine, last_values)
         engine.perf["rollout"] = engine.perf.get("rollout", 0.0) + (time.perf_counter() - start)
         return batch
+
+
+class WarpDriveDataset(Dataset):
+    """Map-style dataset whose item ``i`` is ``generate_data(batch_index=i)`` (WarpDrive 2.7.1's name).
+
+    2.7.1's Lightning module produced one env step per item this way and let the DataLoader
+    collate ``batch_size`` of them. :class:`WarpDriveModule` does not use it (it serves whole
+    on-device rollouts through :class:`RolloutDataset`); it is kept for code written against 2.7.1
+    that builds its own data function.
+
+    Args:
+        generate_data: ``generate_data(batch_index=i)`` returns item ``i``.
+        batch_size: Number of items (``len(dataset)``).
+
+    Raises:
+        ConfigError: ``generate_data`` is not callable or ``batch_size`` < 1.
+    """
+
+    def __init__(self, generate_data: Callable[..., Any], batch_size: int) -> None:
+        if not callable(generate_data):
+            raise ConfigError(f"generate_data must be callable; got {type(generate_data).__name__}")
+        if int(batch_size) < 1:
+            raise ConfigError(f"batch_size={batch_size} must be >= 1 (items per data loader pass)")
+        self.generate_data = generate_data
+        self.batch_size = int(batch_size)
+        self.data_dict: Any = None  # the last item produced
+
+    def __getitem__(self, batch_index: int = 0) -> Any:
+        self.data_dict = self.generate_data(batch_index=batch_index)
+        return self.data_dict
+
+    def __len__(self) -> int:
+        return self.batch_size
 
 
 def rollout_dataloader(engine: Trainer, iterations_per_epoch: int | None = None) -> DataLoader:

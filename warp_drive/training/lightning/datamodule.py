@@ -1,4 +1,4 @@
-"""LightningDataModule serving on-device rollouts of a module's engine."""
+"""LightningDataModule logic serving on-device rollouts of a module's engine (a mixin; see ``WarpDriveDataModule``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,14 @@ from typing import TYPE_CHECKING
 from torch.utils.data import DataLoader
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.lightning._compat import L
 from warp_drive.training.lightning.data import rollout_dataloader
-from warp_drive.training.lightning.module import WarpDriveModule
+from warp_drive.training.lightning.module import WarpDriveModuleBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
 
 
-class WarpDriveDataModule(L.LightningDataModule):
+class WarpDriveDataModuleBase:
     """Train data: one on-device rollout per batch, ``{tag: {name: device tensor}}``.
 
     The engine is taken from ``source`` when the train dataloader is requested, i.e. after
@@ -30,7 +29,7 @@ class WarpDriveDataModule(L.LightningDataModule):
         trainer.fit(module, datamodule=WarpDriveDataModule(module))
     """
 
-    def __init__(self, source: WarpDriveModule | Trainer, iterations_per_epoch: int | None = None) -> None:
+    def __init__(self, source: WarpDriveModuleBase | Trainer, iterations_per_epoch: int | None = None) -> None:
         super().__init__()
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
@@ -38,7 +37,7 @@ class WarpDriveDataModule(L.LightningDataModule):
         self.iterations_per_epoch = iterations_per_epoch
 
     def _engine(self) -> Trainer:
-        if isinstance(self.source, WarpDriveModule):
+        if isinstance(self.source, WarpDriveModuleBase):
             if self.source.engine is None:
                 raise ConfigError("the module has no engine yet: fit the module (its setup builds the engine) "
                                   "or call module.ensure_engine() first")
@@ -47,6 +46,6 @@ class WarpDriveDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         ipe = self.iterations_per_epoch
-        if ipe is None and isinstance(self.source, WarpDriveModule):
+        if ipe is None and isinstance(self.source, WarpDriveModuleBase):
             ipe = self.source.iterations_per_epoch
         return rollout_dataloader(self._engine(), ipe)

@@ -1,4 +1,9 @@
-"""WarpDrive training as a :class:`lightning.LightningModule`.
+"""WarpDrive training as a LightningModule (for either Lightning distribution).
+
+:class:`WarpDriveModuleBase` holds the whole implementation and imports no Lightning; the
+``WarpDriveModule`` classes users fit are that mixin bound to ``lightning.LightningModule``
+(:mod:`warp_drive.training.lightning`) or to ``pytorch_lightning.LightningModule``
+(:mod:`warp_drive.training.pytorch_lightning`, WarpDrive 2.7.1's import path).
 
 The module owns an *engine*, a :class:`~warp_drive.training.trainer.Trainer` that holds the env
 replicas, the sampler, the per-policy models, optimizers, algorithms and rollout buffers, all on
@@ -15,8 +20,10 @@ one device. Lightning drives the loop:
   clipping, so with the same seed both paths produce the same weights;
 * logging: ``self.log`` of the update metrics (``<tag>/loss``, ``policy_loss``, ``approx_kl``,
   ``grad_norm`` ...) on Lightning's logging steps (``log_every_n_steps``; device tensors, no host
-  sync here), and at the last step of every epoch the episode statistics of the epoch
-  (``<tag>/episode_return_mean`` ...), learning rates, timesteps and env steps per second;
+  sync here), and at the last step of every epoch learning rates, timesteps, env steps per second
+  and, when the iterations so far span whole episodes (every ``ceil(episode_length / B)``
+  iterations), the statistics of the episodes that ended since the last report
+  (``<tag>/episode_return_mean`` ...);
 * checkpoints: weights (``state_dict``) and optimizer states are Lightning's; the engine counters
   (iteration, per-policy timesteps, return normalizers, sampler seeds and counters, the shuffle
   generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``.
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +50,9 @@ from torch import nn
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.update import update_policy
-from warp_drive.training.lightning._compat import L
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
+    episode_window,
     rollout_dataloader,
     trained_tags,
 )
@@ -80,28 +87,69 @@ def _optimizer_state_to(optimizer: torch.optim.Optimizer, device: torch.device) 
                 state[key] = value.to(device)
 
 
-class WarpDriveModule(L.LightningModule):
-    """LightningModule running WarpDrive's A2C/PPO updates on GPU-resident rollout batches.
+class WarpDriveModuleBase:
+    """LightningModule logic running WarpDrive's A2C/PPO updates on GPU-resident rollout batches.
 
-    Pass exactly one of ``engine`` (an already built Trainer: single device) or
-    ``engine_factory`` (built per rank in :meth:`setup`: required for DDP).
+    A mixin: use ``WarpDriveModule`` from :mod:`warp_drive.training.lightning` (bound to the
+    ``lightning`` distribution) or from :mod:`warp_drive.training.pytorch_lightning` (bound to
+    ``pytorch_lightning``, as in WarpDrive 2.7.1's tutorial 7); both share this implementation.
+
+    Three ways to build it:
+
+    * WarpDrive 2.7.1's form, ``WarpDriveModule(env_wrapper, config, policy_tag_to_agent_id_map, ...)``:
+      the engine (a :class:`~warp_drive.training.trainer.Trainer`) is built from these arguments.
+      One Lightning epoch is then one training iteration (a rollout of ``train_batch_size`` env
+      steps and the update), so ``max_epochs = num_episodes * episode_length // train_batch_size``
+      (:attr:`num_iters`) trains the whole run; the update metrics are logged every
+      ``saving.metrics_log_freq`` iterations, and the policy weights are written to the run
+      folder every ``saving.model_params_save_freq`` iterations and after the last one, as
+      :meth:`~warp_drive.training.trainer.Trainer.train` does.
+    * ``WarpDriveModule(engine)``: an already built engine (one device).
+    * ``WarpDriveModule(engine_factory=...)``: the engine is built per rank in :meth:`setup`
+      (required for DDP).
 
     Args:
+        env_wrapper: 2.7.1 form: the wrapped env (pycuda or cpu backend). An engine passed here
+            positionally is taken as ``engine``.
+        config: 2.7.1 form: the run config (dict in 2.7.1's layout, :class:`RunConfig` or YAML path).
+        policy_tag_to_agent_id_map: 2.7.1 form: ``{policy tag: [agent ids]}``.
+        create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents:
+            2.7.1 form: passed on to the Trainer.
+        results_dir: 2.7.1 form: run folder of the Trainer (metrics files, policy weights).
+        verbose: 2.7.1 form: the Trainer's verbosity.
         engine: The engine (env, sampler, models, optimizers, buffers).
         engine_factory: ``factory(rank=, world_size=, device_id=) -> Trainer``, e.g.
             :class:`~warp_drive.training.lightning.engine.ExampleEnvEngineFactory`.
-        iterations_per_epoch: Rollouts per Lightning epoch; default: whole episodes and at least
-            10 rollouts (:func:`~warp_drive.training.lightning.data.iterations_per_epoch_for`).
+        iterations_per_epoch: Rollouts per Lightning epoch; default 1 in the 2.7.1 form, else whole
+            episodes and at least 10 rollouts
+            (:func:`~warp_drive.training.lightning.data.iterations_per_epoch_for`).
+        log_every_n_iterations: Log the update metrics (losses, KL, gradient norms) every this many
+            iterations and after the last one, as epoch values (written whatever Lightning's
+            ``log_every_n_steps``); default ``saving.metrics_log_freq`` in the 2.7.1 form, else
+            None: on Lightning's logging steps.
         sync_dist: Average logged metrics over ranks under DDP (one stacked all-reduce per logging
             step for the update metrics; the epoch metrics at the epoch end).
         track_grad_norm: Log ``<tag>/grad_norm``, the mean pre-clip gradient norm (one extra
             norm per gradient step, no host sync).
 
     Raises:
-        ConfigError: Both or neither of ``engine`` / ``engine_factory``; no trained policy; a
-            policy tag that is not a valid module name.
+        ConfigError: No way or more than one way to get the engine; no trained policy; a policy
+            tag that is not a valid module name; a bad ``iterations_per_epoch``.
 
-    Example::
+    Example (2.7.1's tutorial 7)::
+
+        from pytorch_lightning import Trainer
+        from warp_drive.training.pytorch_lightning import CUDACallback, PerfStatsCallback, WarpDriveModule
+
+        module = WarpDriveModule(env_wrapper=env_wrapper, config=run_config,
+                                 policy_tag_to_agent_id_map=policy_map, verbose=True)
+        trainer = Trainer(accelerator="gpu", devices=1, max_epochs=module.num_iters,
+                          callbacks=[CUDACallback(module=module),
+                                     PerfStatsCallback(batch_size=module.training_batch_size,
+                                                       num_iters=module.num_iters, log_freq=10)])
+        trainer.fit(module)
+
+    Example (prebuilt engine)::
 
         engine = Trainer(wrapper, config, policy_map, verbose=False)
         module = WarpDriveModule(engine)
@@ -111,29 +159,70 @@ class WarpDriveModule(L.LightningModule):
 
     def __init__(
         self,
-        engine: Trainer | None = None,
+        env_wrapper: Any = None,
+        config: Any = None,
+        policy_tag_to_agent_id_map: Mapping[str, Sequence[int]] | None = None,
+        create_separate_placeholders_for_each_policy: bool = False,
+        obs_dim_corresponding_to_num_agents: str = "first",
+        results_dir: str | None = None,
+        verbose: bool = True,
         *,
+        engine: Trainer | None = None,
         engine_factory: EngineFactory | None = None,
         iterations_per_epoch: int | None = None,
+        log_every_n_iterations: int | None = None,
         sync_dist: bool = True,
         track_grad_norm: bool = True,
     ) -> None:
         super().__init__()
-        if (engine is None) == (engine_factory is None):
-            raise ConfigError("pass exactly one of engine= (a built Trainer) or engine_factory= (built per rank)")
+        from warp_drive.training.trainer import Trainer
+
+        if isinstance(env_wrapper, Trainer):  # WarpDriveModule(engine): our positional form
+            if engine is not None:
+                raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
+            engine, env_wrapper = env_wrapper, None
+        legacy_args = env_wrapper is not None or config is not None or policy_tag_to_agent_id_map is not None
+        if sum((legacy_args, engine is not None, engine_factory is not None)) != 1:
+            raise ConfigError(
+                "pass exactly one of: env_wrapper=, config=, policy_tag_to_agent_id_map= (WarpDrive 2.7.1's form), "
+                "engine= (a built Trainer) or engine_factory= (built per rank)")
+        if legacy_args and (env_wrapper is None or config is None):
+            raise ConfigError("WarpDrive 2.7.1's form needs both env_wrapper= (an EnvWrapper) and config= (the run "
+                              "config); got " + ("no env_wrapper" if env_wrapper is None else "no config"))
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
+        if log_every_n_iterations is not None and int(log_every_n_iterations) < 1:
+            raise ConfigError(f"log_every_n_iterations={log_every_n_iterations} must be >= 1 (or None)")
+        if legacy_args:
+            engine = Trainer(
+                env_wrapper=env_wrapper,
+                config=config,
+                policy_tag_to_agent_id_map=policy_tag_to_agent_id_map,
+                create_separate_placeholders_for_each_policy=create_separate_placeholders_for_each_policy,
+                obs_dim_corresponding_to_num_agents=obs_dim_corresponding_to_num_agents,
+                results_dir=results_dir,
+                verbose=verbose,
+            )
+            if iterations_per_epoch is None:
+                iterations_per_epoch = 1  # 2.7.1: one epoch = one training iteration
+            if log_every_n_iterations is None:
+                log_every_n_iterations = engine.config.saving.metrics_log_freq
         run_config = None
         if engine is not None:
             run_config = engine.config.to_dict()
         elif callable(getattr(engine_factory, "run_config", None)):
             run_config = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
-        self.save_hyperparameters({"iterations_per_epoch": iterations_per_epoch, "sync_dist": sync_dist,
+        self.save_hyperparameters({"iterations_per_epoch": iterations_per_epoch,
+                                   "log_every_n_iterations": log_every_n_iterations, "sync_dist": sync_dist,
                                    "track_grad_norm": track_grad_norm, "run_config": run_config})
         self.automatic_optimization = False
         self.engine_factory = engine_factory
         self.sync_dist = sync_dist
         self.track_grad_norm = track_grad_norm
+        self.log_every_n_iterations = None if log_every_n_iterations is None else int(log_every_n_iterations)
+        self.verbose = verbose
+        #: Built from 2.7.1's arguments: policy weights are saved at ``model_params_save_freq``.
+        self.saves_policy_weights = legacy_args
         self._iterations_per_epoch_arg = iterations_per_epoch
         self.engine: Trainer | None = None
         self.policy_models = nn.ModuleDict()
@@ -168,9 +257,59 @@ class WarpDriveModule(L.LightningModule):
     def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Trainer:
         """The engine, built with the factory first if needed (outside ``Trainer.fit``)."""
         if self.engine is None:
-            assert self.engine_factory is not None
+            if self.engine_factory is None:  # pragma: no cover - the constructor guarantees one of them
+                raise ConfigError("this module has neither an engine nor an engine factory")
             self.attach_engine(self.engine_factory(rank=rank, world_size=world_size, device_id=device_id))
         return self.engine  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ WarpDrive 2.7.1's module API
+    @property
+    def training_batch_size(self) -> int | None:
+        """Env steps per training iteration (``trainer.train_batch_size``); None before the engine exists."""
+        return None if self.engine is None else int(self.engine.config.trainer.train_batch_size)
+
+    @property
+    def num_iters(self) -> int | None:
+        """Training iterations of the run config (``num_episodes * episode_length // train_batch_size``)."""
+        return None if self.engine is None else int(self.engine.num_iters)
+
+    @property
+    def env_wrapper(self) -> Any:
+        """The engine's :class:`~warp_drive.env_wrapper.EnvWrapper` (None before the engine exists)."""
+        return None if self.engine is None else self.engine.env_wrapper
+
+    @property
+    def cuda_envs(self) -> Any:
+        """2.7.1's name of :attr:`env_wrapper`."""
+        return self.env_wrapper
+
+    def fetch_episode_states(self, *args: Any, **kwargs: Any) -> Any:
+        """Roll out one episode with the current policies and return the requested data arrays.
+
+        Same arguments and return value as the engine's
+        :meth:`~warp_drive.training.trainer.Trainer.fetch_episode_states` (2.7.1's
+        ``list_of_states, env_id=0, ...``). The envs are force-reset before and left mid-episode;
+        ``trainer.fit`` resets them again when training starts.
+        """
+        return self.ensure_engine().fetch_episode_states(*args, **kwargs)
+
+    def load_model_checkpoint(self, ckpts_dict: Mapping[str, str] | None = None) -> Any:
+        """Load policy weights: ``{tag: path}``, or the config's ``model.model_ckpt_filepath`` when None.
+
+        Delegates to the engine's
+        :meth:`~warp_drive.training.trainer.Trainer.load_model_checkpoint` (2.7.1's ``.state_dict``
+        files and ours).
+        """
+        return self.ensure_engine().load_model_checkpoint(ckpts_dict)
+
+    def save_model_checkpoint(self, iteration: int = 0) -> Any:
+        """Write the policy weights to the run folder (the engine's ``save_model_checkpoint``)."""
+        return self.ensure_engine().save_model_checkpoint(iteration)
+
+    def graceful_close(self) -> None:
+        """Release what the engine holds open (metric files); the module is not used afterwards."""
+        if self.engine is not None:
+            self.engine.graceful_close()
 
     @property
     def iterations_per_epoch(self) -> int | None:
@@ -272,6 +411,8 @@ class WarpDriveModule(L.LightningModule):
         engine.perf["total"] = engine.perf.get("total", 0.0) + (now - self._t_last)
         engine.perf["steps"] = engine.perf.get("steps", 0) + batch_size
         self._t_last = now
+        if self.saves_policy_weights:  # 2.7.1 form: weights every model_params_save_freq iterations and at the end
+            engine.save_model_checkpoint(engine.iteration - 1)
         self._log_step_metrics(metrics)
         if self.trainer.is_last_batch or batch_idx + 1 >= self.trainer.num_training_batches:
             self._log_epoch_metrics()
@@ -282,7 +423,7 @@ class WarpDriveModule(L.LightningModule):
             for tag in self._trained:
                 _optimizer_state_to(self.engine.policies[tag].optimizer, torch.device(self.engine.device))
 
-    def cpu(self) -> WarpDriveModule:
+    def cpu(self) -> WarpDriveModuleBase:
         """No-op: the models stay on their env's device (Lightning's teardown would move them).
 
         Moving them would break the engine (its env and buffers stay on the device) and any
@@ -325,11 +466,18 @@ class WarpDriveModule(L.LightningModule):
 
     # ------------------------------------------------------------------ logging
     def _is_logging_step(self) -> bool:
-        """Whether Lightning writes step metrics after this step (``log_every_n_steps``).
+        """Whether the update metrics of this step are logged.
 
-        ``self.log`` costs host time per call, so the update metrics are only logged when
-        Lightning will use them, as ``Trainer.train`` does with ``metrics_log_freq``.
+        Every ``log_every_n_iterations`` iterations and after the last one when that is set, else
+        when Lightning writes step metrics (``log_every_n_steps``). ``self.log`` costs host time
+        per call, so the update metrics are only logged when they will be used, as
+        ``Trainer.train`` does with ``metrics_log_freq``.
         """
+        every = self.log_every_n_iterations
+        if every is not None:
+            engine = self.engine
+            assert engine is not None
+            return engine.iteration % every == 0 or engine.iteration == engine.num_iters
         connector = getattr(self.trainer, "_logger_connector", None)
         flag = getattr(connector, "should_update_logs", None)
         return True if flag is None else bool(flag)
@@ -342,10 +490,36 @@ class WarpDriveModule(L.LightningModule):
             stacked = torch.stack([metrics[k].detach().float().reshape(()) for k in names])
             stacked = self.trainer.strategy.reduce(stacked, reduce_op="mean")
             metrics = dict(zip(names, stacked.unbind(0)))
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1, sync_dist=False)
+        per_iteration = self.log_every_n_iterations is None  # else epoch values: written whatever log_every_n_steps
+        self.log_dict(metrics, on_step=per_iteration, on_epoch=not per_iteration, batch_size=1, sync_dist=False)
 
     def _log_epoch_metrics(self) -> None:
-        """Episode statistics since the last epoch (summed over ranks), lr, timesteps, env steps/s."""
+        """lr, timesteps, env steps/s; episode statistics when whole episodes were run since the last ones."""
+        engine = self.engine
+        assert engine is not None
+        sync = self._distributed() and self.sync_dist  # values are equal on every rank: the mean changes nothing
+        if engine.iteration % episode_window(engine) == 0:
+            self._log_episode_metrics()
+        host: dict[str, float] = {}
+        for tag, p in engine.policies.items():
+            host[f"{tag}/timestep"] = float(p.timestep)
+            if tag in self._trained:
+                host[f"{tag}/lr"] = float(p.lr_schedule.get_param_value(p.timestep))
+        perf = engine.perf
+        world = self.trainer.world_size
+        if perf.get("total"):
+            rate = float(perf["steps"]) / float(perf["total"])
+            host["perf/env_steps_per_s"] = world * rate
+            host["perf/agent_steps_per_s"] = world * rate * engine.env_wrapper.n_agents
+        host["perf/iteration"] = float(engine.iteration)
+        self.log_dict(host, on_step=False, on_epoch=True, batch_size=1, sync_dist=sync)
+
+    def _log_episode_metrics(self) -> None:
+        """Statistics of the episodes ended since the last call (summed over ranks); zeroes the sums.
+
+        Called when the iterations since the last call span whole episodes, so that with
+        time-limited episodes every env has ended at least one.
+        """
         engine = self.engine
         assert engine is not None
         tags = list(engine.policies)
@@ -354,7 +528,7 @@ class WarpDriveModule(L.LightningModule):
             s = engine.policies[tag].stats
             assert s is not None
             sums.append(torch.stack([s.return_sum, s.length_sum, s.count]).reshape(3).float())
-            s.pop()  # zero the sums for the next epoch
+            s.pop()  # zero the sums for the next report
         stacked = torch.stack(sums)
         distributed = self._distributed()
         if distributed and self.sync_dist:
@@ -370,19 +544,6 @@ class WarpDriveModule(L.LightningModule):
                       on_epoch=True, batch_size=1, prog_bar=True, sync_dist=sync)
         self.log_dict({k: v for k, v in episode.items() if not k.endswith("episode_return_mean")}, on_step=False,
                       on_epoch=True, batch_size=1, sync_dist=sync)
-        host: dict[str, float] = {}
-        for tag, p in engine.policies.items():
-            host[f"{tag}/timestep"] = float(p.timestep)
-            if tag in self._trained:
-                host[f"{tag}/lr"] = float(p.lr_schedule.get_param_value(p.timestep))
-        perf = engine.perf
-        world = self.trainer.world_size
-        if perf.get("total"):
-            rate = float(perf["steps"]) / float(perf["total"])
-            host["perf/env_steps_per_s"] = world * rate
-            host["perf/agent_steps_per_s"] = world * rate * engine.env_wrapper.n_agents
-        host["perf/iteration"] = float(engine.iteration)
-        self.log_dict(host, on_step=False, on_epoch=True, batch_size=1, sync_dist=sync)
 
     # ------------------------------------------------------------------ checkpoints
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Action and observation specs read from gymnasium spaces."""
+"""Action and observation specs read from gymnasium spaces (or ``gym`` spaces, by duck typing)."""
 
 from __future__ import annotations
 
@@ -78,6 +78,9 @@ def action_heads_from_space(space: Any) -> ActionSpec:
     """
     from gymnasium import spaces
 
+    from warp_drive.utils.spaces import is_space, to_gymnasium
+
+    space = to_gymnasium(space) if is_space(space) else space
     if isinstance(space, spaces.Discrete):
         return ActionSpec(categorical=(int(space.n),))
     if isinstance(space, spaces.MultiDiscrete):
@@ -109,6 +112,9 @@ def obs_dims_from_space(space: Any) -> ObsDims:
     """
     from gymnasium import spaces
 
+    from warp_drive.utils.spaces import is_space, to_gymnasium
+
+    space = to_gymnasium(space) if is_space(space) else space
     if isinstance(space, spaces.Box):
         return tuple(int(s) for s in space.shape)
     if isinstance(space, spaces.Dict):

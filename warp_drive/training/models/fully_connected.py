@@ -37,6 +37,10 @@ class FullyConnected(nn.Module):
     Heads: one ``Linear(fc_last, n_h)`` + softmax per categorical head, or for a Gaussian
     action spec a ``Linear(fc_last, d)`` mean and a state-independent learnable ``log_std``.
 
+    ``load_state_dict`` also accepts WarpDrive 2.7.1's parameter names (``fc.<i>.0.*``,
+    ``policy_head.<h>.*``, ``vf_head.*``, see :mod:`~warp_drive.training.models.reference_format`),
+    so 2.7.1's saved policies load unchanged.
+
     Args:
         obs_dims: Feature shape of one observation (int or shape), or a dict key -> shape.
         action_spec: An :class:`ActionSpec`, or a list of categorical head sizes.
@@ -44,6 +48,9 @@ class FullyConnected(nn.Module):
         init_method: ``"default"`` (PyTorch), ``"xavier"`` (xavier_uniform weights) or
             ``"orthogonal"`` (gain sqrt(2) trunk, 0.01 policy, 1 value; zero biases).
         log_std_init: Initial log standard deviation of the Gaussian head.
+        action_scale, action_bias: Gaussian head only (2.7.1's ``output_w`` / ``output_b``): the
+            mean becomes ``action_bias + action_scale * tanh(linear)``; None (both) keeps the
+            unbounded linear mean.
 
     Shapes:
         obs: (*lead, *obs_dims) or {key: (*lead, *obs_dims[key])};
@@ -60,11 +67,21 @@ class FullyConnected(nn.Module):
         *,
         init_method: str = "default",
         log_std_init: float = 0.0,
+        action_scale: float | None = None,
+        action_bias: float | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(action_spec, ActionSpec):
             action_spec = ActionSpec(categorical=tuple(action_spec))
         self.action_spec = action_spec
+        self.bounded_mean = action_scale is not None or action_bias is not None
+        if self.bounded_mean and not action_spec.is_gaussian:
+            raise ConfigError(
+                f"output_w={action_scale} / output_b={action_bias} scale continuous (Box) actions; this "
+                f"policy's actions are categorical ({action_spec}). Remove `model.output_w` / `model.output_b`."
+            )
+        self.action_scale = 1.0 if action_scale is None else float(action_scale)
+        self.action_bias = 0.0 if action_bias is None else float(action_bias)
         if isinstance(obs_dims, Mapping):
             shapes = {str(k): _as_shape(v, f"[{k!r}]") for k, v in obs_dims.items()}
             mask_shape = shapes.pop(Constants.ACTION_MASK, None)
@@ -111,8 +128,18 @@ class FullyConnected(nn.Module):
             action_spec,
             model_config.fc_dims,
             init_method=model_config.init_method,
+            action_scale=getattr(model_config, "output_w", None),
+            action_bias=getattr(model_config, "output_b", None),
             **dict(model_config.kwargs),
         )
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``, also accepting 2.7.1's parameter names (mapped exactly)."""
+        from warp_drive.training.models import reference_format
+
+        if reference_format.is_reference_state_dict(state_dict):
+            state_dict = reference_format.from_reference_state_dict(state_dict)
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def _initialize(self, init_method: str) -> None:
         if init_method == "default":
@@ -180,6 +207,8 @@ class FullyConnected(nn.Module):
             if mask is not None:
                 raise DataShapeError("an action mask was given for a Gaussian (Box) action head.")
             mean = outputs[0]
+            if self.bounded_mean:
+                mean = self.action_bias + self.action_scale * torch.tanh(mean)
             return [(mean, self.log_std.exp().expand_as(mean))], values
         masks = None
         if mask is not None:

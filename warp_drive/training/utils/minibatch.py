@@ -27,14 +27,14 @@ def flatten_leading(tree: Any, num_dims: int = 2) -> Any:
     return tree
 
 
-def index_tree(tree: Any, index: Tensor) -> Any:
-    """Selects rows ``index`` along axis 0 of every tensor in a (nested) mapping/list."""
+def index_tree(tree: Any, index: Tensor, dim: int = 0) -> Any:
+    """Selects entries ``index`` along axis ``dim`` of every tensor in a (nested) mapping/list."""
     if isinstance(tree, Tensor):
-        return tree.index_select(0, index)
+        return tree.index_select(dim, index)
     if isinstance(tree, Mapping):
-        return {k: index_tree(v, index) for k, v in tree.items()}
+        return {k: index_tree(v, index, dim) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
-        return type(tree)(index_tree(v, index) for v in tree)
+        return type(tree)(index_tree(v, index, dim) for v in tree)
     return tree
 
 

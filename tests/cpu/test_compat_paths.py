@@ -1,0 +1,42 @@
+"""Every 2.7.1 import path listed in warp_drive.compat imports (without pycuda or a GPU) and is a
+thin re-export: a docstring that says so, then nothing but imports, aliases and ``__all__``."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+
+import pytest
+
+from warp_drive.compat import COMPAT_MODULES
+
+
+def test_table_is_not_empty():
+    assert len(COMPAT_MODULES) >= 10
+
+
+@pytest.mark.parametrize("module", sorted(COMPAT_MODULES))
+def test_compat_module_imports_and_is_thin(module: str) -> None:
+    mod = importlib.import_module(module)
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin, module
+    tree = ast.parse(open(spec.origin).read())
+    doc = ast.get_docstring(tree) or ""
+    assert doc.startswith("2.7.1 compatibility path:"), f"{module}: docstring must start with the marker"
+    for node in tree.body[1:]:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            if isinstance(node.value, (ast.Name, ast.Attribute)):
+                continue  # alias of an imported name
+            if [t.id for t in node.targets] == ["__all__"]:
+                continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+            continue
+        pytest.fail(f"{module} line {node.lineno}: a compatibility module holds only imports and re-exports, "
+                    f"found {type(node).__name__}")
+    public = getattr(mod, "__all__", None)
+    if public is not None:
+        for name in public:
+            assert hasattr(mod, name), f"{module}.__all__ names '{name}', which it does not define"

@@ -1,0 +1,56 @@
+"""Where 2.7.1 code finds things here: the table of compatibility import paths.
+
+Every module listed in :data:`COMPAT_MODULES` exists only so that code written for Salesforce
+WarpDrive 2.7.1 imports unchanged. Each is a thin re-export of the implementation named in its
+docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of its own. A test
+imports every entry and checks that it holds nothing but imports.
+"""
+
+from __future__ import annotations
+
+#: module path -> what it re-exports (one line)
+COMPAT_MODULES: dict[str, str] = {
+    "warp_drive.training.pytorch_lightning": "WarpDriveModule, CUDACallback, PerfStatsCallback (+ data module, WarpDriveDataset) bound to pytorch_lightning (tutorial 7)",
+    "warp_drive.env_cpu_gpu_consistency_checker": "EnvironmentCPUvsGPU, generate_random_actions (warp_drive.utils.env_cpu_gpu_consistency_checker)",
+    "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.utils.placeholders)",
+    "warp_drive.managers.pycuda_managers": "package of the 2.7.1 PyCUDA manager modules (warp_drive.managers)",
+    "warp_drive.managers.pycuda_managers.pycuda_data_manager": "PyCUDADataManager, CudaTensorHolder, CUDADataManager (warp_drive.managers.pycuda_data_manager)",
+    "warp_drive.managers.pycuda_managers.pycuda_function_manager": "PyCUDAFunctionManager, PyCUDASampler, PyCUDAEnvironmentReset, PyCUDALogController, CUDAFunctionFeed and base names (warp_drive.managers.*)",
+    "warp_drive.utils.common": "get_project_root (warp_drive.cuda.project_root)",
+    "warp_drive.utils.pycuda_utils": "package of warp_drive.utils.pycuda_utils.misc",
+    "warp_drive.utils.pycuda_utils.misc": "get_default_env_directory; update_env_header / check_env_header / update_env_runner raise ConfigError (warp_drive.cuda.legacy)",
+    "warp_drive.utils.architecture_validate": "DeviceArchitectures, calculate_blocks_per_env, validate_device_setup (warp_drive.cuda.legacy)",
+    "warp_drive.utils.device_context": "make_current_context (warp_drive.cuda.legacy)",
+    "warp_drive.utils.autoinit_pycuda": "context, device: importing it attaches pycuda to the primary context (warp_drive.cuda.autoinit; no-op without a GPU)",
+    "example_envs.single_agent": "package of 2.7.1's single-agent envs (example_envs.classic_control)",
+    "example_envs.single_agent.base": "SingleAgentEnv, map_to_single_agent, get_action_for_single_agent (example_envs.classic_control.base)",
+    "example_envs.single_agent.classic_control": "package of 2.7.1's classic-control envs (example_envs.classic_control)",
+    "example_envs.single_agent.classic_control.cartpole": "package of the CartPole env",
+    "example_envs.single_agent.classic_control.cartpole.cartpole": "ClassicControlCartPoleEnv, CUDAClassicControlCartPoleEnv (example_envs.classic_control.cartpole.cartpole)",
+    "example_envs.single_agent.classic_control.acrobot": "package of the Acrobot env",
+    "example_envs.single_agent.classic_control.acrobot.acrobot": "ClassicControlAcrobotEnv, CUDAClassicControlAcrobotEnv (example_envs.classic_control.acrobot.acrobot)",
+    "example_envs.single_agent.classic_control.mountain_car": "package of the MountainCar env",
+    "example_envs.single_agent.classic_control.mountain_car.mountain_car": "ClassicControlMountainCarEnv, CUDAClassicControlMountainCarEnv (example_envs.classic_control.mountain_car.mountain_car)",
+    "example_envs.single_agent.classic_control.continuous_mountain_car": "package of the ContinuousMountainCar env",
+    "example_envs.single_agent.classic_control.continuous_mountain_car.continuous_mountain_car": "ClassicControlContinuousMountainCarEnv, CUDAClassicControlContinuousMountainCarEnv (example_envs.classic_control.continuous_mountain_car.continuous_mountain_car)",
+    "example_envs.single_agent.classic_control.pendulum": "package of the Pendulum env",
+    "example_envs.single_agent.classic_control.pendulum.pendulum": "ClassicControlPendulumEnv, CUDAClassicControlPendulumEnv (example_envs.classic_control.pendulum.pendulum)",
+    "warp_drive.training.trainers": "package of 2.7.1's trainer modules (warp_drive.training.trainer)",
+    "warp_drive.training.trainers.trainer_a2c": "TrainerA2C = Trainer (warp_drive.training.trainer)",
+    "warp_drive.training.trainers.trainer_base": "TrainerBase = Trainer; all_equal, verbose_print, PerfStats, Metrics, SamplerParamsLog (warp_drive.training.reporting), recursive_merge_config_dicts (warp_drive.config.load)",
+    "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG (raises ConfigError: no DDPG), soft_update, hard_update (warp_drive.training.ddpg)",
+    "warp_drive.training.deprecate": "package of 2.7.1's pre-refactor modules",
+    "warp_drive.training.deprecate.trainer": "Trainer (warp_drive.training.trainer)",
+    "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms)",
+    "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.a2c)",
+    "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.ppo)",
+    "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.auto_scale)",
+    "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
+    "warp_drive.training.utils.distributed_train.distributed_trainer_pycuda": "perform_distributed_training (warp_drive.training.distributed)",
+    "warp_drive.training.utils.device_child_process": "package of 2.7.1's per-device process helpers",
+    "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
+    "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
+    "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.training.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.training.setup_and_train)",
+    "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (warp_drive.utils.rollout_animation)",
+}

@@ -1,0 +1,30 @@
+"""2.7.1 compatibility path: the PyCUDA function manager and the services built on it
+(:mod:`warp_drive.managers.pycuda_function_manager`, ``sampler``, ``environment_reset``,
+``log_controller``)."""
+
+from warp_drive.managers.data_manager import CUDADataManager
+from warp_drive.managers.environment_reset import CUDAEnvironmentReset, PyCUDAEnvironmentReset
+from warp_drive.managers.function_manager import CUDAFunctionFeed, CUDAFunctionManager
+from warp_drive.managers.log_controller import CUDALogController, PyCUDALogController
+from warp_drive.managers.pycuda_data_manager import CudaTensorHolder, PyCUDADataManager
+from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+from warp_drive.managers.sampler import CUDASampler, PyCUDASampler
+from warp_drive.utils.common import get_project_root
+from warp_drive.utils.env_registrar import EnvironmentRegistrar
+
+__all__ = [
+    "CUDADataManager",
+    "CUDAEnvironmentReset",
+    "CUDAFunctionFeed",
+    "CUDAFunctionManager",
+    "CUDALogController",
+    "CUDASampler",
+    "CudaTensorHolder",
+    "EnvironmentRegistrar",
+    "PyCUDADataManager",
+    "PyCUDAEnvironmentReset",
+    "PyCUDAFunctionManager",
+    "PyCUDALogController",
+    "PyCUDASampler",
+    "get_project_root",
+]

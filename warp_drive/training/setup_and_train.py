@@ -1,0 +1,169 @@
+"""Train from a 2.7.1-style run config: ``setup_trainer_and_train`` and 2.7.1's script command line.
+
+2.7.1 shipped ``warp_drive/training/scripts/example_training_script_pycuda.py`` (and a Numba twin)
+with a ``setup_trainer_and_train`` function that its multi-GPU and auto-scaling helpers call back.
+Both import paths lead here (see :mod:`warp_drive.compat`); the work is done by this project's
+example-env registry, :class:`~warp_drive.env_wrapper.EnvWrapper` and
+:class:`~warp_drive.training.trainer.Trainer`.
+
+Command line (2.7.1's flags)::
+
+    python -m warp_drive.training.scripts.example_training_script_pycuda --env tag_continuous
+    python -m warp_drive.training.scripts.example_training_script_pycuda -e single_cartpole \\
+        --num_gpus 2 --results_dir my_run
+
+``--env`` names a run config shipped in ``warp_drive/training/run_configs/`` (2.7.1's names).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+logger = logging.getLogger(__name__)
+
+#: 2.7.1 run-config names -> this project's example env names (``example_envs.get_example_env_class``).
+REFERENCE_ENV_NAMES = {
+    "tag_continuous": "tag_continuous",
+    "tag_gridworld": "tag_gridworld",
+    "tag_gridworld_with_reset_pool": "tag_gridworld_with_reset_pool",
+    "single_cartpole": "cartpole",
+    "single_acrobot": "acrobot",
+    "single_mountain_car": "mountain_car",
+    "single_continuous_mountain_car": "continuous_mountain_car",
+    "single_pendulum": "pendulum",
+}
+
+
+def run_config_names() -> list[str]:
+    """Names of the run configs shipped in ``warp_drive/training/run_configs``."""
+    folder = resources.files("warp_drive.training").joinpath("run_configs")
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def run_config_path(name: str) -> Path:
+    """Path of the shipped run config ``<name>.yaml``.
+
+    Raises:
+        ConfigError: no such config (with the known names).
+    """
+    from warp_drive.config._checks import closest_match
+    from warp_drive.errors import ConfigError
+
+    path = Path(str(resources.files("warp_drive.training").joinpath("run_configs", f"{name}.yaml")))
+    if not path.is_file():
+        known = run_config_names()
+        match = closest_match(name, known)
+        raise ConfigError(f"no run config named {name!r}" + (f"; did you mean {match!r}?" if match else "")
+                          + f" Shipped: {', '.join(known)}.")
+    return path
+
+
+def env_class_for(name: str) -> type:
+    """The example env class a run config ``name`` trains (2.7.1's names or this project's)."""
+    from example_envs import get_example_env_class
+
+    return get_example_env_class(REFERENCE_ENV_NAMES.get(name, name))
+
+
+def setup_trainer_and_train(
+    run_configuration: Mapping[str, Any] | Any,
+    device_id: int = 0,
+    num_devices: int = 1,
+    event_messenger: Any = None,
+    results_directory: str | None = None,
+    verbose: bool = True,
+) -> None:
+    """Builds the env, the wrapper and the Trainer of a run config, trains, and closes (2.7.1's function).
+
+    Args:
+        run_configuration: a run-config dict (2.7.1's YAML layout) or a :class:`RunConfig`; its
+            ``name`` selects the example env.
+        device_id: GPU (and rank) of this process.
+        num_devices: processes training together (models are DDP-wrapped when > 1).
+        event_messenger: accepted and unused (2.7.1's compile-once signal between processes; the
+            kernel cache here is safe for concurrent processes).
+        results_directory: run directory below ``saving.basedir/name/tag`` (absolute: as is).
+        verbose: progress and the final throughput line.
+
+    The backend is pycuda when pycuda and a GPU are present, else the cpu backend (with a notice).
+    """
+    from warp_drive.config import RunConfig, load_run_config
+    from warp_drive.config.env_kwargs import check_env_kwargs
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.example_training_script import choose_backend, default_policy_map
+    from warp_drive.training.trainer import Trainer
+
+    del event_messenger
+    backend = choose_backend(None)
+    raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
+    config = load_run_config(raw, [f"trainer.env_backend={backend}"])
+    env_cls = env_class_for(config.name)
+    check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
+    env = env_cls(**config.env)
+    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend,
+                         device_id=device_id if backend == "pycuda" else None, process_id=device_id)
+    trainer = Trainer(wrapper, config, default_policy_map(env, config.policy_tags), num_devices=num_devices,
+                      device_id=device_id, results_dir=results_directory, verbose=verbose)
+    start = time.perf_counter()
+    try:
+        trainer.train()
+    finally:
+        trainer.graceful_close()
+    if verbose and device_id == 0:
+        wall = time.perf_counter() - start
+        print(f"Training steps/s: {trainer.perf['steps'] / wall:,.0f} ({trainer.iteration} iterations, "
+              f"results in {trainer.save_dir})")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Train an example env from its 2.7.1-named run config.")
+    p.add_argument("--env", "-e", required=True, help=f"run config name: {', '.join(run_config_names())}")
+    p.add_argument("--auto_scale", "-a", action="store_true",
+                   help="find the num_envs and batch size that fit in GPU memory, then use every visible GPU")
+    p.add_argument("--num_gpus", "-n", type=int, default=-1, help="GPUs to train on (-1: the config's trainer.num_gpus)")
+    p.add_argument("--results_dir", default=None, help="run directory below saving.basedir/name/tag")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs."""
+    from warp_drive.config._yaml import yaml_loads
+    from warp_drive.errors import ConfigError
+
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = yaml_loads(run_config_path(args.env).read_text())
+    num_gpus = args.num_gpus
+    if args.auto_scale:
+        import torch
+
+        from warp_drive.training.auto_scale import perform_auto_vertical_scaling
+
+        config = perform_auto_vertical_scaling(setup_trainer_and_train, config)
+        num_gpus = torch.cuda.device_count()
+    if num_gpus == -1:
+        num_gpus = int(config.get("trainer", {}).get("num_gpus", 1))
+    if num_gpus > 1:
+        import torch
+
+        if num_gpus > torch.cuda.device_count():
+            raise ConfigError(f"--num_gpus {num_gpus} but {torch.cuda.device_count()} GPU(s) are visible; "
+                              "ask for at most that many")
+        from warp_drive.training.distributed import perform_distributed_training
+
+        config.setdefault("trainer", {})["num_gpus"] = num_gpus
+        perform_distributed_training(setup_trainer_and_train, config, args.results_dir)
+    else:
+        setup_trainer_and_train(config, results_directory=args.results_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
