@@ -9,48 +9,14 @@ Users import these from warp_drive.training.pytorch_lightning (WarpDrive 2.7.1's
 
 from __future__ import annotations
 
-from warp_drive.training.lightning._compat import lightning_api
-from warp_drive.training.lightning.callbacks import (
-    CUDACallbackBase,
-    EpisodeReturnLoggerBase,
-    PerfStatsCallbackBase,
-    RolloutRenderCallbackBase,
-)
-from warp_drive.training.lightning.datamodule import WarpDriveDataModuleBase
-from warp_drive.training.lightning.module import WarpDriveModuleBase
+from warp_drive.training.lightning.binding import bind
 
-_API = lightning_api("pytorch_lightning")
+_classes = bind("pytorch_lightning", __name__)
+WarpDriveModule = _classes["WarpDriveModule"]
+WarpDriveDataModule = _classes["WarpDriveDataModule"]
+PerfStatsCallback = _classes["PerfStatsCallback"]
+CUDACallback = _classes["CUDACallback"]
+EpisodeReturnLogger = _classes["EpisodeReturnLogger"]
+RolloutRenderCallback = _classes["RolloutRenderCallback"]
 
-
-class WarpDriveModule(WarpDriveModuleBase, _API.LightningModule):
-    __doc__ = WarpDriveModuleBase.__doc__
-
-
-class WarpDriveDataModule(WarpDriveDataModuleBase, _API.LightningDataModule):
-    __doc__ = WarpDriveDataModuleBase.__doc__
-
-
-class PerfStatsCallback(PerfStatsCallbackBase, _API.Callback):
-    __doc__ = PerfStatsCallbackBase.__doc__
-
-
-class CUDACallback(CUDACallbackBase, _API.Callback):
-    __doc__ = CUDACallbackBase.__doc__
-
-
-class EpisodeReturnLogger(EpisodeReturnLoggerBase, _API.Callback):
-    __doc__ = EpisodeReturnLoggerBase.__doc__
-
-
-class RolloutRenderCallback(RolloutRenderCallbackBase, _API.Callback):
-    __doc__ = RolloutRenderCallbackBase.__doc__
-
-
-__all__ = [
-    "CUDACallback",
-    "EpisodeReturnLogger",
-    "PerfStatsCallback",
-    "RolloutRenderCallback",
-    "WarpDriveDataModule",
-    "WarpDriveModule",
-]
+__all__ = sorted(_classes)

@@ -1,0 +1,40 @@
+"""Bind the shared Lightning implementation to one Lightning distribution.
+
+``lightning.Trainer`` accepts only ``lightning`` base classes and ``pytorch_lightning.Trainer`` only
+``pytorch_lightning`` ones. Each class here is a mixin holding all the logic (module, data module,
+callbacks) on top of the matching base class of the chosen distribution; the classes are created
+once per distribution and named as if defined in the module that asks for them (so they pickle).
+"""
+
+from __future__ import annotations
+
+from warp_drive.training.lightning._compat import lightning_api
+from warp_drive.training.lightning.callbacks import (
+    CUDACallbackBase,
+    EpisodeReturnLoggerBase,
+    PerfStatsCallbackBase,
+    RolloutRenderCallbackBase,
+)
+from warp_drive.training.lightning.datamodule import WarpDriveDataModuleBase
+from warp_drive.training.lightning.module import WarpDriveModuleBase
+
+#: public class name -> (shared implementation, name of the distribution's base class)
+CLASSES = {
+    "WarpDriveModule": (WarpDriveModuleBase, "LightningModule"),
+    "WarpDriveDataModule": (WarpDriveDataModuleBase, "LightningDataModule"),
+    "PerfStatsCallback": (PerfStatsCallbackBase, "Callback"),
+    "CUDACallback": (CUDACallbackBase, "Callback"),
+    "EpisodeReturnLogger": (EpisodeReturnLoggerBase, "Callback"),
+    "RolloutRenderCallback": (RolloutRenderCallbackBase, "Callback"),
+}
+
+
+def bind(distribution: str, module_name: str) -> dict[str, type]:
+    """The classes of :data:`CLASSES` on ``distribution``'s base classes (``"lightning"`` or
+    ``"pytorch_lightning"``), with ``__module__`` set to ``module_name``."""
+    api = lightning_api(distribution)
+    out = {}
+    for name, (impl, base) in CLASSES.items():
+        out[name] = type(name, (impl, getattr(api, base)),
+                         {"__doc__": impl.__doc__, "__module__": module_name, "__qualname__": name})
+    return out
