@@ -33,7 +33,7 @@ def _gpu_skip_reason() -> str | None:
     try:
         import pycuda.driver  # noqa: F401
     except ImportError:
-        return "pycuda is not installed (pip install 'warpdrive-marl[cuda]')"
+        return "pycuda is not installed (from a clone: pip install -e '.[cuda]')"
     return None
 
 

@@ -42,6 +42,7 @@ from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
 from warp_drive.utils.env_registrar import EnvironmentRegistrar
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.utils.obs_checks import check_reset_observations
 from warp_drive.utils.placeholders import placeholder_feed
 from warp_drive.utils.recursive_obs_dict_to_spaces_dict import recursive_obs_dict_to_spaces_dict
 from warp_drive.utils.spaces import agent_spaces_to_gymnasium
@@ -159,6 +160,8 @@ class EnvWrapper:
                 f"{type(env_obj).__name__} must subclass warp_drive.utils.gpu_environment_context.CUDAEnvironmentContext "
                 f"to run on env_backend={requested!r}"
             )
+        # the reset that every replica starts from is checked before anything is compiled or pushed
+        check_reset_observations(self._host_obs, env_obj.observation_space, self.name)
         source = self._cuda_source(env_registrar, requested, testing_mode) if self.env_backend == "pycuda" else None
         if testing_bin_filename is not None and not str(testing_bin_filename).endswith((".cubin", ".fatbin")):
             raise ConfigError(f"testing_bin_filename={testing_bin_filename!r} must name a .cubin or .fatbin file")

@@ -42,6 +42,11 @@ class DataShapeError(WarpDriveError, ValueError):
     """An array has a shape that does not fit its use."""
 
 
+class SpaceMismatchError(WarpDriveError, ValueError):
+    """Data does not lie in its declared gymnasium space (e.g. a reset observation outside
+    ``observation_space``)."""
+
+
 class DuplicateDataError(WarpDriveError, ValueError):
     """A data name was pushed twice."""
 
@@ -56,3 +61,7 @@ class SamplerError(WarpDriveError, ValueError):
 
 class GeometryError(WarpDriveError, ValueError):
     """Launch geometry impossible on this device (e.g. too many agents for one block)."""
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint or weights file is missing, corrupt, unsafe to load, or does not fit the run."""

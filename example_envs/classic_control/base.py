@@ -238,6 +238,30 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         self._pool: tuple[np.ndarray, np.ndarray] | None = None
         self.state: np.ndarray | None = None  # host initial state (STATE_DIM,) float32
 
+    def reseed(self, seed: int) -> None:
+        """Re-seed the initial-state draws and redraw the reset pool, as if the env had been built
+        with ``seed``. Data already on a device is not touched: the interop adapters push a new
+        pool (``reset(seed=...)``).
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        self.seed = _check_int(type(self).__name__, "seed", seed, 0)
+        seed_seq = np.random.SeedSequence(self.seed)
+        self._reset_rng = np.random.Generator(np.random.PCG64(seed_seq))
+        self._pool_rng = np.random.Generator(np.random.PCG64(seed_seq.spawn(1)[0]))
+        self._pool = None
+
+    def reseed_start_states(self, seed: int) -> None:
+        """Re-seed only the initial-state draws (the pool is kept): the next ``reset()`` returns
+        gymnasium's ``reset(seed=seed)`` initial state.
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        seed = _check_int(type(self).__name__, "seed", seed, 0)
+        self._reset_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
+
     def _resolve_physics(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         env = type(self).__name__
         params = {key: p.default for key, p in self.PHYSICS.items()}

@@ -22,6 +22,7 @@ One step (every env replica, all agents at once):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,10 @@ from warp_drive.utils.data_feed import DataFeed
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 
 F32 = np.float32
-#: Pairs (env-rows x agents x agents) handled at once by the NumPy nearest-neighbour search.
-_PAIR_CHUNK = 1 << 24
+#: Pairs (env-rows x agents x agents) handled at once by the NumPy nearest-neighbour search: its
+#: scratch arrays (16 bytes per pair, 2 MiB) stay in cache between its passes.
+_PAIR_CHUNK = 1 << 17
+_SCRATCH = threading.local()  # per-thread reusable scratch arrays of the neighbour search
 
 #: Per-agent state arrays (reset-copied, so (E, N) on the data store).
 STATE_FLOAT = ("loc_x", "loc_y", "speed", "direction", "acceleration", "edge_hit_reward_penalty")
@@ -223,17 +226,7 @@ class TagContinuous(CUDAEnvironmentContext):
 
         self.rng = np.random.default_rng(self.seed)
         n = self.num_agents
-        self.tagger_ids = np.sort(self.rng.choice(n, self.num_taggers, replace=False)).astype(np.int32)
-        self.agent_types = np.full(n, C.RUNNER, np.int32)
-        self.agent_types[self.tagger_ids] = C.TAGGER
-        self.taggers = {int(i): True for i in self.tagger_ids}
-        self.runners = {i: True for i in range(n) if i not in self.taggers}
-        self.skill_levels = np.where(
-            self.is_tagger, F32(self.skill_level_tagger), F32(self.skill_level_runner)
-        ).astype(F32)
-        self.step_rewards = np.where(
-            self.is_tagger, F32(self.step_penalty_for_tagger), F32(self.step_reward_for_runner)
-        ).astype(F32)
+        self._assign_roles(self._draw_tagger_ids(self.rng))
         self.acceleration_actions = _action_table(
             self.min_acceleration, self.max_acceleration, self.num_acceleration_levels
         )
@@ -248,6 +241,52 @@ class TagContinuous(CUDAEnvironmentContext):
         self.action_space = {i: act for i in range(n)}
         self.timestep = 0
         self._host_state: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ roles and seeding
+    def _draw_tagger_ids(self, rng: np.random.Generator) -> npt.NDArray[np.int32]:
+        """The tagger ids: the first draw of the env's RNG stream."""
+        return np.sort(rng.choice(self.num_agents, self.num_taggers, replace=False)).astype(np.int32)
+
+    def _assign_roles(self, tagger_ids: npt.NDArray[np.int32]) -> None:
+        """Set the role arrays (agent_types, tagger_ids, skill_levels, step_rewards) and dicts."""
+        n = self.num_agents
+        self.tagger_ids = tagger_ids
+        self.agent_types = np.full(n, C.RUNNER, np.int32)
+        self.agent_types[tagger_ids] = C.TAGGER
+        self.taggers = {int(i): True for i in tagger_ids}
+        self.runners = {i: True for i in range(n) if i not in self.taggers}
+        self.skill_levels = np.where(
+            self.is_tagger, F32(self.skill_level_tagger), F32(self.skill_level_runner)
+        ).astype(F32)
+        self.step_rewards = np.where(
+            self.is_tagger, F32(self.step_penalty_for_tagger), F32(self.step_reward_for_runner)
+        ).astype(F32)
+
+    def reseed(self, seed: int) -> None:
+        """Re-seed everything random, as if the env had been built with ``seed``: the roles (which
+        agents are taggers) and the RNG the start states are drawn from.
+
+        ``TagContinuous(seed=s)`` and ``env.reseed(s)`` give the same roles and the same next
+        ``reset()``. Data already on a device is not touched: the interop adapters push the new
+        role arrays (``reset(seed=...)``).
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        self.seed = check_int(self.name, "seed", seed, minimum=0)
+        self.rng = np.random.default_rng(self.seed)
+        self._assign_roles(self._draw_tagger_ids(self.rng))
+
+    def reseed_start_states(self, seed: int) -> None:
+        """Re-seed only the RNG of the start states, keeping the roles: the next ``reset()`` draws
+        the start state ``TagContinuous(seed=seed)`` would draw first.
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        rng = np.random.default_rng(check_int(self.name, "seed", seed, minimum=0))
+        self._draw_tagger_ids(rng)  # skipped, so the stream is where a fresh env's would be
+        self.rng = rng
 
     # ------------------------------------------------------------------ helpers
     def _check_start(self, key: str, value: Any, bounded: bool) -> npt.NDArray[np.float32] | None:
@@ -371,10 +410,13 @@ class TagContinuous(CUDAEnvironmentContext):
             data["acceleration_actions"], data["turn_actions"], max_speed * data["skill_levels"],
             grid_length, F32(data["edge_hit_penalty"]),
         )
-        data[Constants.OBSERVATIONS][...] = compute_observations(
+        obs = data[Constants.OBSERVATIONS]
+        written = compute_observations(
             x, y, speed, acc, direction, types, still, timestep, episode_length, grid_length, max_speed,
-            self.use_full_observation, self.num_other_agents_observed,
+            self.use_full_observation, self.num_other_agents_observed, out=obs,
         )
+        if written is not obs:
+            obs[...] = written
         tagged, counts = find_tags(x, y, in_game, types, data["tagger_ids"], F32(data["distance_margin_for_reward"]))
         is_tagger = types == C.TAGGER
         tag_counts[...] = np.where(is_tagger, counts, tagged.astype(np.int32))
@@ -441,37 +483,48 @@ def compute_observations(
     x: np.ndarray, y: np.ndarray, speed: np.ndarray, acc: np.ndarray, direction: np.ndarray,
     agent_types: np.ndarray, still: np.ndarray, timestep: np.ndarray, episode_length: int,
     grid_length: np.float32, max_speed: np.float32, use_full_observation: bool, k: int,
+    out: np.ndarray | None = None,
 ) -> npt.NDArray[np.float32]:
     """(E, N, 7 M + 1) observations; layout in README.md. CUDA twins: ``TagFullObservationValue``
-    (full) and ``TagWritePartialObservation`` (K nearest)."""
+    (full) and ``TagWritePartialObservation`` (K nearest).
+
+    ``out``: a C-contiguous float32 array of that shape to write into (returned), else a new one.
+    """
     num_envs, n = x.shape
     in_self = still != 0
-    time_frac = np.where(in_self, (timestep.astype(F32) / F32(episode_length))[:, None], F32(0))
     if use_full_observation:
         slot = np.arange(n - 1)
         others = np.broadcast_to(slot + (slot >= np.arange(n)[:, None]), (num_envs, n, n - 1))
         relative_ok = np.broadcast_to(in_self[:, :, None], others.shape)  # self in game
-        present = np.ones(others.shape, bool)
+        present = None  # every slot holds an agent
     else:
         others, present = nearest_agents(x, y, still, k)
         relative_ok = present
-    env = np.arange(num_envs)[:, None, None]
+    m = others.shape[2]
+    shape = (num_envs, n, 7 * m + 1)
+    if out is None or out.shape != shape or out.dtype != F32 or not out.flags.c_contiguous:
+        out = np.empty(shape, F32)
+    flat = np.arange(num_envs)[:, None, None] * n + others  # (E, N, M) index into (E * N) arrays
+    not_ok = ~relative_ok
     pos_norm = grid_length * C.SQRT2
 
-    def rel(feature: np.ndarray, scale: np.float32) -> np.ndarray:
-        return np.where(relative_ok, (feature[env, others] - feature[:, :, None]) / scale, F32(0))
+    def block(j: int) -> np.ndarray:
+        return out[:, :, j * m : (j + 1) * m]
 
-    rows = [
-        rel(x, pos_norm),
-        rel(y, pos_norm),
-        rel(speed, max_speed),
-        rel(acc, max_speed),
-        rel(direction, C.TWO_PI),
-        np.where(present, agent_types[others].astype(F32), F32(0)),
-        np.where(present, still[env, others].astype(F32), F32(0)),
-    ]
-    obs = np.concatenate([*rows, time_frac[:, :, None]], axis=2)
-    return obs.astype(F32, copy=False)
+    for j, (feature, scale) in enumerate(
+        ((x, pos_norm), (y, pos_norm), (speed, max_speed), (acc, max_speed), (direction, C.TWO_PI))
+    ):
+        dst = block(j)  # (feature[other] - feature[self]) / scale, 0 where not observed
+        np.subtract(np.ravel(feature).take(flat), feature[:, :, None], out=dst)
+        np.divide(dst, scale, out=dst)
+        np.copyto(dst, F32(0), where=not_ok)
+    block(5)[...] = agent_types[others]
+    block(6)[...] = np.ravel(still).take(flat)
+    if present is not None:
+        np.copyto(block(5), F32(0), where=~present)
+        np.copyto(block(6), F32(0), where=~present)
+    out[:, :, 7 * m] = np.where(in_self, (timestep.astype(F32) / F32(episode_length))[:, None], F32(0))
+    return out
 
 
 def nearest_agents(x: np.ndarray, y: np.ndarray, still: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -484,19 +537,47 @@ def nearest_agents(x: np.ndarray, y: np.ndarray, still: np.ndarray, k: int) -> t
         ids (E, N, K) int, present (E, N, K) bool (False: empty slot, or the observer is out).
     """
     num_envs, n = x.shape
+    x, y = x.astype(F32, copy=False), y.astype(F32, copy=False)
     ids = np.zeros((num_envs, n, k), np.int64)
-    present = np.zeros((num_envs, n, k), bool)
+    # One int64 key per pair: the float32 squared distance's bits (ordered like the distance, which
+    # is >= 0, or +inf for pairs that do not count: self, or the other out of the game) above the
+    # candidate's id, so a partial selection of the K smallest keys orders by distance, ties by
+    # lower id, as a stable sort of the distances would.
+    shift = max(1, (n - 1).bit_length())
+    candidate = np.arange(n, dtype=np.int64)
+    out_of_game = None if still.all() else np.where(still != 0, F32(0), F32(np.inf))  # added to the distance
     chunk = max(1, _PAIR_CHUNK // (n * n))  # bounds memory; one pass for small problems
     for lo in range(0, num_envs, chunk):
         sl = slice(lo, lo + chunk)
-        dx = x[sl, None, :] - x[sl, :, None]
-        dy = y[sl, None, :] - y[sl, :, None]
-        d2 = dx * dx + dy * dy
-        valid = (still[sl, None, :] != 0) & ~np.eye(n, dtype=bool)
-        order = np.argsort(np.where(valid, d2, np.inf), axis=2, kind="stable")[:, :, :k]
-        ids[sl] = order
-        present[sl] = np.take_along_axis(valid, order, axis=2) & (still[sl, :, None] != 0)
+        rows = len(range(*sl.indices(num_envs)))
+        d2, dy, keys = _scratch_arrays(rows, n)  # reused: no fresh pages to fault in every step
+        np.subtract(x[sl, None, :], x[sl, :, None], out=d2)
+        np.multiply(d2, d2, out=d2)
+        np.subtract(y[sl, None, :], y[sl, :, None], out=dy)
+        np.multiply(dy, dy, out=dy)
+        np.add(d2, dy, out=d2)
+        if out_of_game is not None:
+            np.add(d2, out_of_game[sl, None, :], out=d2)
+        d2.reshape(rows, n * n)[:, :: n + 1] = np.inf  # self
+        np.left_shift(d2.view(np.int32), shift, out=keys, dtype=np.int64)
+        np.bitwise_or(keys, candidate, out=keys)
+        if k < n:
+            keys.partition(k - 1, axis=2)  # in place: the K smallest first, in no order
+        nearest = keys[:, :, :k].copy()
+        nearest.sort(axis=2)
+        ids[sl] = nearest & ((1 << shift) - 1)
+    env = np.arange(num_envs)[:, None, None]
+    present = (still[env, ids] != 0) & (ids != np.arange(n)[:, None]) & (still[:, :, None] != 0)
     return ids, present
+
+
+def _scratch_arrays(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, n, n) float32, float32 and int64 scratch arrays, kept per thread for the next call."""
+    cached = getattr(_SCRATCH, "arrays", None)
+    if cached is None or cached[0].shape[1] != n or cached[0].shape[0] < rows:
+        cached = (np.empty((rows, n, n), F32), np.empty((rows, n, n), F32), np.empty((rows, n, n), np.int64))
+        _SCRATCH.arrays = cached
+    return cached[0][:rows], cached[1][:rows], cached[2][:rows]
 
 
 def find_tags(

@@ -140,6 +140,19 @@ class TagGridWorld(CUDAEnvironmentContext):
         self.timestep = 0
         self._start: tuple[np.ndarray, np.ndarray] | None = None
 
+    def reseed(self, seed: int) -> None:
+        """Re-seed the env's RNG, as if the env had been built with ``seed`` (it draws the reset
+        pools of :class:`TagGridWorldWithResetPool`; the start layout itself is fixed).
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        self.seed = check_int(type(self).__name__, "seed", seed, minimum=0)
+        self.rng = np.random.default_rng(self.seed)
+
+    def reseed_start_states(self, seed: int) -> None:
+        """Nothing to re-seed: ``reset()`` always returns the same layout (given or default)."""
+
     def _check_start(self, key: str, value: Any) -> npt.NDArray[np.int32] | None:
         if value is None:
             return None
@@ -267,11 +280,25 @@ class TagGridWorldWithResetPool(TagGridWorld):
         self.reset_pool_size = check_int(env, "reset_pool_size", reset_pool_size, minimum=2)
         if self.grid_length < 2:
             raise ConfigError(f"{env}: grid_length={self.grid_length} leaves no cell in 1..L-1; use grid_length >= 2")
+        self._draw_pools()
+
+    def _draw_pools(self) -> None:
         shape = (self.reset_pool_size, self.num_agents)
         self.pool_x = self.rng.integers(1, self.grid_length, shape, dtype=np.int32)
         self.pool_y = self.rng.integers(1, self.grid_length, shape, dtype=np.int32)
         self.pool_x[:, self.runner_id] = 0
         self.pool_y[:, self.runner_id] = 0
+
+    def reseed(self, seed: int) -> None:
+        """Re-seed the RNG and redraw the pools: the pools ``TagGridWorldWithResetPool(seed=seed)``
+        draws. Data already on a device is not touched: the interop adapters push the new pools
+        (``reset(seed=...)``).
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        super().reseed(seed)
+        self._draw_pools()
 
     def _add_positions(self, feed: DataFeed) -> None:
         # Pool targets: no saved copy; the wrapper gives them the env axis.

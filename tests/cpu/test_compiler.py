@@ -81,7 +81,7 @@ def test_pycuda_backend_without_pycuda_says_what_to_install(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pycuda", None)
     monkeypatch.setitem(sys.modules, "pycuda.driver", None)
-    with pytest.raises(DeviceUnavailableError, match=r"pip install 'warpdrive-marl\[cuda\]'"):
+    with pytest.raises(DeviceUnavailableError, match=r'from a clone of the warp_drive repository run `pip install -e "\.\[cuda\]"`'):
         device.init_cuda()
 
 

@@ -385,3 +385,228 @@ def test_every_classic_control_env_runs_through_the_adapter(name):
         ended += int((term | trunc).sum())
         assert torch.equal(infos["_final_obs"], term | trunc)
     assert ended >= 3  # every replica reached the time limit (or ended before)
+
+
+# ----------------------------------------------------------------------------- output="numpy"
+from gymnasium.wrappers.vector import (  # noqa: E402
+    ClipAction,
+    ClipReward,
+    DictInfoToList,
+    NormalizeObservation,
+    NormalizeReward,
+    RescaleAction,
+    TransformObservation,
+)
+
+
+def test_numpy_output_types_dtypes_and_spaces():
+    envs = cartpole(5, output="numpy")
+    obs, infos = envs.reset(seed=0)
+    assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and obs.shape == (5, 4)
+    assert envs.observation_space.contains(obs) and infos == {}
+    obs, rew, term, trunc, infos = envs.step(envs.action_space.sample())
+    assert isinstance(obs, np.ndarray) and envs.observation_space.contains(obs)
+    assert isinstance(rew, np.ndarray) and rew.dtype == np.float32 and rew.shape == (5,)
+    assert term.dtype == trunc.dtype == np.bool_ and term.shape == trunc.shape == (5,)
+    assert isinstance(infos["final_obs"], np.ndarray) and infos["final_obs"].shape == (5, 4)
+    assert infos["_final_obs"].dtype == infos["_final_info"].dtype == np.bool_
+    np.testing.assert_array_equal(rew, np.ones(5, np.float32))
+    envs.step(torch.zeros(5, dtype=torch.long))  # torch actions still accepted
+
+
+def test_numpy_output_views_and_copies_on_the_cpu_backend():
+    envs = cartpole(3, output="numpy")
+    obs, _ = envs.reset(seed=0)
+    live = store(envs, Constants.OBSERVATIONS)
+    assert np.shares_memory(obs, live.numpy())  # zero-copy view, overwritten by the next step
+    copied = cartpole(3, output="numpy", copy=True)
+    obs2, _ = copied.reset(seed=0)
+    assert not np.shares_memory(obs2, store(copied, Constants.OBSERVATIONS).numpy())
+    np.testing.assert_array_equal(obs, obs2)
+    with pytest.raises(ConfigError, match="output='jax' is unknown"):
+        cartpole(2, output="jax")
+
+
+def test_numpy_output_matches_torch_output():
+    a, b = cartpole(4), cartpole(4, output="numpy")
+    oa, _ = a.reset(seed=3)
+    ob, _ = b.reset(seed=3)
+    np.testing.assert_array_equal(oa.numpy(), ob)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        act = rng.integers(0, 2, 4)
+        ra, rb = a.step(act), b.step(act)
+        for x, y in zip(ra[:4], rb[:4]):
+            np.testing.assert_array_equal(x.numpy(), y)
+        np.testing.assert_array_equal(ra[4]["final_obs"].numpy(), rb[4]["final_obs"])
+        np.testing.assert_array_equal(ra[4]["_final_obs"].numpy(), rb[4]["_final_obs"])
+
+
+def test_record_episode_statistics_directly_on_numpy_output():
+    envs = RecordEpisodeStatistics(cartpole(4, output="numpy", env_config=dict(episode_length=30, seed=0)))
+    envs.reset(seed=0)
+    returns, lengths = np.zeros(4), np.zeros(4, int)
+    finished = []
+    rng = np.random.default_rng(1)
+    for _ in range(80):
+        _, rew, term, trunc, infos = envs.step(rng.integers(0, 2, 4))
+        returns += rew
+        lengths += 1
+        done = term | trunc
+        if done.any():
+            np.testing.assert_array_equal(infos["_episode"], done)
+            np.testing.assert_allclose(infos["episode"]["r"][done], returns[done])
+            np.testing.assert_array_equal(infos["episode"]["l"][done], lengths[done])
+            finished += list(lengths[done])
+        returns[done], lengths[done] = 0, 0
+    assert envs.episode_count == len(finished) > 0
+
+
+def test_gymnasium_observation_wrappers_refuse_same_step_and_run_with_next_step():
+    with pytest.raises(ValueError, match="NEXT_STEP or DISABLED"):  # Gymnasium's own check
+        NormalizeObservation(cartpole(2, output="numpy"))
+    inner = cartpole(4, output="numpy", autoreset_mode=AutoresetMode.NEXT_STEP, env_config=dict(episode_length=20, seed=0))
+    envs = ClipReward(NormalizeReward(NormalizeObservation(inner)), min_reward=-0.5, max_reward=0.5)
+    envs = TransformObservation(envs, lambda o: o * 2.0, inner.observation_space)
+    obs, _ = envs.reset(seed=0)
+    raw = []
+    for _ in range(40):
+        obs, rew, term, trunc, infos = envs.step(envs.action_space.sample())
+        raw.append(store(inner, Constants.OBSERVATIONS)[:, 0].numpy().copy())
+        assert obs.shape == (4, 4) and np.isfinite(obs).all()
+        assert np.all(np.abs(rew) <= 0.5)
+    norm = envs.env.env.env  # NormalizeObservation
+    assert norm.obs_rms.count > 40 * 4  # the running statistics saw every sub-env's observations
+    assert not np.allclose(norm.obs_rms.mean, 0.0)
+
+
+def test_gymnasium_action_wrappers_on_a_box_env():
+    inner = WarpDriveVectorEnv("pendulum", num_envs=3, env_config=dict(episode_length=5, seed=0), output="numpy")
+    envs = ClipAction(RescaleAction(inner, min_action=-1.0, max_action=1.0))
+    envs.reset(seed=0)
+    envs.step(np.array([[1.0], [-1.0], [5.0]], np.float32))  # 5 is clipped to 1, then rescaled to 2
+    torch.testing.assert_close(store(inner, Constants.ACTIONS)[:, 0, 0], torch.tensor([2.0, -2.0, 2.0]))
+
+
+def test_dict_info_to_list_on_numpy_output():
+    envs = DictInfoToList(cartpole(3, output="numpy", env_config=dict(episode_length=2, seed=0)))
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, int))
+    _, _, _, trunc, infos = envs.step(np.zeros(3, int))
+    assert trunc.all() and isinstance(infos, list) and len(infos) == 3
+    assert all(info["final_obs"].shape == (4,) for info in infos)
+
+
+def test_numpy_to_torch_on_numpy_output():
+    pytest.importorskip("array_api_compat", reason="gymnasium's NumpyToTorch needs array_api_compat")
+    from gymnasium.wrappers.vector import NumpyToTorch
+
+    as_torch = NumpyToTorch(cartpole(3, output="numpy"))
+    obs, _ = as_torch.reset(seed=0)
+    assert isinstance(obs, torch.Tensor) and obs.shape == (3, 4)
+    obs, rew, term, trunc, _ = as_torch.step(torch.zeros(3, dtype=torch.long))
+    assert isinstance(rew, torch.Tensor) and isinstance(term, torch.Tensor)
+
+
+# ----------------------------------------------------------------------------- other autoreset modes
+def test_next_step_autoreset_matches_gymnasium_sync_vector_env():
+    """Gymnasium's NEXT_STEP SyncVectorEnv vs the adapter, through a time-limit end and the reset step."""
+    E, T = 4, 6
+    ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1", max_episode_steps=T) for _ in range(E)])
+    assert ref.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+    envs = cartpole(E, output="numpy", autoreset_mode="NextStep", env_config=dict(episode_length=T, seed=0))
+    assert envs.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+    ref_obs, _ = ref.reset(seed=10)
+    obs, _ = envs.reset(seed=10)
+    first = obs.copy()
+    np.testing.assert_array_equal(obs, ref_obs)
+    actions = np.array([0, 1, 1, 0])
+    for t in range(1, T + 1):  # alternate actions: the pole stays up for 6 steps
+        act = actions if t % 2 else 1 - actions
+        ref_obs, ref_rew, ref_term, ref_trunc, _ = ref.step(act)
+        obs, rew, term, trunc, infos = envs.step(act)
+        np.testing.assert_allclose(obs, ref_obs, atol=1e-5)  # at t = T: the final observations
+        np.testing.assert_array_equal(rew, ref_rew)
+        np.testing.assert_array_equal(term, ref_term)
+        np.testing.assert_array_equal(trunc, ref_trunc)
+        assert infos == {}
+    assert trunc.all()
+    # the reset step: actions ignored, reward 0, no end; the observation is the replica's start
+    ref_obs, ref_rew, ref_term, ref_trunc, _ = ref.step(actions)
+    obs, rew, term, trunc, _ = envs.step(actions)
+    np.testing.assert_array_equal(rew, ref_rew)
+    assert not (term | trunc | ref_term | ref_trunc).any()
+    np.testing.assert_array_equal(obs, first)
+    assert store(envs, Constants.TIMESTEP).tolist() == [0] * E
+    obs, rew, *_ = envs.step(actions)  # and the next episode runs normally
+    np.testing.assert_array_equal(rew, np.ones(E, np.float32))
+    assert store(envs, Constants.TIMESTEP).tolist() == [1] * E
+
+
+def test_next_step_only_delays_the_ended_sub_envs():
+    envs = cartpole(3, autoreset_mode=AutoresetMode.NEXT_STEP, env_config=dict(episode_length=50, seed=0))
+    envs.reset(seed=1)
+    for _ in range(50):  # push sub-env 0 right until it falls; the others balance
+        obs, rew, term, trunc, _ = envs.step(torch.tensor([1, 0, 1]) if _ % 2 else torch.tensor([1, 1, 0]))
+        if term[0]:
+            break
+    assert term[0] and not term[1:].any()
+    ended_t = store(envs, Constants.TIMESTEP).clone()
+    obs, rew, term, trunc, _ = envs.step(torch.tensor([1, 0, 1]))
+    assert rew.tolist()[0] == 0.0 and rew.tolist()[1:] == [1.0, 1.0]
+    assert store(envs, Constants.TIMESTEP)[0] == 0 and bool((store(envs, Constants.TIMESTEP)[1:] == ended_t[1:] + 1).all())
+
+
+def test_record_episode_statistics_in_next_step_mode():
+    envs = RecordEpisodeStatistics(
+        cartpole(2, output="numpy", autoreset_mode=AutoresetMode.NEXT_STEP, env_config=dict(episode_length=5, seed=0))
+    )
+    envs.reset(seed=0)
+    lengths, expected, running, resetting = [], [], np.zeros(2, int), np.zeros(2, bool)
+    for t in range(13):
+        _, rew, term, trunc, infos = envs.step(np.array([t % 2, 1 - t % 2]))
+        running[~resetting] += 1  # the reset step after an end is not part of any episode
+        assert np.all(rew[resetting] == 0)
+        done = term | trunc
+        if done.any():
+            lengths += list(infos["episode"]["l"][infos["_episode"]])
+            expected += list(running[done])
+            running[done] = 0
+        resetting = done
+    assert lengths == expected and lengths.count(5) == len(lengths) == 4  # 13 steps: 5 + reset + 5 + reset + 1
+    assert envs.episode_count == 4
+
+
+def test_disabled_autoreset_needs_a_masked_reset():
+    envs = cartpole(2, autoreset_mode=AutoresetMode.DISABLED, env_config=dict(episode_length=2, seed=0))
+    envs.reset(seed=0)
+    envs.step(torch.zeros(2, dtype=torch.long))
+    obs, rew, term, trunc, infos = envs.step(torch.zeros(2, dtype=torch.long))
+    assert trunc.all() and infos == {}
+    assert store(envs, Constants.TIMESTEP).tolist() == [2, 2]  # not reset
+    with pytest.raises(InteropError, match="reset_mask"):
+        envs.step(torch.zeros(2, dtype=torch.long))
+    envs.reset(options={"reset_mask": np.array([True, True])})
+    envs.step(torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ConfigError, match="autoreset_mode='Sometimes' is unknown"):
+        cartpole(2, autoreset_mode="Sometimes")
+
+
+# ----------------------------------------------------------------------------- seeding what an env drew once
+def test_reset_seed_redraws_tag_roles_for_every_replica():
+    config = dict(num_taggers=2, num_runners=4, episode_length=20, tagging_distance=0.2)
+    a, b = (WarpDriveVectorEnv("tag_continuous", num_envs=3, env_config=config, flatten_agents=True) for _ in range(2))
+    oa, _ = a.reset(seed=5)
+    ob, _ = b.reset(seed=5)
+    torch.testing.assert_close(oa, ob)  # built without an env seed, identical after reset(seed=5)
+    fresh = get_example_env_class("tag_continuous")(**config, seed=5)
+    assert store(a, "agent_types").tolist() == fresh.agent_types.tolist()
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        act = torch.as_tensor(rng.integers(0, 3, (a.num_envs, 2)))
+        ra, rb = a.step(act), b.step(act)
+        for x, y in zip(ra[:4], rb[:4]):
+            torch.testing.assert_close(x, y)
+    roles = store(a, "agent_types").clone()
+    a.reset(seed=9, options={"reset_mask": np.repeat([True, False, False], 6)})
+    assert torch.equal(store(a, "agent_types"), roles)  # a partial reset keeps the running replicas' roles

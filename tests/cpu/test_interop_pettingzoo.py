@@ -14,7 +14,7 @@ pytest.importorskip("pettingzoo")
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from example_envs import get_example_env_class
+from example_envs import example_env_names, get_example_env_class
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.interop import InteropError, WarpDrivePettingZooEnv
@@ -40,6 +40,58 @@ def test_parallel_api_test_passes_without_warnings(name):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_parallel_seed_test_passes(name):
     parallel_seed_test(lambda: WarpDrivePettingZooEnv(name, CONFIGS[name]), num_cycles=60)
+
+
+#: Every example env without an env seed (small sizes), plus the reset-pool variants of classic control.
+UNSEEDED = {
+    **{name: {} for name in example_env_names() if name not in ("tag_continuous", "tag_gridworld", "tag_gridworld_with_reset_pool")},
+    "tag_continuous": dict(num_taggers=2, num_runners=4, episode_length=30, tagging_distance=0.2),
+    "tag_gridworld": dict(num_taggers=3, grid_length=4, episode_length=20),
+    "tag_gridworld_with_reset_pool": dict(num_taggers=3, grid_length=4, episode_length=20, reset_pool_size=8),
+    "cartpole-pool": dict(reset_pool_size=8, episode_length=40),
+    "pendulum-pool": dict(reset_pool_size=8, episode_length=40),
+}
+
+
+@pytest.mark.parametrize("key", list(UNSEEDED))
+def test_parallel_seed_test_passes_without_an_env_seed(key):
+    """reset(seed=...) re-seeds everything random: start states, TagContinuous's roles, reset pools."""
+    name = key.split("-")[0]
+    assert "seed" not in UNSEEDED[key]
+    parallel_seed_test(lambda: WarpDrivePettingZooEnv(name, UNSEEDED[key]), num_cycles=40)
+
+
+def test_every_example_env_is_in_the_unseeded_seed_test():
+    assert set(example_env_names()) <= set(UNSEEDED)
+
+
+def test_reset_seed_redraws_tag_roles_like_a_fresh_env():
+    config = dict(num_taggers=2, num_runners=6, episode_length=10)
+    env = WarpDrivePettingZooEnv("tag_continuous", config)
+    tag = get_example_env_class("tag_continuous")
+    for seed in (0, 1, 2, 5):
+        obs, _ = env.reset(seed=seed)
+        fresh = tag(**config, seed=seed)
+        fresh_obs = fresh.reset()
+        np.testing.assert_array_equal(env.env.tagger_ids, fresh.tagger_ids)
+        np.testing.assert_array_equal(env.data_manager.pull_data_from_device("agent_types"), fresh.agent_types)
+        np.testing.assert_array_equal(env.data_manager.pull_data_from_device("tagger_ids"), fresh.tagger_ids)
+        for k, agent in enumerate(env.possible_agents):
+            np.testing.assert_array_equal(obs[agent], fresh_obs[k])
+    assert len({tuple(tag(**config, seed=s).tagger_ids) for s in range(6)}) > 1  # the roles do move
+
+
+def test_reset_seed_redraws_reset_pools_like_a_fresh_env():
+    config = dict(num_taggers=2, grid_length=6, episode_length=5, reset_pool_size=4)
+    env = WarpDrivePettingZooEnv("tag_gridworld_with_reset_pool", config)
+    env.reset(seed=3)
+    fresh = get_example_env_class("tag_gridworld_with_reset_pool")(**config, seed=3)
+    np.testing.assert_array_equal(env.data_manager.pull_data_from_device("loc_x_reset_pool"), fresh.pool_x)
+    np.testing.assert_array_equal(env.data_manager.pull_data_from_device("loc_y_reset_pool"), fresh.pool_y)
+    cart = WarpDrivePettingZooEnv("cartpole", dict(reset_pool_size=4))
+    cart.reset(seed=8)
+    states, _ = get_example_env_class("cartpole")(reset_pool_size=4, seed=8).reset_pool()
+    np.testing.assert_array_equal(cart.data_manager.pull_data_from_device("state_reset_pool"), states)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning:pettingzoo.test.api_test")  # about the envs' spaces

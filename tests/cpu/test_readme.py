@@ -26,3 +26,17 @@ def test_readme_names_the_commands_ci_runs():
     assert "python -m warp_drive.training.example_training_script --env tag_continuous" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert 'pytest -m "not gpu"' in ci and 'pip install -q ".[dev]"' in ci
+
+
+def test_readme_describes_the_cpu_sized_main_job():
+    """What README says of the main command without a GPU is what the script does."""
+    from example_envs import get_default_config_path
+    from warp_drive.config import load_run_config
+    from warp_drive.training.example_training_script import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY
+
+    cfg = load_run_config(get_default_config_path("tag_continuous"), CPU_SIZED_OVERRIDES["tag_continuous"])
+    iters = cfg.trainer.num_iterations(cfg.env["episode_length"])
+    text = " ".join(README.read_text().split())
+    assert f"{cfg.env['num_taggers']} taggers and {cfg.env['num_runners']} runners" in text
+    assert f"{iters} iterations" in text and f"{iters} iterations" in CPU_SIZED_SUMMARY["tag_continuous"]
+    assert "--full_size" in text

@@ -142,8 +142,9 @@ def test_notebook_opens_with_install_and_backend_cells(path):
     cells = [c for c in read_notebook(path)["cells"] if c["cell_type"] == "code"]
     install, backend = cells[0], cells[1]
     assert cell_tags(install) == {"install"}
-    assert '%pip install -q "warpdrive-marl[' in cell_source(install)
-    assert 'pip install -e ".[' in cell_source(install), "say how to install from a clone"
+    assert '%pip install -q -e "..[cuda' in cell_source(install), "install from the clone the notebook lives in"
+    assert 'pip install -e ".[cuda' in cell_source(install), "say how to install from a terminal in the clone"
+    assert "warpdrive-marl[" not in cell_source(install), "the package is not on PyPI"
     assert 'BACKEND = "pycuda" if has_cuda_device() else "cpu"' in cell_source(backend)
 
 

@@ -134,3 +134,83 @@ def test_pettingzoo_pycuda_outputs_equal_the_store_and_the_cpu_backend():
             assert rg[agent] == float(rew[k])
         assert rg == pytest.approx(rc) and tg == tc and trg == trc
     assert cpu.agents == []
+
+
+# ----------------------------------------------------------------------------- issue 14: numpy output, autoreset modes, reseeding
+def test_vector_env_numpy_output_pycuda_matches_cpu_backend():
+    gpu, cpu = _vec("pycuda", 16, output="numpy"), _vec("cpu", 16, output="numpy")
+    og, _ = gpu.reset(seed=5)
+    oc, _ = cpu.reset(seed=5)
+    assert isinstance(og, np.ndarray) and og.dtype == np.float32
+    np.testing.assert_array_equal(og, oc)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        a = rng.integers(0, 2, 16)
+        rg, rc = gpu.step(a), cpu.step(a)
+        for x in rg[:4]:
+            assert isinstance(x, np.ndarray)
+        np.testing.assert_allclose(rg[0], rc[0], atol=1e-5)
+        np.testing.assert_allclose(rg[1], rc[1])
+        np.testing.assert_array_equal(rg[2], rc[2])
+        np.testing.assert_array_equal(rg[3], rc[3])
+        np.testing.assert_allclose(rg[4]["final_obs"], rc[4]["final_obs"], atol=1e-5)
+        np.testing.assert_array_equal(rg[4]["_final_obs"], rc[4]["_final_obs"])
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "Disabled"])
+def test_vector_env_autoreset_modes_pycuda_match_cpu_backend(mode):
+    config = dict(episode_length=6, seed=0)
+    gpu = _vec("pycuda", 8, env_config=config, autoreset_mode=mode)
+    cpu = _vec("cpu", 8, env_config=config, autoreset_mode=mode)
+    np.testing.assert_array_equal(gpu.reset(seed=2)[0].cpu().numpy(), cpu.reset(seed=2)[0].numpy())
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        a = rng.integers(0, 2, 8)
+        rg, rc = gpu.step(torch.as_tensor(a, device="cuda")), cpu.step(a)
+        assert rg[0].is_cuda and rg[1].is_cuda
+        np.testing.assert_allclose(rg[0].cpu().numpy(), rc[0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(rg[1].cpu().numpy(), rc[1].numpy())
+        np.testing.assert_array_equal(rg[2].cpu().numpy(), rc[2].numpy())
+        np.testing.assert_array_equal(rg[3].cpu().numpy(), rc[3].numpy())
+        ended = (rc[2] | rc[3]).numpy()
+        if mode == "Disabled" and ended.any():  # nothing resets by itself: reset what ended
+            gpu.reset(options={"reset_mask": ended})
+            cpu.reset(options={"reset_mask": ended})
+
+
+@pytest.mark.parametrize("name, config", [
+    ("tag_continuous", dict(num_taggers=2, num_runners=4, episode_length=30, tagging_distance=0.2)),
+    ("tag_gridworld_with_reset_pool", dict(num_taggers=3, grid_length=4, episode_length=20, reset_pool_size=8)),
+    ("cartpole", dict(reset_pool_size=8, episode_length=40)),
+])
+def test_pettingzoo_parallel_seed_test_pycuda_without_an_env_seed(name, config):
+    """reset(seed=...) re-seeds roles and reset pools and writes them to the device arrays."""
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.test import parallel_seed_test
+
+    from warp_drive.interop import WarpDrivePettingZooEnv
+
+    parallel_seed_test(lambda: WarpDrivePettingZooEnv(name, config, backend="pycuda"), num_cycles=40)
+    gpu = WarpDrivePettingZooEnv(name, config, backend="pycuda")
+    cpu = WarpDrivePettingZooEnv(name, config, backend="cpu")
+    og, _ = gpu.reset(seed=4)
+    oc, _ = cpu.reset(seed=4)
+    for agent in gpu.possible_agents:
+        np.testing.assert_array_equal(og[agent], oc[agent])
+    for array in ("agent_types", "tagger_ids", "loc_x_reset_pool", "state_reset_pool"):
+        if gpu.data_manager.is_data_on_device(array):
+            np.testing.assert_array_equal(gpu.data_manager.pull_data_from_device(array),
+                                          cpu.data_manager.pull_data_from_device(array))
+
+
+def test_skrl_ppo_runs_on_the_pycuda_backend():
+    pytest.importorskip("skrl")
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "skrl_ppo.py"
+    spec = importlib.util.spec_from_file_location("skrl_ppo_example", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.main(["--backend", "pycuda", "--num-envs", "64", "--timesteps", "400", "--quiet"])
+    assert result["episodes"] > 64 and all(np.isfinite(result["returns"]))

@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
-pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install 'warpdrive-marl[lightning]'")
+pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
 
 ROOT = Path(__file__).resolve().parents[2]
 # Tag continuous, 50 envs x 20 steps per rollout, episodes of 40 steps: 2 rollouts per epoch

@@ -15,10 +15,12 @@
 # repository's benchmarks, and launch multi-GPU training.
 
 # %% tags=["install"]
-# Colab or a fresh machine: install warp_drive with the CUDA extra (pycuda is built against nvcc,
-# which Colab's GPU runtime provides). From a clone of the repository use instead:
+# Install warp_drive from a clone of its repository (the package is not on PyPI), with the CUDA
+# extra. Jupyter runs this notebook in tutorials/, so ".." is the repository root; pycuda is
+# built against nvcc (an NVIDIA driver and the CUDA toolkit are needed; on a machine without a
+# GPU drop "cuda" from the extras). In a terminal at the repository root:
 #     pip install -e ".[cuda]"
-# %pip install -q "warpdrive-marl[cuda]"
+# %pip install -q -e "..[cuda]"
 
 # %%
 from warp_drive.utils.device import has_cuda_device

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.errors import ConfigError
+
+#: For env classes with ``**kwargs``: a key at least this similar (difflib ratio) to a named
+#: parameter is reported as a typo of it (``episode_lenght`` -> ``episode_length``).
+VAR_KW_TYPO_CUTOFF = 0.85
 
 
 def check_env_kwargs(
@@ -25,8 +30,9 @@ def check_env_kwargs(
             required parameters and must not appear in ``env_dict``.
 
     Raises:
-        ConfigError: For a key that ``__init__`` does not accept (with a did-you-mean hint), a
-            key that the caller supplies itself, or a required parameter that is missing.
+        ConfigError: For a key that ``__init__`` does not accept (with a did-you-mean hint; for a
+            class with ``**kwargs``, a key that is a near miss of a named parameter), a key that
+            the caller supplies itself, or a required parameter that is missing.
     """
     try:
         signature = inspect.signature(env_cls.__init__)  # type: ignore[misc]
@@ -47,12 +53,21 @@ def check_env_kwargs(
                 f"`env.{key}` is set by the trainer itself and must not be in the `env` section; "
                 f"remove `env.{key}` (set it in the `trainer` section if it exists there)."
             )
-        if key not in accepted and not has_var_kw:
+        if key in accepted:
+            continue
+        if not has_var_kw:
             match = chk.closest_match(key, accepted)
             hint = f"did you mean `env.{match}`?" if match else "no close match."
             raise ConfigError(
                 f"unknown key `env.{key}` (value {env_dict[key]!r}): {cls_name}.__init__ takes no "
                 f"argument `{key}`; {hint} Accepted: {', '.join(accepted) or '(none)'}."
+            )
+        # **kwargs takes any name, but a near miss of a named parameter is a typo
+        match = difflib.get_close_matches(str(key), accepted, n=1, cutoff=VAR_KW_TYPO_CUTOFF)
+        if match:
+            raise ConfigError(
+                f"unknown key `env.{key}` (value {env_dict[key]!r}) for {cls_name}: did you mean "
+                f"`env.{match[0]}`? (its **kwargs would take `{key}` as an extra argument)"
             )
     missing = [
         p.name

@@ -38,6 +38,21 @@ def load_run_config(
     Raises:
         ConfigError: Unreadable file, unknown key (in the file or an override) or invalid value.
     """
+    return RunConfig.from_dict(load_raw_config(path_or_dict, overrides))
+
+
+def load_raw_config(
+    path_or_dict: str | os.PathLike[str] | Mapping[str, Any],
+    overrides: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The run config as a plain dict with the overrides applied, before defaults and validation.
+
+    Override keys are checked (unknown keys are errors); values are not. Used where only a few
+    keys are needed before the whole config can be validated (e.g. the results folder).
+
+    Raises:
+        ConfigError: Unreadable file, invalid YAML, or an unknown override key.
+    """
     if isinstance(path_or_dict, Mapping):
         raw = copy.deepcopy(dict(path_or_dict))
     else:
@@ -55,7 +70,7 @@ def load_run_config(
         raw = dict(chk.require_mapping(raw, str(path)))
     for override in overrides:
         apply_override(raw, override)
-    return RunConfig.from_dict(raw)
+    return raw
 
 
 def parse_override(override: str) -> tuple[list[str], Any]:

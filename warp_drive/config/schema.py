@@ -29,7 +29,7 @@ ALGORITHMS = ("A2C", "PPO")
 ENV_BACKENDS = ("pycuda", "cpu")
 #: 2.7.1 backend names accepted in ``trainer.env_backend`` and what they run on here.
 BACKEND_ALIASES = {"numba": "pycuda"}
-#: 2.7.1 ``sampler.params`` that drive its Ornstein-Uhlenbeck exploration noise (DDPG, Numba only).
+#: 2.7.1 ``sampler.params`` that drive the Ornstein-Uhlenbeck exploration noise of DDPG policies.
 OU_NOISE_PARAMS = ("damping", "stddev", "scale")
 INIT_METHODS = ("default", "xavier", "orthogonal")
 #: num_epochs used when the config leaves it null.
@@ -43,7 +43,8 @@ class TrainerConfig:
     Attributes:
         num_gpus: Number of GPUs (one process each).
         num_envs: Env replicas E.
-        num_episodes: Episodes per replica to train for.
+        num_episodes: Episodes to train for in total, summed over the replicas (not per
+            replica): ``num_iterations = episode_length * num_episodes // train_batch_size``.
         train_batch_size: Env steps per iteration summed over replicas (B * E).
         env_backend: ``"pycuda"`` or ``"cpu"``.
         seed: Base seed, or None to let the trainer pick one.
@@ -236,8 +237,15 @@ class PolicyConfig:
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
-        """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``."""
-        _reject_ddpg(section, prefix)
+        """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``.
+
+        A section with ``algorithm: DDPG`` is parsed by
+        :class:`~warp_drive.config.ddpg.DDPGPolicyConfig` (its keys differ) and returns one.
+        """
+        from warp_drive.config.ddpg import DDPGPolicyConfig, is_ddpg_section
+
+        if is_ddpg_section(section):
+            return DDPGPolicyConfig.from_dict(section, prefix)  # type: ignore[return-value]
         d = chk.merged_section(section, load_defaults()["policy"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         algo_raw = chk.as_str(d["algorithm"], key("algorithm"))
@@ -245,7 +253,7 @@ class PolicyConfig:
         if algorithm not in ALGORITHMS:
             raise ConfigError(
                 f"`{key('algorithm')}`={algo_raw!r} is not supported; expected one of "
-                f"{', '.join(ALGORITHMS)} (case-insensitive)."
+                f"{', '.join(ALGORITHMS)} or DDPG (case-insensitive)."
             )
         gamma = chk.as_float(d["gamma"], key("gamma"))
         if not 0.0 < gamma <= 1.0:
@@ -300,31 +308,25 @@ class PolicyConfig:
         return chk.to_plain(self)
 
 
-def _reject_ddpg(section: Any, prefix: str) -> None:
-    """Fails up front, before any key check, for 2.7.1's DDPG policies (not implemented here)."""
-    if not isinstance(section, Mapping):
-        return
-    algorithm = section.get("algorithm")
-    if isinstance(algorithm, str) and algorithm.upper() == "DDPG":
-        raise ConfigError(
-            f"`{chk.join_key(prefix, 'algorithm')}`={algorithm!r}: DDPG (2.7.1's TrainerDDPG, with "
-            "actor/critic models, `tau` and OU-noise sampler params) is not implemented here. Train "
-            "the policy with `algorithm: PPO` (or A2C): a Gaussian policy over the Box action; the "
-            "bundled continuous_mountain_car and pendulum run configs "
-            "(warp_drive/training/run_configs/single_continuous_mountain_car.yaml, "
-            "single_pendulum.yaml) do exactly that."
-        )
-
-
 @dataclass(frozen=True)
 class SavingConfig:
-    """The ``saving`` section: results go to ``basedir/name/tag/<run id>``."""
+    """The ``saving`` section: results go to ``basedir/name/tag/<run id>``.
+
+    Attributes:
+        metrics_log_freq: Log a metrics row every this many iterations (the trainer also logs
+            after the first iteration and at least every tenth of the run).
+        model_params_save_freq: Checkpoint every this many iterations (and at the end).
+        checkpoint_every_seconds: Also checkpoint at the first iteration boundary after this
+            many seconds of wall time since the last checkpoint; 0 turns it off.
+        basedir, name, tag: The run folder is ``basedir/name/tag/<run id>``.
+    """
 
     metrics_log_freq: int
     model_params_save_freq: int
     basedir: str
     name: str
     tag: str
+    checkpoint_every_seconds: float = 300.0
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "saving") -> SavingConfig:
@@ -339,6 +341,7 @@ class SavingConfig:
             basedir=chk.as_str(d["basedir"], key("basedir")),
             name=chk.as_str(d["name"], key("name")),
             tag=chk.as_str(d["tag"], key("tag")),
+            checkpoint_every_seconds=_non_negative(d["checkpoint_every_seconds"], key("checkpoint_every_seconds")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -346,11 +349,21 @@ class SavingConfig:
         return chk.to_plain(self)
 
 
+def _non_negative(value: Any, key: str) -> float:
+    number = chk.as_float(value, key)
+    if not number >= 0:
+        raise ConfigError(f"`{key}`={value!r} must be >= 0 (0 turns it off).")
+    return number
+
+
 @dataclass(frozen=True)
 class SamplerConfig:
-    """The ``sampler`` section (``sampler.params.use_argmax``)."""
+    """The ``sampler`` section: ``sampler.params.use_argmax``, and for DDPG policies the
+    Ornstein-Uhlenbeck noise parameters ``damping``, ``stddev``, ``scale`` (numbers or schedules;
+    ``ou_noise`` holds those the config sets)."""
 
     use_argmax: bool
+    ou_noise: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "sampler") -> SamplerConfig:
@@ -358,20 +371,36 @@ class SamplerConfig:
         defaults = load_defaults()["sampler"]
         d = chk.merged_section(section, defaults, prefix)
         params_key = chk.join_key(prefix, "params")
-        for name in OU_NOISE_PARAMS:
-            if name in chk.require_mapping(d["params"], params_key):
-                raise ConfigError(
-                    f"`{params_key}.{name}` sets 2.7.1's Ornstein-Uhlenbeck exploration noise, which "
-                    "only its Numba DDPG sampler used; there is no DDPG or OU noise here (Gaussian "
-                    "policies learn their own standard deviation). Remove "
-                    f"`{params_key}.{', '.join(OU_NOISE_PARAMS)}`."
-                )
-        params = chk.merged_section(d["params"], defaults["params"], params_key)
-        return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"))
+        from warp_drive.config.ddpg import parse_ou_params
+
+        raw_params = chk.require_mapping(d["params"], params_key)
+        ou_noise = parse_ou_params(raw_params, params_key)
+        raw_params = {k: v for k, v in raw_params.items() if k not in OU_NOISE_PARAMS}
+        params = chk.merged_section(raw_params, defaults["params"], params_key)
+        return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"), ou_noise=ou_noise)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (accepted by ``from_dict``)."""
-        return {"params": {"use_argmax": self.use_argmax}}
+        params: dict[str, Any] = {"use_argmax": self.use_argmax}
+        params.update({k: chk.schedule_to_plain(v) for k, v in self.ou_noise.items()})
+        return {"params": params}
+
+
+def _check_ddpg_policies(policy: Mapping[str, Any], trainer: TrainerConfig, sampler: Any) -> None:
+    """DDPG policies are trained by TrainerDDPG alone: all policies or none; OU noise only then."""
+    ddpg = [tag for tag, p in policy.items() if p.algorithm == "DDPG"]
+    if ddpg and len(ddpg) != len(policy):
+        others = [tag for tag in policy if tag not in ddpg]
+        raise ConfigError(
+            f"policies {ddpg} use DDPG and {others} do not; TrainerDDPG trains only DDPG policies and Trainer "
+            f"only A2C/PPO ones. Set `policy.<tag>.algorithm` to DDPG for all of them, or to A2C/PPO for all.")
+    params = sampler.get("params") if isinstance(sampler, Mapping) else None
+    ou = [n for n in OU_NOISE_PARAMS if isinstance(params, Mapping) and n in params]
+    if ou and not ddpg:
+        raise ConfigError(
+            f"`sampler.params.{ou[0]}` sets the Ornstein-Uhlenbeck exploration noise of DDPG policies; these "
+            "policies are A2C/PPO (Gaussian or categorical policies sample their own actions). Remove "
+            f"`sampler.params.{', '.join(ou)}`.")
 
 
 @dataclass(frozen=True)
@@ -426,7 +455,8 @@ class RunConfig:
                     "divisor of train_batch_size."
                 )
             policy[tag] = cfg
-        if trainer.n_step != 1:
+        _check_ddpg_policies(policy, trainer, raw.get("sampler"))
+        if trainer.n_step != 1 and not any(p.algorithm == "DDPG" for p in policy.values()):
             raise ConfigError(
                 f"`trainer.n_step`={trainer.n_step}: 2.7.1 used n-step targets only for DDPG; A2C "
                 "and PPO here bootstrap GAE over the whole rollout. Remove `trainer.n_step` (or set "

@@ -6,6 +6,13 @@ Nothing is ever written inside the installed package. Binaries live in
 rendered source, every header it may include, the nvcc options, the architecture and the nvcc
 version. Files are written to a temporary name and renamed into place, so concurrent processes
 (several ranks, several jobs with different shapes) never see a partial binary.
+
+A cached binary is code that runs on the GPU and a cached source decides how kernels are bound,
+so the cache is private: the directory is created with mode 0700 (an existing one owned by the
+user is narrowed to 0700), and an entry is loaded only if it is a regular file owned by the user
+and not group- or world-writable; any other entry is rebuilt (with a warning). A cache directory
+owned by another user is not used at all: this process caches in a new private temporary
+directory instead (with a warning that names the fix).
 """
 
 from __future__ import annotations
@@ -45,6 +52,65 @@ def cache_dir() -> Path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = Path(base) / "warp_drive" / "kernels"
     return path
+
+
+_FALLBACK_CACHE: Path | None = None
+
+
+def _owner_ok(st: os.stat_result) -> bool:
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or st.st_uid == getuid()
+
+
+def ensure_cache_dir() -> Path:
+    """The kernel cache directory, created private to the user (mode 0700), and made so when it
+    exists and is the user's. A directory owned by another user is replaced, for this process, by
+    a new private temporary directory (with a warning)."""
+    global _FALLBACK_CACHE
+    path = cache_dir()
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    for p in reversed(missing):  # create only the components that do not exist, each private
+        with contextlib.suppress(FileExistsError):
+            p.mkdir(mode=0o700)
+    st = path.stat()
+    if not _owner_ok(st):
+        if _FALLBACK_CACHE is None:
+            _FALLBACK_CACHE = Path(tempfile.mkdtemp(prefix="warp_drive_kernels_"))
+            logger.warning(
+                "kernel cache %s belongs to another user (uid %d); compiled kernels are not loaded from it. "
+                "This process caches them in %s; set $WARP_DRIVE_CACHE_DIR to a directory you own to keep them",
+                path, st.st_uid, _FALLBACK_CACHE,
+            )
+        return _FALLBACK_CACHE
+    if st.st_mode & 0o077:
+        try:
+            path.chmod(0o700)
+            logger.info("kernel cache %s was readable or writable by others; made it private (0700)", path)
+        except OSError as err:  # pragma: no cover - e.g. a read-only file system
+            logger.warning("kernel cache %s is not private and cannot be made so: %s", path, err)
+    return path
+
+
+def trusted_cache_entry(path: Path) -> bool:
+    """True when ``path`` exists and may be loaded: a regular file (not a link) owned by the user
+    and not group- or world-writable. An entry that exists but fails this is logged (warning)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    import stat as _stat
+
+    problems = []
+    if not _stat.S_ISREG(st.st_mode):
+        problems.append("is not a regular file")
+    if not _owner_ok(st):
+        problems.append(f"belongs to another user (uid {st.st_uid})")
+    if st.st_mode & 0o022:
+        problems.append(f"is group- or world-writable (mode {st.st_mode & 0o777:o})")
+    if problems:
+        logger.warning("kernel cache entry %s %s; not loading it, it is rebuilt", path, " and ".join(problems))
+        return False
+    return True
 
 
 def find_nvcc() -> str:
@@ -215,18 +281,18 @@ def compile_cubin(
         digest = _dir_digest([core_dir()]) + _files_digest(Path(p) for p in depends)
     key_parts = [source, arch, " ".join(options), nvcc_version(nvcc), digest]
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:32]
-    out_dir = cache_dir()
+    out_dir = ensure_cache_dir()
     target = out_dir / f"{key}_{arch}.cubin"
     global last_build_compiled
     last_build_compiled = False
-    if use_cache and target.is_file():
+    if use_cache and trusted_cache_entry(target):
         logger.debug("kernel cache hit %s", target)
         return target
-    out_dir.mkdir(parents=True, exist_ok=True)
     # one compiler per key across processes (ranks, parallel jobs): the others wait, then hit the cache
-    with open(out_dir / f"{key}_{arch}.lock", "w") as lock:
+    lock_fd = os.open(out_dir / f"{key}_{arch}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(lock_fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if use_cache and target.is_file():
+        if use_cache and trusted_cache_entry(target):
             logger.debug("kernel cache hit %s (built by another process)", target)
             return target
         _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
@@ -346,11 +412,16 @@ def shipped_main_file(cubin_file: str | os.PathLike[str]) -> Path | None:
 
 
 def _source_index(digest: str) -> Path:
-    return cache_dir() / "sources" / f"{digest}.cu"
+    return ensure_cache_dir() / "sources" / f"{digest}.cu"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_atomically(path: Path, data: bytes, private: bool = False) -> None:
+    """Write ``data`` to a temporary file next to ``path`` (mode 0600) and rename it into place;
+    ``private``: a missing parent directory is created with mode 0700 (cache subdirectories)."""
+    if private:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -367,7 +438,10 @@ def binary_source(path: str | os.PathLike[str]) -> str | None:
     by the hash of the binary's bytes; None for binaries built elsewhere."""
     try:
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        return _source_index(digest).read_text()
+        index = _source_index(digest)
+        if not trusted_cache_entry(index):
+            return None
+        return index.read_text()
     except OSError:
         return None
 
@@ -399,7 +473,7 @@ def compile_main_file(
     parts = [main.read_text()] + [p.read_text() for p in depends if core not in p.parents]
     built = BuiltBinary(binary=binary, source="\n".join(parts), main_file=main, arch=arch)
     with contextlib.suppress(OSError):
-        _write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode())
+        _write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode(), private=True)
     if cubin_file is not None:
         _ALIASES[_alias_key(cubin_file)] = built
         target = Path(os.path.expanduser(str(cubin_file))).absolute()

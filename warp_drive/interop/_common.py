@@ -14,10 +14,12 @@ import numpy as np
 import torch
 
 from warp_drive.env_wrapper import EnvWrapper, resolve_backend
-from warp_drive.errors import ConfigError, WarpDriveError
+from warp_drive.errors import ConfigError, DataShapeError, WarpDriveError
+from warp_drive.managers.data_manager import to_device_array
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+from warp_drive.utils.obs_checks import check_reset_observations
 from warp_drive.utils.placeholders import stack_agent_obs
 
 logger = logging.getLogger(__name__)
@@ -103,21 +105,31 @@ def agent_ids(env: Any) -> list[Any]:
 
 
 # ----------------------------------------------------------------------------- seeding
-def reseed_env_rng(env: Any, seed: int) -> list[str]:
-    """Re-seed the host RNG an env draws its initial states from.
+# Env hooks (all optional; the example envs define both):
+#   reseed(seed)               re-seed everything random, as if the env had been built with `seed`:
+#                              data drawn once per env (Tag's roles, reset pools) and the RNG that
+#                              reset() draws start states from.
+#   reseed_start_states(seed)  re-seed only the RNG of reset(); data drawn once is kept.
+# Without hooks the attribute conventions below are used (classic-control `_reset_rng`, `rng`).
 
-    Tried in order: an env method ``reseed(seed)`` (the hook for custom envs); the classic-control
+
+def reseed_env_rng(env: Any, seed: int) -> list[str]:
+    """Re-seed the host RNG an env draws its initial states from (``reset()``), keeping data drawn
+    once per env (roles, reset pools).
+
+    Tried in order: the env method ``reseed_start_states(seed)``; the classic-control
     ``_reset_rng`` (rebuilt as ``Generator(PCG64(SeedSequence(seed)))``, the generator gymnasium's
-    ``reset(seed=seed)`` builds, so the drawn initial state equals gymnasium's); the Tag envs'
-    ``rng`` (``np.random.default_rng(seed)``).
+    ``reset(seed=seed)`` builds); an ``rng`` attribute (``np.random.default_rng(seed)``); the env
+    method ``reseed(seed)`` (which may redraw data drawn once: an env whose ``reseed`` does should
+    define ``reseed_start_states`` too).
 
     Returns:
         What was re-seeded (empty when the env exposes no RNG this function knows).
     """
-    hook = getattr(env, "reseed", None)
+    hook = getattr(env, "reseed_start_states", None)
     if callable(hook):
         hook(seed)
-        return ["reseed()"]
+        return ["reseed_start_states()"]
     done = []
     if isinstance(getattr(env, "_reset_rng", None), np.random.Generator):
         env._reset_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
@@ -126,8 +138,26 @@ def reseed_env_rng(env: Any, seed: int) -> list[str]:
         env.rng = np.random.default_rng(seed)
         done.append("rng")
     if not done:
+        hook = getattr(env, "reseed", None)
+        if callable(hook):
+            hook(seed)
+            return ["reseed()"]
         logger.debug("%s exposes no host RNG; reset(seed=...) only re-seeds reset-pool draws", type(env).__name__)
     return done
+
+
+def reseed_env(env: Any, seed: int) -> list[str]:
+    """Re-seed everything random in an env, as if it had been built with ``seed``: the env method
+    ``reseed(seed)`` when it has one, else :func:`reseed_env_rng`.
+
+    Returns:
+        What was re-seeded.
+    """
+    hook = getattr(env, "reseed", None)
+    if callable(hook):
+        hook(seed)
+        return ["reseed()"]
+    return reseed_env_rng(env, seed)
 
 
 def check_seed(seed: Any, what: str = "seed") -> int:
@@ -141,25 +171,89 @@ def _feed_values(feed: DataFeed) -> dict[str, Any]:
     return {name: entry["data"] for name, entry in feed.items()}
 
 
+def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
+    """The env's current host values of its arrays that are not per replica (Tag's role arrays,
+    reset pools, ...): every array of its feeds except saved copies, pool targets and scalars."""
+    dm = wrapper.cuda_data_manager
+    env: Any = wrapper.env
+    per_replica = set(dm.reset_data_list) | set(dm.reset_target_to_pool)
+    scalars = set(dm.scalar_data_list)
+    out = {}
+    for feed in (env.get_data_dictionary(), env.get_tensor_dictionary(), env.get_reset_pool_dictionary()):
+        for name, entry in feed.items():
+            if name not in per_replica and name not in scalars and dm.is_data_on_device(name):
+                out[name] = to_device_array(name, entry["data"])
+    return out
+
+
+def refresh_shared_data(wrapper: EnvWrapper, known: dict[str, np.ndarray]) -> list[str]:
+    """Write into the data store the env's shared arrays whose host values differ from ``known``
+    (the host values last written to the store, from :func:`shared_host_values`; updated in
+    place), e.g. the roles and pools a :func:`reseed_env` redrew. Arrays the env did not change
+    keep their values on the store (even if a step changed them there).
+
+    Returns:
+        The names of the arrays rewritten.
+
+    Raises:
+        DataShapeError: an array changed shape (the env must keep every array's shape).
+    """
+    dm = wrapper.cuda_data_manager
+    changed = []
+    for name, value in shared_host_values(wrapper).items():
+        old = known.get(name)
+        if old is not None and old.shape == value.shape and np.array_equal(old, value):
+            continue
+        shape = dm.get_shape(name)
+        if tuple(value.shape) != tuple(shape):
+            raise DataShapeError(
+                f"{wrapper.name}: '{name}' has shape {tuple(value.shape)} after re-seeding but {tuple(shape)} "
+                f"on the data store; an env must keep every array's shape"
+            )
+        dm.assign(name, value)
+        known[name] = value
+        changed.append(name)
+    if changed:
+        logger.debug("%s: rewrote %s after re-seeding", wrapper.name, changed)
+    return changed
+
+
 def install_start_states(
     wrapper: EnvWrapper,
     rows: Sequence[int],
     seeds: Sequence[int | None],
+    shared_seed: int | None = None,
+    known: dict[str, np.ndarray] | None = None,
 ) -> int:
     """Draw a new initial state on the host for each replica in ``rows`` and make it that replica's
     reset state.
 
-    For replica ``rows[k]``: if ``seeds[k]`` is not None the env's host RNG is re-seeded with it
-    (:func:`reseed_env_rng`); then ``env.reset()`` draws one initial state, and every array the env
-    flags ``save_copy_and_apply_at_reset`` (and the ``observations`` placeholder) gets that state in
-    row ``rows[k]`` of its saved copy (``<name>_at_reset``). The next device reset of that replica
-    restores it. Arrays refilled from a reset pool are left to the pool.
+    With ``shared_seed``, the env is first re-seeded as a whole with it (:func:`reseed_env`: roles,
+    reset pools, ...) and the arrays shared by all replicas are rewritten on the store
+    (:func:`refresh_shared_data`: those that differ from ``known``, the adapter's record of what
+    the store holds, by default the host values before re-seeding); pass it only when every
+    replica restarts. Then, for replica ``rows[k]``: if
+    ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
+    (:func:`reseed_env_rng`); ``env.reset()`` draws one initial state, its observations are checked
+    against the observation space, and every array the env flags ``save_copy_and_apply_at_reset``
+    (and the ``observations`` placeholder) gets that state in row ``rows[k]`` of its saved copy
+    (``<name>_at_reset``). The next device reset of that replica restores it. Arrays refilled from
+    a reset pool are left to the pool.
 
     Returns:
         The number of saved-copy arrays rewritten.
+
+    Raises:
+        DataShapeError: a new state's array has another shape than the replica's slot on the store.
+        SpaceMismatchError: a new initial observation lies outside the observation space.
     """
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
+    if shared_seed is not None:
+        if known is None:
+            known = shared_host_values(wrapper)
+        reseed_env(env, shared_seed)
+        refresh_shared_data(wrapper, known)
     pools = dm.reset_target_to_pool
     names = [n for n in dm.reset_data_list if n not in pools]
     if not names or not rows:
@@ -170,6 +264,7 @@ def install_start_states(
         if seed is not None:
             reseed_env_rng(env, seed)
         obs = env.reset()
+        check_reset_observations(obs, env.observation_space, wrapper.name)
         values = _feed_values(env.get_data_dictionary())
         values.update(_feed_values(env.get_tensor_dictionary()))
         values.update(stack_agent_obs(obs, sorted(obs)))
@@ -178,7 +273,14 @@ def install_start_states(
                 missing.add(name)
                 continue
             target = saved[name]
-            target[row] = np.asarray(values[name], dtype=target.dtype).reshape(target.shape[1:])
+            value = np.asarray(values[name])
+            if value.size != int(np.prod(target.shape[1:])):
+                raise DataShapeError(
+                    f"{wrapper.name}: replica {row}'s new '{name}' has shape {value.shape}, but each "
+                    f"replica's slot on the data store has shape {target.shape[1:]}; reset() must "
+                    f"return arrays of the shape of the first reset"
+                )
+            target[row] = value.astype(target.dtype, copy=False).reshape(target.shape[1:])
     if missing:
         logger.debug("reset-copied arrays not provided by the env's feeds, kept as they were: %s", sorted(missing))
     for name in names:

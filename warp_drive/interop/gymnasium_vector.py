@@ -11,12 +11,23 @@ Example::
     actions = torch.randint(0, 2, (1024,), device=obs.device)
     obs, rewards, terminations, truncations, infos = envs.step(actions)
 
-**Outputs live on the device.** ``observations``, ``rewards``, ``terminations``, ``truncations``
-and ``infos["final_obs"]`` are torch tensors on the data store's device (CUDA on the pycuda
-backend, CPU on the cpu backend). Nothing is copied to the host: ``observations`` and ``rewards``
-are *views* of the data store (by default, ``copy=False``), so the next ``step()`` / ``reset()``
-overwrites them in place, as Gymnasium's ``SyncVectorEnv(copy=False)`` does; clone what you keep,
-or pass ``copy=True`` to get device copies. Terminations and truncations are fresh bool tensors.
+**Outputs live on the device** (``output="torch"``, the default). ``observations``, ``rewards``,
+``terminations``, ``truncations`` and ``infos["final_obs"]`` are torch tensors on the data store's
+device (CUDA on the pycuda backend, CPU on the cpu backend). Nothing is copied to the host:
+``observations`` and ``rewards`` are *views* of the data store (by default, ``copy=False``), so the
+next ``step()`` / ``reset()`` overwrites them in place, as Gymnasium's ``SyncVectorEnv(copy=False)``
+does; clone what you keep, or pass ``copy=True`` to get device copies. Terminations and
+truncations are fresh bool tensors.
+
+**NumPy outputs** (``output="numpy"``): the same values as NumPy arrays, the types Gymnasium's
+own vector wrappers (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``NormalizeReward``,
+``ClipReward``, ``TransformObservation``, ``ClipAction``, ``RescaleAction``, ...) and NumPy-based
+trainers (skrl's Gymnasium wrapper, CleanRL-style loops) expect: observations ``float32``,
+rewards ``float32``, terminations / truncations / the ``_final_*`` masks ``bool``,
+``infos["final_obs"]`` a ``float32`` array. On the cpu backend with ``copy=False`` observations and
+rewards are zero-copy views of the store (overwritten by the next call, as above); on the pycuda
+backend every call copies them to the host once (one device sync per step). Actions may be NumPy
+arrays or torch tensors in both modes.
 
 **Autoreset: same step** (``metadata["autoreset_mode"] = AutoresetMode.SAME_STEP``), WarpDrive's
 natural mode. A sub-env whose episode ends in ``step()`` is reset inside that same ``step()`` (on
@@ -27,6 +38,18 @@ observations taken after the env step and before the reset; rows of sub-envs tha
 their current observation), with the bool mask ``infos["_final_obs"]`` marking the sub-envs that
 ended. ``infos["final_info"]`` is ``{}`` with the same mask ``infos["_final_info"]`` (warp_drive
 envs report no per-step info). Use ``final_obs`` to bootstrap values of truncated episodes.
+
+**Other autoreset modes** (``autoreset_mode=``, as Gymnasium's ``SyncVectorEnv`` takes it; Gymnasium's
+observation wrappers such as ``NormalizeObservation`` accept only these two):
+
+* ``AutoresetMode.NEXT_STEP`` (Gymnasium's default): ``step()`` returns an ended sub-env's *final*
+  observation; the next ``step()`` ignores that sub-env's action and returns its reset observation
+  with reward 0 and no termination or truncation. On the device the replica still restarts at once
+  (and again after the ignored step, so the returned reset observation matches its state); the
+  observations and rewards returned are copies (``copy`` does not apply) and ``infos`` is ``{}``.
+* ``AutoresetMode.DISABLED``: nothing is reset inside ``step()``; reset ended sub-envs with
+  ``reset(options={"reset_mask": mask})``. ``step()`` refuses to step a replica whose episode
+  ended and was not reset (one host sync per step for that check).
 
 **Termination vs truncation.** ``_done_ > 0`` ends an episode; it is a truncation when
 ``_done_ == 1`` and ``_timestep_ >= episode_length``, otherwise a termination (see
@@ -39,10 +62,16 @@ replica ends (and resets) when the replica's episode ends. Agents that leave a g
 tagged TagContinuous runners) are not reported separately: until their replica ends they get
 whatever the env writes for them (TagContinuous: reward 0, and their actions are ignored).
 
-**Seeding.** ``reset(seed=s)`` re-seeds the env's host RNG with ``s + e`` for replica ``e`` and draws
-that replica's new initial state from it (classic-control envs then start exactly where
-gymnasium's ``reset(seed=s + e)`` starts, as float32), re-seeds the reset-pool draws (Philox key
-``s``), seeds ``action_space`` and ``single_action_space`` with ``s`` and sets ``np_random``.
+**Seeding.** ``reset(seed=s)`` first re-seeds everything the env drew once, as if it had been
+built with ``seed=s`` (the env's ``reseed`` hook: TagContinuous's roles, reset pools; see
+:func:`~warp_drive.interop._common.reseed_env`), and writes those arrays to the store; then it
+re-seeds the env's start-state RNG with ``s + e`` for replica ``e`` and draws that replica's new
+initial state from it (classic-control envs then start exactly where gymnasium's
+``reset(seed=s + e)`` starts, as float32); it re-seeds the reset-pool draws (Philox key ``s``),
+seeds ``action_space`` and ``single_action_space`` with ``s`` and sets ``np_random``. So two
+adapters built without an env seed behave identically after the same ``reset(seed=s)``. With
+``options["reset_mask"]`` only the masked replicas' start states are re-seeded (roles and pools of
+running replicas are kept).
 ``reset()`` without a seed draws new initial states from the env's RNG stream
 (``redraw_start_states=True``, default) or only restores the saved ones on the device
 (``redraw_start_states=False``). Autoresets inside ``step()`` never touch the host: a replica
@@ -59,7 +88,8 @@ Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batc
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
 ``gymnasium.utils.env_checker`` covers single envs only and does not apply here; instead the tests
 check the adapter against Gymnasium's own ``SyncVectorEnv(autoreset_mode=SAME_STEP)`` on
-CartPole-v1 (same seeds and actions) and run it under ``gymnasium.wrappers.vector.RecordEpisodeStatistics``.
+CartPole-v1 (same seeds and actions), run it (``output="numpy"``) under Gymnasium's own vector
+wrappers, and train skrl's PPO on it (``examples/skrl_ppo.py``).
 """
 
 from __future__ import annotations
@@ -83,6 +113,7 @@ from warp_drive.interop._common import (
     check_seed,
     install_start_states,
     make_env,
+    shared_host_values,
     split_done,
 )
 from warp_drive.utils.constants import Constants
@@ -91,6 +122,9 @@ from warp_drive.utils.placeholders import action_layout
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
+
+#: Accepted values of ``WarpDriveVectorEnv(output=...)``.
+OUTPUTS = ("torch", "numpy")
 
 
 class WarpDriveVectorEnv(VectorEnv):
@@ -103,7 +137,11 @@ class WarpDriveVectorEnv(VectorEnv):
         env_config: keyword arguments of the example env class (with a name only).
         backend: ``"cpu"`` or ``"pycuda"``.
         flatten_agents: treat each (replica, agent) pair as a sub-env (multi-agent envs).
-        copy: return device copies of observations and rewards instead of views of the store.
+        copy: return copies of observations and rewards instead of views of the store.
+        output: ``"torch"`` (tensors on the store's device) or ``"numpy"`` (NumPy arrays on the host,
+            for Gymnasium's vector wrappers and NumPy-based trainers).
+        autoreset_mode: ``AutoresetMode.SAME_STEP`` (default), ``NEXT_STEP`` or ``DISABLED`` (or
+            their string values, e.g. ``"NextStep"``); see the module docstring.
         redraw_start_states: ``reset()`` without a seed draws new initial states on the host (True)
             or only restores the saved ones on the device (False).
         check_actions: range-check actions on every step (costs one host sync per step).
@@ -112,7 +150,7 @@ class WarpDriveVectorEnv(VectorEnv):
 
     Raises:
         ConfigError: a multi-agent env without ``flatten_agents``, agents with different spaces,
-            unsupported spaces, or bad arguments.
+            unsupported spaces, an unknown ``output``, or bad arguments.
     """
 
     #: Class defaults; each instance holds its own copy.
@@ -127,11 +165,22 @@ class WarpDriveVectorEnv(VectorEnv):
         *,
         flatten_agents: bool = False,
         copy: bool = False,
+        output: str = "torch",
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         redraw_start_states: bool = True,
         check_actions: bool = False,
         device_id: int | None = None,
         blocks_per_env: int | None = None,
     ) -> None:
+        if output not in OUTPUTS:
+            raise ConfigError(f"output={output!r} is unknown; use one of {', '.join(map(repr, OUTPUTS))}")
+        try:
+            mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise ConfigError(
+                f"autoreset_mode={autoreset_mode!r} is unknown; use one of "
+                f"{', '.join(repr(m.value) for m in AutoresetMode)} or gymnasium.vector.AutoresetMode"
+            ) from None
         if isinstance(env, str):  # build the instance first: refuse before compiling anything
             env, env_config = make_env(env, env_config, resolve_backend(backend)), None
         inner: Any = env.env if isinstance(env, EnvWrapper) else env
@@ -144,9 +193,11 @@ class WarpDriveVectorEnv(VectorEnv):
         self.backend = wrapper.env_backend
         self.flatten_agents = bool(flatten_agents)
         self.copy = bool(copy)
+        self.output = output
         self.redraw_start_states = bool(redraw_start_states)
         self.check_actions = bool(check_actions)
-        self.metadata = dict(type(self).metadata)
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self.autoreset_mode = mode
         self.render_mode = None
 
         inner = wrapper.env
@@ -201,6 +252,10 @@ class WarpDriveVectorEnv(VectorEnv):
                 f"{(self.num_replicas, n_agents, self._heads)}"
             )
         self._needs_reset = True
+        #: Host values of the env's shared arrays (roles, pools) as last written to the store.
+        self._shared_on_store = shared_host_values(wrapper)
+        #: NEXT_STEP: replicas whose episode ended in the previous step (their next step is a reset).
+        self._pending = torch.zeros(self.num_replicas, dtype=torch.bool, device=self.device)
 
     @staticmethod
     def _check_agents(n_agents: int, flatten_agents: bool, name: str) -> None:
@@ -217,7 +272,7 @@ class WarpDriveVectorEnv(VectorEnv):
         *,
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
-    ) -> tuple[torch.Tensor, dict[str, Any]]:
+    ) -> tuple[torch.Tensor | np.ndarray, dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``).
 
         Args:
@@ -228,7 +283,8 @@ class WarpDriveVectorEnv(VectorEnv):
                 ignored.
 
         Returns:
-            ``(observations, {})``: observations ``(num_envs, *obs_shape)`` on the device.
+            ``(observations, {})``: observations ``(num_envs, *obs_shape)`` on the device (a NumPy
+            array with ``output="numpy"``).
 
         Raises:
             ConfigError: a bad seed or reset mask.
@@ -245,30 +301,35 @@ class WarpDriveVectorEnv(VectorEnv):
         if pool_seed is not None:
             super().reset(seed=pool_seed)
         if pool_seed is not None or self.redraw_start_states:
-            install_start_states(self.wrapper, rows, [seeds[r] for r in rows])
+            shared_seed = pool_seed if mask is None else None  # roles, pools: only when all restart
+            install_start_states(self.wrapper, rows, [seeds[r] for r in rows], shared_seed, self._shared_on_store)
         if pool_seed is not None:
             self.wrapper.init_reset_pool(pool_seed)
             self.action_space.seed(pool_seed)
             self.single_action_space.seed(pool_seed)
         if mask is None:
             self.wrapper.reset_all_envs()  # device force reset of every replica
+            self._pending.zero_()
         else:
-            self._done[torch.as_tensor(mask, device=self.device)] = 1
+            selected = torch.as_tensor(mask, device=self.device)
+            self._done[selected] = 1
             self.wrapper.reset_only_done_envs()
+            self._pending[selected] = False
         self._needs_reset = False
-        return self._out(self._obs), {}
+        return self._view(self._obs), {}
 
     def step(
         self, actions: Any
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    ) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step every sub-env once; ended sub-envs are reset in the same call (same-step autoreset).
 
         Args:
             actions: ``num_envs`` actions (torch tensor or array-like; see the module docstring).
 
         Returns:
-            ``(observations, rewards, terminations, truncations, infos)`` as device tensors;
-            ``infos`` holds ``final_obs`` / ``_final_obs`` and ``final_info`` / ``_final_info``.
+            ``(observations, rewards, terminations, truncations, infos)`` as device tensors (NumPy
+            arrays with ``output="numpy"``); with SAME_STEP autoreset ``infos`` holds ``final_obs``
+            / ``_final_obs`` and ``final_info`` / ``_final_info`` (``{}`` in the other modes).
 
         Raises:
             InteropError: ``reset()`` was not called, or the env is closed.
@@ -278,17 +339,60 @@ class WarpDriveVectorEnv(VectorEnv):
             raise InteropError("the vector env is closed")
         if self._needs_reset:
             raise InteropError("call reset() before the first step()")
+        if self.autoreset_mode is AutoresetMode.DISABLED:
+            self._refuse_ended_replicas()
         self._write_actions(actions)
         self.wrapper.step_all_envs()
         terminated, truncated = split_done(self._done, self._timestep, self._episode_length)
-        if self.num_agents > 1:
-            terminated = terminated.repeat_interleave(self.num_agents)
-            truncated = truncated.repeat_interleave(self.num_agents)
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            return self._finish_next_step(terminated, truncated)
+        terminated, truncated = self._per_sub_env(terminated), self._per_sub_env(truncated)
         ended = terminated | truncated
+        if self.autoreset_mode is AutoresetMode.DISABLED:
+            return self._view(self._obs), self._view(self._rewards), *self._host(terminated, truncated), {}
         final_obs = self._obs.clone()
         self.wrapper.reset_only_done_envs()
+        terminated, truncated, ended, final_obs = self._host(terminated, truncated, ended, final_obs)
         infos = {"final_obs": final_obs, "_final_obs": ended, "final_info": {}, "_final_info": ended}
-        return self._out(self._obs), self._out(self._rewards), terminated, truncated, infos
+        return self._view(self._obs), self._view(self._rewards), terminated, truncated, infos
+
+    def _finish_next_step(self, terminated: torch.Tensor, truncated: torch.Tensor) -> tuple[Any, Any, Any, Any, dict]:
+        """NEXT_STEP bookkeeping after the env step (device ops only, no host sync)."""
+        pending = self._pending
+        terminated, truncated = terminated & ~pending, truncated & ~pending
+        ended = terminated | truncated
+        obs = self._obs.clone()  # final observations of the replicas that ended now
+        rewards = self._rewards.clone().masked_fill_(self._per_sub_env(pending), 0.0)
+        # Replicas that ended restart now; pending ones restart again (the step they just took from
+        # their reset state is discarded), so the store holds the reset state the next call returns.
+        self._done.masked_fill_(pending, 1)
+        self.wrapper.reset_only_done_envs()
+        rows = self._per_sub_env(pending).view(-1, *([1] * (obs.dim() - 1)))
+        obs = torch.where(rows, self._obs, obs)
+        self._pending = ended
+        terminated, truncated = self._per_sub_env(terminated), self._per_sub_env(truncated)
+        if self.output == "numpy":
+            return obs.cpu().numpy(), rewards.cpu().numpy(), *self._host(terminated, truncated), {}
+        return obs, rewards, terminated, truncated, {}
+
+    def _refuse_ended_replicas(self) -> None:
+        ended = torch.nonzero(self._done > 0).flatten()
+        if ended.numel():
+            rows = ended[:5].tolist()
+            raise InteropError(
+                f"autoreset_mode=DISABLED: replicas {rows} ended and were not reset; call "
+                "reset(options={'reset_mask': mask}) for the sub-envs that ended before step()"
+            )
+
+    def _per_sub_env(self, per_replica: torch.Tensor) -> torch.Tensor:
+        """(E,) -> (num_envs,): every agent of a replica shares its replica's value."""
+        return per_replica.repeat_interleave(self.num_agents) if self.num_agents > 1 else per_replica
+
+    def _host(self, *tensors: torch.Tensor) -> tuple[Any, ...]:
+        """The tensors as NumPy arrays with ``output="numpy"``, unchanged otherwise."""
+        if self.output == "numpy":
+            return tuple(t.cpu().numpy() for t in tensors)
+        return tensors
 
     def close_extras(self, **kwargs: Any) -> None:
         """Nothing to release beyond the data store, which is freed with the adapter."""
@@ -299,7 +403,13 @@ class WarpDriveVectorEnv(VectorEnv):
         """The wrapped warp_drive env."""
         return self.wrapper.env
 
-    def _out(self, t: torch.Tensor) -> torch.Tensor:
+    def _view(self, t: torch.Tensor) -> torch.Tensor | np.ndarray:
+        """``t`` as returned to the caller: the store's tensor or a copy (``copy``), as a tensor or a
+        NumPy array (``output``)."""
+        if self.output == "numpy":
+            if t.device.type != "cpu":
+                return t.cpu().numpy()  # one device-to-host copy
+            return t.numpy().copy() if self.copy else t.numpy()
         return t.clone() if self.copy else t
 
     def _replica_seeds(self, seed: Any) -> list[int | None]:

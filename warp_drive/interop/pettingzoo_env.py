@@ -28,11 +28,13 @@ Semantics:
   of the game). Envs without such a flag (TagGridWorld, the classic-control envs, DummyEnv) end
   all agents together.
 * After the episode ends ``agents`` is empty; call ``reset()``. There is no autoreset.
-* **Seeding.** ``reset(seed=s)`` re-seeds the env's host RNG (see
-  :func:`~warp_drive.interop._common.reseed_env_rng`: the classic-control envs then draw exactly
-  gymnasium's ``reset(seed=s)`` initial state), draws a new initial state from it, re-seeds the
-  reset-pool draws (Philox key) with ``s``, and seeds each agent's action and observation space
-  with ``s + index``. ``reset()`` without a seed draws the next initial state from the env's RNG
+* **Seeding.** ``reset(seed=s)`` re-seeds everything random in the env as if it had been built
+  with ``seed=s`` (:func:`~warp_drive.interop._common.reseed_env`: TagContinuous's roles, reset
+  pools, the start-state RNG; the arrays drawn once are rewritten on the store), draws a new
+  initial state (the classic-control envs then draw exactly gymnasium's ``reset(seed=s)`` initial
+  state), re-seeds the reset-pool draws (Philox key) with ``s``, and seeds each agent's action and
+  observation space with ``s + index``. Two adapters built without an env seed therefore run
+  identically after the same ``reset(seed=s)`` (PettingZoo's ``parallel_seed_test``). ``reset()`` without a seed draws the next initial state from the env's RNG
   stream (``redraw_start_states=True``, the default) or, with ``redraw_start_states=False``,
   restores the replica's saved initial state on the device (WarpDrive's own reset). Envs with
   fixed starts (TagGridWorld) draw the same state every time. The env's step itself is
@@ -53,8 +55,8 @@ try:
     from pettingzoo import ParallelEnv
 except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(
-        "warp_drive.interop.pettingzoo_env needs pettingzoo; install it with "
-        "`pip install 'warpdrive-marl[interop]'` (pettingzoo>=1.24)"
+        "warp_drive.interop.pettingzoo_env needs pettingzoo: `pip install 'pettingzoo>=1.24'`, or from a "
+        "clone of warp_drive `pip install -e '.[interop]'`"
     ) from err
 
 from warp_drive.env_wrapper import EnvWrapper
@@ -65,6 +67,7 @@ from warp_drive.interop._common import (
     build_wrapper,
     check_seed,
     install_start_states,
+    shared_host_values,
     split_done,
 )
 from warp_drive.utils.constants import Constants
@@ -157,6 +160,8 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         self._action_dtype = np.int32 if "int" in dm.get_dtype(Constants.ACTIONS) else np.float32
         self._active_flag = self._resolve_active_flag(active_flag)
         self._needs_reset = True
+        #: Host values of the env's shared arrays (roles, pools) as last written to the store.
+        self._shared_on_store = shared_host_values(self.wrapper)
 
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> spaces.Space:
@@ -186,7 +191,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         if options:
             logger.debug("WarpDrivePettingZooEnv.reset ignores options %s", sorted(options))
         if seed is not None or self.redraw_start_states:
-            install_start_states(self.wrapper, [0], [seed])
+            install_start_states(self.wrapper, [0], [seed], shared_seed=seed, known=self._shared_on_store)
         if seed is not None:
             self.wrapper.init_reset_pool(seed)
             for k, name in enumerate(self.possible_agents):

@@ -103,26 +103,27 @@ def _or_error_flag(error_flag: Any, bits: int) -> None:
         logger.debug("core kernel raised error bits %d", bits)
 
 
-def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int]:
+def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
     """Pass 1 of the categorical sampler: float32 sequential row sums and error bits.
 
     Args:
         p: ``(rows, actions)`` float32 probabilities.
 
     Returns:
-        ``(total, bits)``: per-row float32 sums (summed left to right, as on
-        the device) and the ORed error bits over all rows.
+        ``(total, bits, running)``: per-row float32 sums (summed left to right, as on the
+        device), the ORed error bits over all rows, and the running sums ``(rows, actions)``
+        (``total`` is their last column; pass 2 reuses them).
     """
-    total = np.zeros(p.shape[0], dtype=np.float32)
-    for i in range(p.shape[1]):
-        total = total + p[:, i]
+    # np.cumsum accumulates left to right in float32: running[:, i] is the device's running sum.
+    running = np.cumsum(p, axis=1, dtype=np.float32)
+    total = running[:, -1] if p.shape[1] else np.zeros(p.shape[0], dtype=np.float32)
     bits = 0
     with np.errstate(invalid="ignore", over="ignore"):
-        if np.any(~(p >= np.float32(0.0))):  # NaN or negative
+        if not (p >= np.float32(0.0)).all():  # NaN or negative
             bits |= ERROR_BAD_VALUE
         if np.any(np.abs(total - np.float32(1.0)) > PROB_SUM_TOLERANCE):
             bits |= ERROR_BAD_SUM
-    return total, bits
+    return total, bits, running
 
 
 def _argmax_rows(p: np.ndarray) -> np.ndarray:
@@ -138,31 +139,33 @@ def _argmax_rows(p: np.ndarray) -> np.ndarray:
     return index
 
 
-def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray) -> np.ndarray:
+def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray | None = None) -> np.ndarray:
     """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
 
     Args:
         p: ``(rows, actions)`` float32 probabilities.
         total: Per-row float32 sums from pass 1.
         u: Per-row float32 uniforms in ``[0, 1)``.
+        running: The running sums from pass 1 (computed here when None).
 
     Returns:
         int32 action per row: first ``i`` with running sum ``> u * total``,
         else the last ``i`` with ``p[i] > 0``, else 0.
     """
-    rows = p.shape[0]
+    rows, n = p.shape
+    if n == 0:
+        return np.zeros(rows, dtype=np.int32)
+    if running is None:
+        running = np.cumsum(p, axis=1, dtype=np.float32)
     x = u * total  # float32 multiply, round to nearest
-    running = np.zeros(rows, dtype=np.float32)
-    action = np.zeros(rows, dtype=np.int32)
-    found = np.zeros(rows, dtype=bool)
-    last_positive = np.zeros(rows, dtype=np.int32)
-    for i in range(p.shape[1]):
-        running = running + p[:, i]
-        hit = ~found & (running > x)
-        action[hit] = i
-        found |= hit
-        last_positive[p[:, i] > np.float32(0.0)] = i
-    return np.where(found, action, last_positive)
+    hit = running > x[:, None]
+    action = hit.argmax(axis=1).astype(np.int32)  # first hit (0 when none)
+    missed = ~hit[np.arange(rows), action]
+    if missed.any():  # no running sum passed x (rounding, NaN): last positive probability, else 0
+        positive = p[missed] > np.float32(0.0)
+        last = (n - 1 - positive[:, ::-1].argmax(axis=1)).astype(np.int32)
+        action[missed] = np.where(positive.any(axis=1), last, np.int32(0))
+    return action
 
 
 # --------------------------------------------------------------------------- samplers
@@ -205,17 +208,17 @@ def sample_actions(
     """
     p = _rows(probs, np.float32, num_rows, num_actions)
     out = _words(actions, np.int32)
-    total, bits = _categorical_errors(p)
+    total, bits, running = _categorical_errors(p)
     if use_argmax:
         chosen = _argmax_rows(p)
     else:
         calls = _words(counters, np.uint32)[:num_rows]
         words = philox_words(seed, stream_id, np.arange(num_rows, dtype=np.uint32), calls)
-        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]))
+        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]), running)
         calls += np.uint32(1)
-    out[np.arange(num_rows, dtype=np.int64) * action_stride + action_offset] = chosen
+    out[: num_rows * action_stride].reshape(num_rows, action_stride)[:, action_offset] = chosen
     if log_prob_mode:
-        picked = p[np.arange(num_rows), chosen]
+        picked = np.take_along_axis(p, chosen[:, None].astype(np.intp), axis=1)[:, 0]
         lp = np.log(np.maximum(picked, np.float32(_FLT_TINY))).astype(np.float32)
         dst = _words(log_probs, np.float32)[:num_rows]
         dst[...] = dst + lp if log_prob_mode == 2 else lp

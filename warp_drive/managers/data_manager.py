@@ -43,11 +43,63 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _ragged_detail(data: Any, path: str = "") -> str | None:
+    """Where nested sequences in ``data`` stop being rectangular, e.g. ``"[2] has 3 entries but
+    [0] has 4"`` (None when they are rectangular)."""
+    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray)):
+        return None
+    if isinstance(data, np.ndarray) and data.dtype != object:
+        return None
+    items = list(data)
+    shapes = [_nested_shape(x) for x in items]
+    for i, x in enumerate(items):  # the innermost place first
+        if shapes[i] is None:
+            return _ragged_detail(x, f"{path}[{i}]")
+    for i, shape in enumerate(shapes[1:], start=1):
+        if shape != shapes[0]:
+            def describe(sh: tuple[int, ...] | None) -> str:
+                if not sh:
+                    return "a scalar"
+                return f"{sh[0]} entries" if len(sh) == 1 else f"shape {sh}"
+            return f"{path}[{i}] is {describe(shape)} but {path}[0] is {describe(shapes[0])}"
+    return None
+
+
+def _nested_shape(x: Any) -> tuple[int, ...] | None:
+    """The shape NumPy would give ``x``, or None where nested sequences are ragged."""
+    if isinstance(x, (str, bytes)) or not isinstance(x, (list, tuple, np.ndarray, torch.Tensor)):
+        return ()
+    if isinstance(x, (np.ndarray, torch.Tensor)) and (not isinstance(x, np.ndarray) or x.dtype != object):
+        return tuple(x.shape)
+    inner = [_nested_shape(y) for y in x]
+    if any(s is None for s in inner) or any(s != inner[0] for s in inner[1:]):
+        return None
+    return (len(inner), *(inner[0] if inner else ()))
+
+
+def _ragged_error(name: str, data: Any) -> DataShapeError:
+    detail = _ragged_detail(data) or "its nested sequences have different lengths"
+    return DataShapeError(
+        f"'{name}' is ragged: {detail}. Arrays crossing to the device are rectangular: pad the rows "
+        f"to one length (and keep the true lengths in another array), or push each part under its own name"
+    )
+
+
 def to_device_array(name: str, data: Any) -> np.ndarray:
-    """Convert ``data`` to a C-contiguous float32/int32 array under the dtype rules."""
+    """Convert ``data`` to a C-contiguous float32/int32 array under the dtype rules.
+
+    Raises:
+        DataShapeError: ``data`` is ragged (nested sequences of different lengths).
+        DataTypeError: a dtype that cannot cross to the device.
+    """
     if isinstance(data, torch.Tensor):
         data = data.detach().cpu().numpy()
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError as err:  # NumPy >= 1.24: "setting an array element with a sequence ... inhomogeneous"
+        raise _ragged_error(name, data) from err
+    if arr.dtype == object and _ragged_detail(data) is not None:
+        raise _ragged_error(name, data)
     if arr.dtype == np.float64:
         arr = arr.astype(np.float32)
     elif arr.dtype == np.int64:
@@ -239,6 +291,9 @@ class DataManager:
                 f"'{name}' has shape {host.shape}; log_data_across_episode needs "
                 f"(num_envs={self.num_envs}, num_agents={self.num_agents}, ...)"
             )
+        pool = self._reset_target_to_pool.get(name)
+        if pool is not None:
+            self._check_pool_fits(pool, self._tensors[pool], name, host)
         self._host_data[name] = host
         self._store(name, host)
         if torch_accessible:
@@ -262,8 +317,29 @@ class DataManager:
         host = to_device_array(name, value)
         if host.ndim == 0 or host.shape[0] < 2:
             raise DataShapeError(f"reset pool '{name}' has shape {host.shape}; it needs at least 2 rows")
+        if target in self._tensors:
+            self._check_pool_fits(name, host, target, self._tensors[target])
         self._push_array(name, host, torch_accessible=False)
         self._reset_target_to_pool[target] = name
+
+    def _check_pool_fits(self, pool: str, pool_host: Any, target: str, target_data: Any) -> None:
+        """A pool row must have the shape and dtype of one env's slot of its target: the reset
+        kernel copies the row's words into the slot."""
+        row_shape = tuple(pool_host.shape[1:])
+        slot_shape = tuple(target_data.shape[1:])
+        fix = (
+            f"give the pool shape (pool_size, *{slot_shape}) and the target's dtype, or the target "
+            f"(num_envs={self.num_envs}, *{row_shape})"
+        )
+        if row_shape != slot_shape or target_data.shape[:1] != (self.num_envs,):
+            raise DataShapeError(
+                f"reset pool '{pool}' has rows of shape {row_shape}, but its target '{target}' has shape "
+                f"{tuple(target_data.shape)}, i.e. {slot_shape} per env; {fix}"
+            )
+        pool_dtype = str(pool_host.dtype).replace("torch.", "")
+        target_dtype = str(target_data.dtype).replace("torch.", "")
+        if pool_dtype != target_dtype:
+            raise DataTypeError(f"reset pool '{pool}' is {pool_dtype} but its target '{target}' is {target_dtype}; {fix}")
 
     def _store(self, name: str, host: np.ndarray) -> None:
         tensor = torch.from_numpy(host.copy()).to(self.device)
@@ -299,7 +375,18 @@ class DataManager:
     def assign(self, name: str, values: Any) -> None:
         """Overwrite the contents of array ``name`` in place (shape and dtype must match)."""
         t = self._tensor(name)
-        src = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(np.asarray(values)))
+        if isinstance(values, torch.Tensor):
+            src = values
+        else:
+            try:
+                arr = np.asarray(values)
+            except ValueError as err:
+                raise _ragged_error(name, values) from err
+            if arr.dtype == object:
+                raise _ragged_error(name, values) if _ragged_detail(values) else DataTypeError(
+                    f"cannot assign values of dtype object to '{name}'; pass a numeric array"
+                )
+            src = torch.from_numpy(np.ascontiguousarray(arr))
         if tuple(src.shape) != tuple(t.shape):
             raise DataShapeError(f"cannot assign shape {tuple(src.shape)} to '{name}' of shape {tuple(t.shape)}")
         if src.dtype.is_floating_point != t.dtype.is_floating_point:

@@ -1,52 +1,141 @@
-"""Checkpoints: weights, optimizer states, counters and RNG states, written atomically."""
+"""Checkpoints: weights, optimizer states, counters, RNG states, env replicas; atomic and safe to load.
+
+A checkpoint is written at an iteration boundary only (by :meth:`Trainer.train`, or by a call of
+:meth:`Trainer.save_checkpoint` between iterations), so its counters, weights, optimizer states,
+env replicas and the metric rows on disk describe the same moment. Files are written to a
+temporary name, flushed to disk and renamed into place: a crash leaves the previous file intact.
+
+Every file holds only tensors, numbers, strings and containers of them, and every user-supplied
+file (checkpoints, ``--resume``, ``model_ckpt_filepath`` policy files) is read with
+``torch.load(..., weights_only=True)``: a file that holds other Python objects, whose unpickling
+could run code, is refused with a :class:`~warp_drive.errors.CheckpointError` naming it.
+
+Layout of a run folder: ``checkpoint_<iteration:08d>.pt`` per checkpoint, ``checkpoint_latest.pt``
+(a copy of the newest), ``<tag>_<timestep>.state_dict`` policy files (2.7.1's format) and, for
+ranks r > 0 of a distributed run, ``<checkpoint>.rank<r>.pt`` with that rank's env replicas.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import pickle
+import re
 import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from warp_drive.errors import ConfigError
+from warp_drive.errors import CheckpointError
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 LATEST = "checkpoint_latest.pt"
+_NUMBERED = re.compile(r"^checkpoint_(\d+)\.pt$")
 
 
+# ----------------------------------------------------------------------------- files
 def atomic_save(obj: Any, path: Path) -> None:
-    """``torch.save`` to a temporary file in the same directory, then rename into place."""
+    """``torch.save`` to a temporary file in the same folder, flush it to disk, rename into place."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_", suffix=".pt")
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoint") -> Any:
+    """``torch.load(path, weights_only=True)`` with errors that name the file.
+
+    Raises:
+        CheckpointError: the file is missing (``reason="missing"``), is corrupt or truncated
+            (``"corrupt"``), or holds Python objects other than tensors and plain data, whose
+            unpickling could run code (``"unsafe"``; nothing in it is executed).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise _error(f"{what} {str(path)!r} does not exist; check the path", "missing", path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "weights only" in str(err).lower() or "weights_only" in str(err).lower():
+            raise _error(
+                f"refused to load {what} {str(path)!r}: it holds Python objects other than tensors, numbers, "
+                "strings and containers (it is not a plain state_dict or checkpoint), and unpickling them could run "
+                "code. Load only files written by "
+                "warp_drive (or re-save the tensors of a file you trust with torch.save(model.state_dict()))",
+                "unsafe", path) from err
+        raise _error(f"{what} {str(path)!r} is corrupt or truncated ({_first_line(err)})", "corrupt", path) from err
+    except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, AttributeError, TypeError) as err:
+        raise _error(f"{what} {str(path)!r} is corrupt or truncated ({type(err).__name__}: {_first_line(err)})",
+                     "corrupt", path) from err
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0][:200] if text else type(err).__name__
+
+
+def _error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
+    err = CheckpointError(message)
+    err.reason = reason  # type: ignore[attr-defined]
+    err.path = path  # type: ignore[attr-defined]
+    return err
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` with NumPy arrays and scalars turned into tensors and numbers, paths into strings,
+    tuples and sets into lists: what ``torch.load(weights_only=True)`` reads back."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj).copy())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Mapping):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(plain(v) for v in obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+        return obj
+    raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint")  # internal invariant
 
 
 def _model(m: torch.nn.Module) -> torch.nn.Module:
     return getattr(m, "module", m)  # unwrap DistributedDataParallel: no 'module.' prefixes
-
-
-def _rank_state(trainer: Any) -> dict:
-    """What differs between ranks: the env replicas, reset-pool and sampler counters, episode carry."""
-    return {
-        "sampler_counters": trainer.sampler.counters_state(),
-        # the env replicas themselves, so a resumed run continues the same episodes
-        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
-        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
-        "episode_carry": {tag: (p.stats.running_return.cpu(), p.stats.running_length.cpu())
-                          for tag, p in trainer.policies.items()},
-        "started": trainer.started,
-    }
 
 
 def rank_path(path: Path, rank: int) -> Path:
@@ -54,26 +143,54 @@ def rank_path(path: Path, rank: int) -> Path:
     return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
-def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
-    """Write the trainer's full state; also refresh ``checkpoint_latest.pt``.
+def numbered_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """``[(iteration, path)]`` of the ``checkpoint_<iteration>.pt`` files in ``folder``, newest first."""
+    found = []
+    for p in Path(folder).glob("checkpoint_*.pt"):
+        m = _NUMBERED.match(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return sorted(found, reverse=True)
 
-    Call it on every rank: rank 0 writes the shared state (weights, optimizers, counters, RNG)
-    and its own env state; every other rank writes only its env state to ``<name>.rank<r>.pt``.
+
+# ----------------------------------------------------------------------------- saving
+def _rank_state(trainer: Any) -> dict:
+    """What differs between ranks: env replicas, reset-pool and sampler counters, episode statistics."""
+    return {
+        "sampler_counters": trainer.sampler.counters_state(),
+        # the env replicas themselves, so a resumed run continues the same episodes
+        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
+        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
+        "episode_carry": {tag: [p.stats.running_return, p.stats.running_length] for tag, p in trainer.policies.items()},
+        # episodes completed since the last metrics row (a checkpoint between logging iterations)
+        "episode_sums": {tag: [p.stats.return_sum, p.stats.length_sum, p.stats.count] for tag, p in trainer.policies.items()},
+        "started": trainer.started,
+    }
+
+
+def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
+    """Write the trainer's full state; in its run folder also refresh ``checkpoint_latest.pt``.
+
+    Call it between iterations, on every rank: rank 0 writes the shared state (weights,
+    optimizers, counters, RNG) and its own env state; every other rank writes only its env state
+    to ``<name>.rank<r>.pt``.
     """
     save_dir = Path(trainer.save_dir)
     path = Path(path) if path else save_dir / f"checkpoint_{trainer.iteration:08d}.pt"
+    trainer._last_checkpoint_time = time.monotonic()
     if trainer.rank != 0:
-        own = _rank_state(trainer)
+        own = plain(_rank_state(trainer))
         atomic_save(own, rank_path(path, trainer.rank))
         if path.parent == save_dir:
             atomic_save(own, rank_path(save_dir / LATEST, trainer.rank))
         return path
-    state = {
+    state = plain({
         "format_version": FORMAT_VERSION,
         "iteration": trainer.iteration,
         "seed": trainer.seed,
         "world_size": trainer.num_devices,
         "config": trainer.config.to_dict(),
+        "run_dir": str(save_dir),
         "policies": {
             tag: {
                 "model": _model(p.model).state_dict(),
@@ -92,7 +209,7 @@ def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
             "generator": trainer.generator.get_state(),
         },
         "perf": dict(trainer.perf),
-    }
+    })
     atomic_save(state, path)
     if path.parent == save_dir:
         atomic_save(state, save_dir / LATEST)
@@ -131,50 +248,210 @@ def timestep_from_filename(path: str | Path) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def load_trainer(trainer: Any, path: str | Path) -> None:
-    """Restore a trainer from :func:`save_trainer` output (same policies and shapes)."""
+# ----------------------------------------------------------------------------- finding and checking
+def _read_trainer_state(path: Path) -> dict:
+    state = safe_load(path, "cpu", "checkpoint")
+    if not isinstance(state, Mapping) or "policies" not in state:
+        raise _error(f"{str(path)!r} is not a trainer checkpoint (no 'policies'); policy weights files "
+                     "(<tag>_<timestep>.state_dict) load through policy.<tag>.model.model_ckpt_filepath", "corrupt", path)
+    if state.get("format_version") not in READABLE_VERSIONS and state.get("format") != "ddpg-1":  # TrainerDDPG's
+        raise _error(f"checkpoint {str(path)!r} has format {state.get('format_version')}; this version reads "
+                     f"{', '.join(map(str, READABLE_VERSIONS))}", "format", path)
+    return dict(state)
+
+
+def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
+    """The newest intact checkpoint at ``path`` and its contents, read safely.
+
+    ``path`` is a checkpoint file or a run folder. For a folder (or its ``checkpoint_latest.pt``)
+    the newest readable checkpoint is used: ``checkpoint_latest.pt``, or a numbered checkpoint of
+    a later iteration if one exists; a corrupt or truncated one is named in a warning and the
+    previous intact one is used.
+
+    Raises:
+        CheckpointError: nothing to resume from, an explicitly named file that is missing or
+            corrupt, or a file refused as unsafe (never skipped silently).
+    """
     path = Path(path)
-    if path.is_dir():
-        path = path / LATEST
-    if not path.is_file():
-        raise ConfigError(f"checkpoint {str(path)!r} does not exist")
-    state = torch.load(path, map_location=trainer.device, weights_only=False)
-    if state.get("format_version") != FORMAT_VERSION:
-        raise ConfigError(f"checkpoint {path} has format {state.get('format_version')}, expected {FORMAT_VERSION}")
-    missing = set(trainer.policies) ^ set(state["policies"])
-    if missing:
-        raise ConfigError(f"checkpoint policies {sorted(state['policies'])} differ from the trainer's {sorted(trainer.policies)}")
+    if not path.is_dir() and path.name != LATEST:
+        return path, _read_trainer_state(path)
+    folder = path if path.is_dir() else path.parent
+    if not folder.is_dir():
+        raise _error(f"cannot resume from {str(path)!r}: no such file or folder", "missing", path)
+    numbered = numbered_checkpoints(folder)
+    latest = folder / LATEST
+    skipped: list[str] = []
+
+    def attempt(candidate: Path) -> dict | None:
+        try:
+            return _read_trainer_state(candidate)
+        except CheckpointError as err:
+            if getattr(err, "reason", "") != "corrupt":
+                raise
+            logger.warning("%s; falling back to the previous checkpoint", err)
+            skipped.append(candidate.name)
+            return None
+
+    chosen: tuple[Path, dict] | None = None
+    if latest.is_file():
+        state = attempt(latest)
+        if state is not None:
+            chosen = (latest, state)
+    for iteration, candidate in numbered:
+        if chosen is not None and iteration <= int(chosen[1]["iteration"]):
+            break  # checkpoint_latest.pt is at least as new
+        state = attempt(candidate)
+        if state is not None:
+            chosen = (candidate, state)
+            break
+    if chosen is None:
+        if skipped:
+            raise _error(f"no intact checkpoint in {str(folder)!r}: {', '.join(skipped)} are corrupt or truncated",
+                         "corrupt", folder)
+        raise _error(f"no checkpoint in {str(folder)!r} (no {LATEST} or checkpoint_<iteration>.pt); pass a "
+                     "checkpoint file or the run folder of a run that saved one", "missing", folder)
+    if skipped:
+        logger.warning("resuming from %s (iteration %d) instead of the unreadable %s", chosen[0],
+                       int(chosen[1]["iteration"]), ", ".join(skipped))
+    return chosen
+
+
+#: Config keys that must be equal to resume: they fix the shapes of the saved weights and env state.
+def _shape_keys(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {f"env.{k}": v for k, v in dict(cfg.get("env", {})).items()}
+    out["trainer.num_envs"] = cfg.get("trainer", {}).get("num_envs")
+    policies = dict(cfg.get("policy", {}))
+    out["policy tags"] = sorted(policies)
+    for tag, section in policies.items():
+        for key, value in dict(section.get("model", {})).items():
+            if key != "model_ckpt_filepath":
+                out[f"policy.{tag}.model.{key}"] = value
+    return json.loads(json.dumps(out, default=str))  # tuples -> lists: compare values, not types
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``["key: checkpoint X, now Y", ...]`` for the env, model and num_envs keys that differ."""
+    a, b = _shape_keys(saved), _shape_keys(current)
+    missing = object()
+    out = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key, missing), b.get(key, missing)
+        if va != vb:
+            show = lambda v: "(unset)" if v is missing else json.dumps(v)  # noqa: E731
+            out.append(f"{key}: checkpoint {show(va)}, now {show(vb)}")
+    return out
+
+
+def check_resume_compatible(state: Mapping[str, Any], config: Any, path: str | Path) -> None:
+    """Fails up front when the run's env, model or ``num_envs`` differs from the checkpoint's.
+
+    Raises:
+        CheckpointError: naming every differing key with both values.
+    """
+    current = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    diffs = config_differences(state.get("config", {}), current)
+    if diffs:
+        raise _error(f"cannot resume from {str(path)!r}: the env, model or num_envs differs from the checkpoint's: "
+                     + "; ".join(diffs) + ". Resume with the checkpoint's settings, or start a new run",
+                     "mismatch", Path(path))
+
+
+# ----------------------------------------------------------------------------- loading
+def load_trainer(trainer: Any, path: str | Path, state: Mapping[str, Any] | None = None) -> Path:
+    """Restore a trainer from :func:`save_trainer` output; return the checkpoint used.
+
+    ``path`` is a checkpoint file or a run folder (see :func:`resolve_checkpoint`); ``state`` is
+    its already-read contents, if the caller has them. The trainer's config must match the
+    checkpoint's env, model and ``num_envs`` (:func:`check_resume_compatible`). Metric rows of
+    ``trainer.save_dir`` logged after the checkpoint's iteration are dropped, so a resumed run
+    appends no duplicate rows.
+
+    Raises:
+        CheckpointError: see :func:`resolve_checkpoint` and :func:`check_resume_compatible`.
+    """
+    if state is None:
+        path, state = resolve_checkpoint(path)
+    path = Path(path)
+    check_resume_compatible(state, trainer.config, path)
+    if set(trainer.policies) != set(state["policies"]):
+        raise _error(f"checkpoint {str(path)!r} has policies {sorted(state['policies'])}, the trainer "
+                     f"{sorted(trainer.policies)}; use the policy map the checkpoint was trained with", "mismatch", path)
+    device = trainer.device
     for tag, p in trainer.policies.items():
         s = state["policies"][tag]
-        _model(p.model).load_state_dict(s["model"])
-        p.optimizer.load_state_dict(s["optimizer"])
+        try:
+            _model(p.model).load_state_dict(s["model"])
+            p.optimizer.load_state_dict(s["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as err:
+            raise _error(f"checkpoint {str(path)!r}: the weights of policy '{tag}' do not fit its model "
+                         f"({_first_line(err)})", "mismatch", path) from err
         p.algorithm.load_state_dict(s["algorithm"])
         p.timestep = int(s["timestep"])
-    trainer.iteration = int(state["iteration"])
+    iteration = int(state["iteration"])
+    trainer.iteration = iteration
+    if state.get("seed") is not None:  # the run's seed, also when the config leaves it null
+        trainer.seed = int(state["seed"])
+        trainer.rank_seed = (trainer.seed + 1000 * trainer.rank) & 0x7FFFFFFF
     trainer.sampler.init_random(trainer.rank_seed)
     torch.set_rng_state(state["rng"]["torch"].cpu())
     if state["rng"]["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
     trainer.generator.set_state(state["rng"]["generator"].cpu())
+    if "perf" in state:
+        trainer.perf.update({k: v for k, v in state["perf"].items() if isinstance(v, (int, float))})
     rank_state = state["rank_state"]
     if trainer.rank != 0:
         own = rank_path(path, trainer.rank)
-        rank_state = torch.load(own, map_location="cpu", weights_only=False) if own.is_file() else None
+        rank_state = safe_load(own, "cpu", "checkpoint") if own.is_file() else None
     if rank_state is None or state.get("world_size", 1) != trainer.num_devices:
         trainer.started = False  # no env state for this rank: start from fresh episodes
     else:
-        trainer.sampler.load_counters_state(rank_state["sampler_counters"])
-        trainer.env_wrapper.cuda_data_manager.load_state_dict(rank_state["data_store"])
-        trainer.env_wrapper.env_resetter.load_state_dict(rank_state["env_resetter"])
-        for tag, (ret, length) in rank_state["episode_carry"].items():
-            trainer.policies[tag].stats.running_return.copy_(ret)
-            trainer.policies[tag].stats.running_length.copy_(length)
-        trainer.started = bool(rank_state["started"])
-    logger.info("resumed from %s at iteration %d", path, trainer.iteration)
+        _load_rank_state(trainer, rank_state, device)
+    if trainer.rank == 0:
+        _drop_metrics_after(trainer, iteration)
+    trainer._last_checkpoint_time = time.monotonic()
+    logger.info("resumed from %s at iteration %d", path, iteration)
+    return path
 
 
-def load_state_dict_file(path: str | Path, device: torch.device) -> dict:
-    """Model weights from a ``.state_dict`` file (ours or 2.7.1's), read with ``weights_only=True``."""
-    from warp_drive.training.models.reference_format import load_policy_file
+def _load_rank_state(trainer: Any, rank_state: Mapping[str, Any], device: Any) -> None:
+    trainer.sampler.load_counters_state({k: v.to(device) for k, v in rank_state["sampler_counters"].items()})
+    trainer.env_wrapper.cuda_data_manager.load_state_dict(rank_state["data_store"])
+    trainer.env_wrapper.env_resetter.load_state_dict(rank_state["env_resetter"])
+    for tag, (ret, length) in rank_state["episode_carry"].items():
+        trainer.policies[tag].stats.running_return.copy_(ret)
+        trainer.policies[tag].stats.running_length.copy_(length)
+    for tag, sums in rank_state.get("episode_sums", {}).items():
+        stats = trainer.policies[tag].stats
+        for target, value in zip((stats.return_sum, stats.length_sum, stats.count), sums):
+            target.copy_(value)
+    trainer.started = bool(rank_state["started"])
 
-    return load_policy_file(path, device)
+
+def _drop_metrics_after(trainer: Any, iteration: int) -> None:
+    """Metric rows after the checkpoint would be logged again: remove them (and restart TensorBoard there)."""
+    from warp_drive.training.metrics import truncate_metrics
+
+    if trainer.metrics_writer is not None:
+        trainer.metrics_writer.close()
+        trainer.metrics_writer = None
+    removed = truncate_metrics(trainer.save_dir, iteration)
+    if removed:
+        logger.info("dropped %d metric row(s) logged after iteration %d in %s", removed, iteration, trainer.save_dir)
+    trainer._tensorboard_purge_step = iteration * trainer.config.trainer.train_batch_size + 1
+
+
+def load_state_dict_file(path: str | Path, device: torch.device | str = "cpu") -> dict:
+    """Model weights from a ``.state_dict`` file (ours or 2.7.1's), read with ``weights_only=True``.
+
+    Raises:
+        CheckpointError: the file is missing, corrupt, refused as unsafe (see :func:`safe_load`),
+            or not a mapping of parameter names to tensors (e.g. a full trainer checkpoint).
+    """
+    from warp_drive.training.models.reference_format import strip_ddp_prefix
+
+    obj = safe_load(path, device, "model checkpoint (policy.<tag>.model.model_ckpt_filepath)")
+    if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise _error(f"{str(path)!r} is not a plain state_dict (a mapping of parameter names to tensors); a full "
+                     "trainer checkpoint is restored with Trainer.load_checkpoint() or --resume", "corrupt", Path(path))
+    return strip_ddp_prefix(obj)

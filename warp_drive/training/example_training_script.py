@@ -5,27 +5,73 @@ Examples::
     python -m warp_drive.training.example_training_script --env tag_continuous
     python -m warp_drive.training.example_training_script --env cartpole trainer.num_envs=500
     python -m warp_drive.training.example_training_script --config my_run.yaml --backend cpu
-    python -m warp_drive.training.example_training_script --env tag_continuous --resume results/run/
+    python -m warp_drive.training.example_training_script --resume /tmp/tag_continuous/experiments/1700000000
     warp-drive-train --env tag_gridworld --results_dir /tmp/gridworld
 
-Overrides are dotted ``key=value`` pairs (YAML values). Ctrl-C saves a checkpoint and exits.
+Overrides are dotted ``key=value`` pairs (YAML values). Multi-word flags accept both spellings
+(``--results_dir`` and ``--results-dir``).
+
+What it prints: the results folder first, then one progress line after the first iteration and
+at least every tenth of the run, then a summary with each policy's first and last logged episode
+return. Without a GPU (the cpu backend) the bundled configs, sized for a GPU, are replaced by
+CPU-sized settings (one printed line says which; ``--full_size`` keeps the bundled config).
+
+Ctrl-C (SIGINT) or SIGTERM: the iteration in progress is finished, a checkpoint written, and the
+script exits with 130 or 143; ``--resume RUN_FOLDER`` continues in the same folder. Expected
+errors (config, checkpoint, env arguments, device) print one or two lines and exit with 2;
+``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
 
+PROG = "python -m warp_drive.training.example_training_script"
 
-def add_run_source_arguments(p: argparse.ArgumentParser) -> None:
+#: Settings that make each bundled example train in a minute or two on a 2-core CPU (the bundled
+#: configs are sized for a GPU). Applied on the cpu backend to ``--env`` runs, before the
+#: command line's own overrides; ``--full_size`` turns them off.
+CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "tag_continuous": (
+        "env.num_taggers=2", "env.num_runners=10", "env.grid_length=5.0", "env.episode_length=100",
+        "env.num_acceleration_levels=5", "env.num_turn_levels=5",
+        "trainer.num_envs=20", "trainer.train_batch_size=2000", "trainer.num_episodes=1600",
+        "policy.runner.model.fc_dims=[64, 64]", "policy.tagger.model.fc_dims=[64, 64]",
+        "policy.runner.entropy_coeff=0.01", "policy.tagger.entropy_coeff=0.01", "policy.runner.lr=0.01",
+        "saving.metrics_log_freq=8",
+    ),
+    **{name: ("trainer.num_envs=100", "trainer.train_batch_size=10000", f"trainer.num_episodes={episodes}",
+              "saving.metrics_log_freq=10")
+       for name, episodes in (("cartpole", 2000), ("acrobot", 2000), ("mountain_car", 2000), ("pendulum", 2000),
+                              ("continuous_mountain_car", 1000))},  # 100 iterations of 10,000 env steps
+    **{name: ("trainer.num_envs=50", "trainer.train_batch_size=5000", "trainer.num_episodes=10000",
+              "saving.metrics_log_freq=20")
+       for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},  # 200 iterations of 5,000 env steps
+}
+
+#: One-line description of what the CPU-sized settings of an env keep and change.
+CPU_SIZED_SUMMARY: dict[str, str] = {
+    "tag_continuous": "2 taggers + 10 runners on a 5x5 grid, 100-step episodes, 20 envs, 5x5 action levels, "
+                      "FC 64x64, 80 iterations",
+    **{name: "100 envs, 100 iterations of 10,000 env steps"
+       for name in ("cartpole", "acrobot", "mountain_car", "pendulum", "continuous_mountain_car")},
+    **{name: "50 envs, 200 iterations of 5,000 env steps" for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},
+}
+
+
+def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group(required=required)
     src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
     src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
@@ -33,30 +79,56 @@ def add_run_source_arguments(p: argparse.ArgumentParser) -> None:
                    help="default: pycuda when pycuda and a GPU are present, else cpu")
 
 
+def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any) -> argparse.Action:
+    """Adds ``--a_b`` together with its other spelling ``--a-b`` (the one policy of every CLI here)."""
+    spellings = [name, *aliases]
+    other = name.replace("_", "-") if "_" in name else name.replace("-", "_")
+    if other != name and other not in spellings:
+        spellings.insert(1, other)
+    kwargs.setdefault("dest", name.lstrip("-").replace("-", "_"))
+    return p.add_argument(*spellings, **kwargs)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_source_arguments(p)
-    p.add_argument("--results_dir", default=None, help="run directory, relative to the current one (default: saving.basedir/name/tag/<time>)")
-    p.add_argument("--resume", default=None, help="checkpoint file or run directory to continue from")
-    p.add_argument("--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_source_arguments(p, required=False)
+    add_flag(p, "--results_dir", default=None,
+             help="run folder, relative to the current one (default: saving.basedir/name/tag/<unix time>)")
+    p.add_argument("--resume", default=None,
+                   help="run folder (its newest intact checkpoint) or checkpoint file to continue from; the run "
+                        "continues in that folder. Without --env/--config the checkpoint's config is used")
+    add_flag(p, "--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars")
     p.add_argument("--evaluate", action="store_true", help="only evaluate (greedy) the loaded weights")
-    p.add_argument("--auto_scale", "-a", action="store_true",
-                   help="find the num_envs and batch size per env that fit in GPU memory and run fastest, then train")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
-    return p.parse_args(argv)
+    add_flag(p, "--auto_scale", "-a", action="store_true",
+             help="find the num_envs and batch size per env that fit in GPU memory and run fastest, then train")
+    add_flag(p, "--full_size", action="store_true",
+             help="on the cpu backend, train the bundled (GPU-sized) config as is instead of CPU-sized settings")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    args = p.parse_intermixed_args(argv)  # overrides may come before or after the flags
+    if not (args.env or args.config or args.resume):
+        p.error("one of --env, --config or --resume is required")
+    return args
 
 
 def choose_backend(requested: str | None) -> str:
     """The requested backend, else pycuda when usable, else cpu (with a notice)."""
+    backend, note = _choose_backend(requested)
+    if note:
+        logger.warning("%s", note)
+    return backend
+
+
+def _choose_backend(requested: str | None) -> tuple[str, str]:
     from warp_drive.utils.device import has_cuda_device
 
     if requested:
-        return requested
+        return requested, ""
     if has_cuda_device():
-        return "pycuda"
-    logger.warning("pycuda or a CUDA GPU is missing: running on the cpu backend (NumPy env steps)")
-    return "cpu"
+        return "pycuda", ""
+    return "cpu", "no usable GPU (pycuda or a CUDA device is missing): running on the cpu backend (NumPy env steps)"
 
 
 def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
@@ -72,34 +144,178 @@ def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
     raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}; pass a policy map in code")
 
 
-def build(args: argparse.Namespace) -> Any:
-    """Config, env, wrapper and trainer from the command line (one rank under torchrun)."""
-    from example_envs import get_default_config_path, get_example_env_class
-    from warp_drive.config import load_run_config
-    from warp_drive.config.env_kwargs import check_env_kwargs
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.training.trainer import Trainer
+# ----------------------------------------------------------------------------- planning (no torch yet)
+@dataclass
+class RunPlan:
+    """What a command line resolves to before anything is built."""
 
-    path = get_default_config_path(args.env) if args.env else args.config
-    overrides = list(args.overrides)
-    backend = choose_backend(args.backend)
-    overrides.append(f"trainer.env_backend={backend}")
+    config: Any  # RunConfig
+    run_dir: Path
+    backend: str
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    checkpoint: Path | None = None
+    checkpoint_state: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    torch_threads: int | None = None  # set before building (None: torch's default)
+
+
+def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> Path:
+    """The run folder: ``--resume``'s folder, ``--results_dir`` (relative to the cwd), or the config's
+    ``saving.basedir/name/tag/<unix time>``."""
+    from warp_drive.errors import ConfigError
+
+    if args.resume:
+        from warp_drive.errors import CheckpointError
+
+        resume = Path(args.resume).expanduser().resolve()
+        if not resume.exists():
+            raise CheckpointError(f"cannot resume from {args.resume}: no such file or folder; pass a run folder "
+                                  "(or a checkpoint_<iteration>.pt in it) that a previous run wrote")
+        folder = resume if resume.is_dir() else resume.parent
+        if args.results_dir and Path(args.results_dir).expanduser().resolve() != folder:
+            raise ConfigError(f"--resume continues in the checkpoint's run folder {folder}; drop --results_dir "
+                              f"{args.results_dir} (or copy the run folder there and resume from the copy)")
+        return folder
+    if args.results_dir:
+        return Path(args.results_dir).expanduser().resolve()
+    from warp_drive.config import _checks as chk
+    from warp_drive.config._yaml import load_defaults
+
+    saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
+    parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
+    return (Path(parts[0]) / parts[1] / parts[2] / str(int(time.time()))).expanduser().resolve()
+
+
+def check_results_folder(folder: Path) -> None:
+    """The run folder exists or can be created, and a file can be written in it.
+
+    Raises:
+        ConfigError: naming the folder, what failed and the fix.
+    """
+    from warp_drive.errors import ConfigError
+
+    fix = "pass --results_dir with a writable folder (or set saving.basedir)"
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"results folder {folder} is a file, not a folder; {fix}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write_test_"):
+            pass
+    except OSError as err:
+        raise ConfigError(f"results folder {folder} is not writable ({err.strerror or err}); {fix}") from err
+
+
+def _config_source(args: argparse.Namespace) -> Any:
+    from example_envs import get_default_config_path
+
+    if args.env:
+        return get_default_config_path(args.env)
+    return args.config
+
+
+def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
+    """Resolves config, run folder, backend and checkpoint; checks the run folder first (no torch import
+    before that check, so a bad folder fails in well under a second) and prints it (``announce``)."""
+    from warp_drive.config import load_run_config
+    from warp_drive.config.load import load_raw_config
+
+    rank = int(os.environ.get("RANK", "0"))
+    source = _config_source(args)
+    raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
+    run_dir = results_folder_for(args, raw)
+    if rank == 0:
+        check_results_folder(run_dir)
+        if announce:
+            print(f"results: {run_dir}", flush=True)
+    backend, note = _choose_backend(args.backend)
+    notes = [note] if note else []
     from warp_drive.training.distributed import init_from_env
 
     ctx = init_from_env(backend)
-    rank, device_id = ctx.rank, (ctx.local_rank if backend == "pycuda" and ctx.is_distributed else None)
-    config = load_run_config(path, overrides)
-    env_cls = get_example_env_class(args.env or config.name)
+    checkpoint = state = None
+    if args.resume:
+        from warp_drive.training.checkpoint import resolve_checkpoint
+
+        checkpoint, state = resolve_checkpoint(args.resume)
+        if source is None:
+            source = state["config"]
+    cpu_sized = _cpu_sized_overrides(args, backend)
+    threads = None
+    if cpu_sized:
+        # small matrices: one thread is as fast, and far faster when other processes share the cores
+        threads = None if os.environ.get("OMP_NUM_THREADS") else 1
+        notes.append(f"cpu backend: CPU-sized settings for {args.env} ({CPU_SIZED_SUMMARY.get(args.env, 'smaller run')}"
+                     + (", 1 torch thread" if threads else "") + "); --full_size trains the bundled GPU-sized config")
+    config = load_run_config(source, [*cpu_sized, *args.overrides, f"trainer.env_backend={backend}"])
+    if state is not None:
+        _check_resume(state, config, checkpoint, bool(cpu_sized))
+    return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes, threads)
+
+
+def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
+    if backend != "cpu" or args.full_size or not args.env:
+        return []
+    return list(CPU_SIZED_OVERRIDES.get(args.env, ()))
+
+
+def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -> None:
+    from warp_drive.errors import CheckpointError
+    from warp_drive.training.checkpoint import check_resume_compatible
+
+    try:
+        check_resume_compatible(state, config, checkpoint)
+    except CheckpointError as err:
+        if not cpu_sized:
+            raise
+        raise CheckpointError(f"{err} (this run got CPU-sized settings; --full_size uses the bundled config)") from err
+
+
+# ----------------------------------------------------------------------------- building
+def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
+    """Config, env, wrapper and trainer from the command line (one rank under torchrun)."""
+    from warp_drive.config.env_kwargs import check_env_kwargs
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.checkpoint import load_trainer
+    from warp_drive.training.ddpg import trainer_class_for
+    from warp_drive.training.setup_and_train import env_class_for
+    from warp_drive.training.trainer import Trainer
+
+    plan = plan or plan_run(args, announce=False)
+    if plan.torch_threads:
+        import torch
+
+        torch.set_num_threads(plan.torch_threads)
+    config = plan.config
+    env_cls = env_class_for(args.env or config.name)
     check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
     env = env_cls(**config.env)
-    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend, device_id=device_id, process_id=rank)
+    device_id = plan.local_rank if plan.backend == "pycuda" and plan.world_size > 1 else None
+    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=plan.backend, device_id=device_id,
+                         process_id=plan.rank)
     pmap = default_policy_map(env, config.policy_tags)
-    results_dir = str(Path(args.results_dir).resolve()) if args.results_dir else None  # relative to the cwd
-    trainer = Trainer(wrapper, config, pmap, results_dir=results_dir, verbose=not args.quiet and rank == 0, rank=rank,
-                      tensorboard=args.tensorboard, num_devices=ctx.world_size)
-    if args.resume:
-        trainer.load_checkpoint(args.resume)
+    run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
+    trainer_cls = trainer_class_for(config)  # TrainerDDPG for DDPG policies, else Trainer
+    trainer = trainer_cls(wrapper, config, pmap, results_dir=str(run_dir), verbose=not args.quiet and plan.rank == 0,
+                          rank=plan.rank, tensorboard=args.tensorboard, num_devices=plan.world_size)
+    if plan.checkpoint is not None:
+        if isinstance(trainer, Trainer):
+            load_trainer(trainer, plan.checkpoint, plan.checkpoint_state)
+        else:
+            trainer.load_checkpoint(plan.checkpoint)
     return trainer
+
+
+def _same_on_every_rank(run_dir: Path, world_size: int) -> Path:
+    """Rank 0's run folder (ranks may differ in the default folder's time stamp)."""
+    if world_size <= 1:
+        return run_dir
+    import torch.distributed as dist
+
+    box = [str(run_dir)]
+    dist.broadcast_object_list(box, src=0)
+    return Path(box[0])
 
 
 def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
@@ -108,7 +324,6 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
     import torch
 
-    from example_envs import get_default_config_path
     from warp_drive.config import load_run_config
     from warp_drive.training.auto_scale import gpu_free_bytes, search
 
@@ -116,14 +331,15 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
         from warp_drive.errors import ConfigError
 
         raise ConfigError("--auto_scale sizes runs for GPU memory; it needs the pycuda backend and a GPU")
-    base = load_run_config(get_default_config_path(args.env) if args.env else args.config, list(args.overrides))
+    base = load_run_config(_config_source(args), list(args.overrides))
 
     def trial(envs: int, steps: int) -> tuple[float, int]:
         trial_args = argparse.Namespace(**{**vars(args), "resume": None, "quiet": True, "results_dir": "/tmp/warp_drive_auto_scale",
                                            "overrides": [*args.overrides, f"trainer.num_envs={envs}",
                                                          f"trainer.train_batch_size={envs * steps}",
                                                          "trainer.num_episodes=100000000", "saving.metrics_log_freq=100000000",
-                                                         "saving.model_params_save_freq=100000000"]})
+                                                         "saving.model_params_save_freq=100000000",
+                                                         "saving.checkpoint_every_seconds=0"]})
         torch.cuda.reset_peak_memory_stats()
         trainer = None
         try:
@@ -145,57 +361,135 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
     return [f"trainer.num_envs={choice.num_envs}", f"trainer.train_batch_size={choice.train_batch_size}"]
 
 
+# ----------------------------------------------------------------------------- running
 def run(args: argparse.Namespace) -> int:
     if args.auto_scale:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
-    trainer = build(args)
+    plan = plan_run(args)
+    if plan.rank == 0:
+        for note in plan.notes:
+            print(note, flush=True)
+    if args.evaluate and not args.resume and not any(p.model.model_ckpt_filepath for p in plan.config.policy.values()):
+        logger.warning("--evaluate without --resume or policy.<tag>.model.model_ckpt_filepath: evaluating "
+                       "untrained (randomly initialised) policies")
+    trainer = build(args, plan)
+    if plan.checkpoint is not None and plan.rank == 0:
+        print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
         for tag, res in trainer.evaluate().items():
             print(f"{tag}: mean episode return {res['episode_return'].mean():.3f} over {len(res['episode_return'])} episodes")
         return 0
+    from warp_drive.training.interrupt import TrainingInterrupted, signal_name
+
+    first = trainer.iteration
     start = time.perf_counter()
     try:
         trainer.train()
-    except KeyboardInterrupt:
-        path = trainer.save_checkpoint()  # every rank writes its part
+    except TrainingInterrupted as stop:
         if trainer.rank == 0:
-            print(f"\ninterrupted at iteration {trainer.iteration}; checkpoint saved to {path}")
-        return 0
+            print(f"{signal_name(stop.signum)}: stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}\n"
+                  f"continue with: {PROG} --resume {trainer.save_dir}", flush=True)
+        return stop.exit_code
     finally:
         trainer.graceful_close()
-    if trainer.rank != 0:
-        return 0
-    wall = time.perf_counter() - start
-    steps = trainer.perf["steps"]
-    world = trainer.num_devices
-    print(f"trained {trainer.iteration} iterations, {world * steps:,} env steps on {world} process(es) in {wall:.1f} s "
-          f"({world * trainer.env_steps_per_second:,.0f} env steps/s); results in {trainer.save_dir}")
+    if trainer.rank == 0:
+        print_summary(trainer, first, time.perf_counter() - start)
     return 0
 
 
-def _run_or_explain_oom(args: argparse.Namespace) -> int:
-    """Run; turn a device out-of-memory error into a message that says what to change."""
-    from warp_drive.training.auto_scale import is_out_of_memory
+def print_summary(trainer: Any, first_iteration: int, wall: float) -> None:
+    """The run's totals and, per policy, its first and last logged episode return (the learning signal)."""
+    world = trainer.num_devices
+    steps = (trainer.iteration - first_iteration) * trainer.config.trainer.train_batch_size * world
+    print(f"done: iterations {first_iteration + 1}-{trainer.iteration} of {trainer.num_iters}, {steps:,} env steps on "
+          f"{world} process(es) in {wall:.1f} s ({steps / wall if wall else float('nan'):,.0f} env steps/s)")
+    signal_line = learning_signal(trainer.save_dir, list(trainer.policies))
+    if signal_line:
+        print(f"learning: {signal_line}")
+    print(f"results: {trainer.save_dir}", flush=True)
+
+
+def learning_signal(run_dir: Path, policies: Sequence[str]) -> str:
+    """``"<tag> episode return A (iterations i-j) -> B (iterations k-l) | ..."``: each policy's mean
+    episode return over the first and over the last quarter of the run's logged metric rows."""
+    import math
+
+    from warp_drive.errors import ConfigError
+    from warp_drive.training.metrics import read_metrics
 
     try:
-        return run(args)
-    except Exception as err:  # noqa: BLE001
-        if not is_out_of_memory(err):
-            raise
-        print(f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}).\n"
-              "Lower trainer.num_envs or trainer.train_batch_size, or pass --auto_scale to find the largest "
-              "configuration that fits.", file=sys.stderr)
-        return 2
+        rows = read_metrics(run_dir)
+    except ConfigError:
+        return ""
+    parts = []
+    for tag in policies:
+        key = f"{tag}/episode_return_mean"
+        found = [(int(r["iteration"]), float(r[key])) for r in rows if isinstance(r.get(key), (int, float))
+                 and math.isfinite(r[key])]
+        if len(found) < 2:
+            continue
+        k = max(1, len(found) // 4)
+        head, tail = found[:k], found[-k:]
+        mean = lambda part: sum(v for _, v in part) / len(part)  # noqa: E731
+        span = lambda part: f"iteration {part[0][0]}" if len(part) == 1 else f"iterations {part[0][0]}-{part[-1][0]}"  # noqa: E731
+        parts.append(f"{tag} episode return {mean(head):.3g} ({span(head)}) -> {mean(tail):.3g} ({span(tail)})")
+    return " | ".join(parts)
+
+
+# ----------------------------------------------------------------------------- errors and main
+def explain_error(err: BaseException) -> str | None:
+    """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
+    from warp_drive.errors import WarpDriveError
+
+    if isinstance(err, WarpDriveError):
+        text = " ".join(str(err).split())
+        return f"error: {text}\n(add --debug to see the traceback)"
+    from warp_drive.training.auto_scale import is_out_of_memory
+
+    if is_out_of_memory(err):
+        return (f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}). Lower "
+                "trainer.num_envs or trainer.train_batch_size, or pass --auto_scale to find the largest configuration that fits.")
+    return None
+
+
+def configure_logging(quiet: bool) -> None:
+    """Script output on stdout, in order: progress lines and notices (INFO), or warnings only when quiet."""
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stdout)
+
+
+def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
+    """``argv`` without a valued flag in any of its spellings (``--num_gpus 2``, ``--num-gpus=2``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in spellings:
+            skip = True
+        elif not any(arg.startswith(s + "=") for s in spellings):
+            out.append(arg)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
-    if args.num_gpus and args.num_gpus > 1:
-        from warp_drive.training.distributed import launch_with_torchrun
+    configure_logging(args.quiet)
+    try:
+        if args.num_gpus and args.num_gpus > 1:
+            from warp_drive.training.distributed import launch_with_torchrun
 
-        return launch_with_torchrun(args.num_gpus, sys.argv[1:])
-    return _run_or_explain_oom(args)
+            return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
+                                                                    ("--num_gpus", "--num-gpus", "-n")))
+        return run(args)
+    except KeyboardInterrupt:  # before training started (a stop during training is TrainingInterrupted)
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
+        message = None if args.debug else explain_error(err)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -49,7 +49,9 @@ def collect_metrics(trainer: Any, update_metrics: dict[str, dict[str, torch.Tens
         from warp_drive.training.metrics import MetricsWriter
 
         trainer.save_dir.mkdir(parents=True, exist_ok=True)
-        trainer.metrics_writer = MetricsWriter(trainer.save_dir, tensorboard=trainer.tensorboard)
+        # the console gets one progress line per row (warp_drive.training.progress), not the table
+        trainer.metrics_writer = MetricsWriter(trainer.save_dir, tensorboard=trainer.tensorboard, console_every=0,
+                                               purge_step=getattr(trainer, "_tensorboard_purge_step", None))
     if trainer.metrics_writer is not None:
         trainer.metrics_writer.write(trainer.iteration, trainer.iteration * batch, metrics)
     return metrics

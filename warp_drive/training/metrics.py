@@ -8,6 +8,7 @@ Metric keys are slash-separated, ``"<group>/<name>"`` (e.g. ``"runner/episode_re
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import math
@@ -147,6 +148,68 @@ def read_metrics(path: str | Path) -> list[dict[str, Number]]:
     raise ConfigError(f"metrics file {path} has suffix {path.suffix!r}; expected .jsonl or .csv")
 
 
+def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
+    """Drops the rows after ``last_iteration`` (and a torn last line) from a run's metric files.
+
+    Used when a run resumes from a checkpoint of iteration ``last_iteration``: the rows logged
+    after it will be logged again, so the files then hold each iteration once. Files are
+    rewritten atomically, and only when something is dropped.
+
+    Returns:
+        The number of rows dropped (JSONL and CSV counted separately).
+    """
+    save_dir = Path(save_dir)
+    removed = 0
+    jsonl = save_dir / JSONL_NAME
+    if jsonl.is_file():
+        text = jsonl.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        keep = []
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:  # a line torn by a crash
+                continue
+            if isinstance(row, dict) and int(row.get("iteration", 0)) <= last_iteration:
+                keep.append(line)
+        if len(keep) != len(lines) or (text and not text.endswith("\n")):
+            _atomic_write_text(jsonl, "".join(line + "\n" for line in keep))
+            removed += len(lines) - len(keep)
+    csv_path = save_dir / CSV_NAME
+    if csv_path.is_file():
+        with csv_path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        if rows:
+            header, body = rows[0], rows[1:]
+            col = header.index("iteration") if "iteration" in header else None
+            keep_rows = []
+            for row in body:
+                if len(row) != len(header) or col is None:
+                    continue  # torn by a crash
+                try:
+                    if int(row[col]) <= last_iteration:
+                        keep_rows.append(row)
+                except ValueError:
+                    continue
+            if len(keep_rows) != len(body):
+                buf = io.StringIO()
+                writer = csv.writer(buf)
+                writer.writerow(header)
+                writer.writerows(keep_rows)
+                _atomic_write_text(csv_path, buf.getvalue())
+                removed += len(body) - len(keep_rows)
+    return removed
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 class MetricsWriter:
     """Appends one row of metrics per call to JSONL/CSV files, TensorBoard and the log.
 
@@ -167,6 +230,7 @@ class MetricsWriter:
         tensorboard: bool = False,
         console_every: int | None = 1,
         enabled: bool = True,
+        purge_step: int | None = None,
     ) -> None:
         """Creates the writer (and ``save_dir`` when enabled).
 
@@ -176,6 +240,8 @@ class MetricsWriter:
             tensorboard: also log scalars with ``torch.utils.tensorboard.SummaryWriter``.
             console_every: log the table every this many writes; ``None`` or 0 for never.
             enabled: ``False`` makes every method a no-op.
+            purge_step: TensorBoard drops its events at timesteps >= this (a resumed run; see
+                :func:`truncate_metrics` for the CSV and JSONL files).
 
         Raises:
             ConfigError: unknown format, negative ``console_every``, or tensorboard requested
@@ -209,7 +275,7 @@ class MetricsWriter:
                     "tensorboard=True but TensorBoard is not installed: pip install tensorboard "
                     "(or pass tensorboard=False)"
                 ) from exc
-            self._tb = SummaryWriter(log_dir=str(self.save_dir / TENSORBOARD_DIR))
+            self._tb = SummaryWriter(log_dir=str(self.save_dir / TENSORBOARD_DIR), purge_step=purge_step)
         if "jsonl" in self.formats:
             self._jsonl = (self.save_dir / JSONL_NAME).open("a", encoding="utf-8")
         if "csv" in self.formats:

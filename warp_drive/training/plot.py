@@ -62,7 +62,7 @@ def make_figure(rows: Sequence[dict[str, Any]], keys: Sequence[str] | None = Non
     except ImportError as exc:
         raise ConfigError(
             "plotting needs matplotlib: pip install matplotlib "
-            "(or pip install 'warpdrive-marl[viz]')"
+            "(or, from a clone of warp_drive, pip install -e '.[viz]')"
         ) from exc
     available = list(dict.fromkeys(k for row in rows for k in row if k != X_KEY))
     keys = default_keys(rows) if keys is None else list(keys)

@@ -40,6 +40,33 @@ def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: boo
     return {n[len(prefix):]: view(n) for n in obs_names}
 
 
+def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
+    """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given.
+
+    On the cpu backend this keeps a forward's activations small (cache-sized, reused by the
+    allocator) instead of ``E x A x width`` floats per layer; the outputs are concatenated back.
+    None, or a chunk covering every env: one call.
+    """
+    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+    num_envs = first.shape[0]
+    if chunk_envs is None or chunk_envs >= num_envs:
+        return model(obs)
+    parts = []
+    for start in range(0, num_envs, chunk_envs):
+        stop = min(start + chunk_envs, num_envs)
+        part = {k: v[start:stop] for k, v in obs.items()} if isinstance(obs, dict) else obs[start:stop]
+        parts.append(model(part))
+    return _cat_outputs(parts)
+
+
+def _cat_outputs(parts: list[Any]) -> Any:
+    """Concatenates a list of same-structured model outputs (tensors, tuples, lists) along axis 0."""
+    first = parts[0]
+    if isinstance(first, Tensor):
+        return torch.cat(parts, 0)
+    return type(first)(_cat_outputs([p[i] for p in parts]) for i in range(len(first)))
+
+
 def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
     if isinstance(a, (list, tuple)):
@@ -77,13 +104,23 @@ class Rollout:
         self.values: dict[str, Tensor] = {}
         self.shared = SharedBuffers(trainer.steps_per_iter, self.dm)
 
+    def chunk_envs(self, p: PolicyState) -> int | None:
+        """Envs per forward of policy ``p``: the trainer's cpu chunks (:meth:`Trainer.cpu_chunk_rows`),
+        None (all envs at once) on a GPU."""
+        rows = getattr(self.t, "cpu_chunk_rows", None)
+        return rows(p.num_agents) if rows is not None else None
+
+    def forward(self, p: PolicyState, obs: Any) -> Any:
+        """The policy's model on (E, A, ...) observations (in env chunks on the cpu backend)."""
+        return forward_in_chunks(p.model, obs, self.chunk_envs(p))
+
     @torch.no_grad()
     def begin(self) -> None:
         """Forward on the current observations and on the reset observations (weights changed)."""
         for p in self.t.policies.values():
-            self.heads[p.tag], self.values[p.tag] = p.model(policy_obs(self.dm, p, self.t.obs_names))
+            self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, self.t.obs_names))
             if self.t.reset_obs_known:
-                p.reset_heads, p.reset_values = p.model(policy_obs(self.dm, p, self.t.obs_names, at_reset=True))
+                p.reset_heads, p.reset_values = self.forward(p, policy_obs(self.dm, p, self.t.obs_names, at_reset=True))
 
     @torch.no_grad()
     def sample(self, step: int | None) -> None:
@@ -114,12 +151,23 @@ class Rollout:
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
         for p in self.t.policies.values():
+            if self.chunk_envs(p) is not None and self._gather_into(p, step):
+                continue
             obs = policy_obs(self.dm, p, self.t.obs_names)
             if isinstance(obs, dict):
                 for k, v in obs.items():
                     p.buffers.obs[k][step].copy_(v)
             else:
                 p.buffers.obs[step].copy_(obs)
+
+    def _gather_into(self, p: PolicyState, step: int) -> bool:
+        """cpu backend: gather a policy's agents straight into its observation buffer (one copy
+        instead of a gather and a copy). False where that does not apply."""
+        if self.t.obs_names != [Constants.OBSERVATIONS] or p.contiguous_all or p.obs_agents_last:
+            return False
+        torch.index_select(self.dm.data_on_device_via_torch(Constants.OBSERVATIONS), 1, p.agent_index,
+                           out=p.buffers.obs[step])
+        return True
 
     @torch.no_grad()
     def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
@@ -132,7 +180,7 @@ class Rollout:
             self.shared.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
         next_out = {}
         for p in t.policies.values():
-            next_out[p.tag] = p.model(policy_obs(dm, p, t.obs_names))
+            next_out[p.tag] = self.forward(p, policy_obs(dm, p, t.obs_names))
             if step is not None:
                 p.buffers.next_values[step].copy_(next_out[p.tag][1])
         return done_i > 0, next_out
@@ -148,7 +196,7 @@ class Rollout:
                 self.heads[p.tag] = _where_done(done, p.reset_heads, heads)
                 self.values[p.tag] = _where_done(done, p.reset_values, values)
             else:  # reset observations unknown: one more forward on the post-reset observations
-                self.heads[p.tag], self.values[p.tag] = p.model(policy_obs(self.dm, p, t.obs_names))
+                self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, t.obs_names))
 
     @torch.no_grad()
     def finalize(self) -> None:

@@ -65,11 +65,38 @@ def run_config_path(name: str) -> Path:
     return path
 
 
+def example_env_name(name: str) -> str:
+    """The example-env registry name for a run config's ``name``.
+
+    Accepts this project's names (``cartpole``), 2.7.1's run-config names (``single_cartpole``)
+    and env class names (``ClassicControlCartPoleEnv``, the ``name`` of the classic-control
+    configs in ``example_envs/classic_control/*/run_config.yaml``).
+
+    Raises:
+        ConfigError: no example env has that name (with a did-you-mean hint).
+    """
+    from example_envs import example_env_names, get_example_env_class
+    from warp_drive.errors import ConfigError
+
+    key = REFERENCE_ENV_NAMES.get(name, name)
+    names = example_env_names()
+    if str(key).lower() in names:
+        return str(key).lower()
+    for candidate in names:  # a class name: import the envs until one matches
+        try:
+            if get_example_env_class(candidate).__name__.lower() == str(name).lower():
+                return candidate
+        except ConfigError:
+            continue
+    get_example_env_class(key)  # raises the registry's error (unknown name, did-you-mean, known names)
+    raise ConfigError(f"unknown example env {name!r}")  # pragma: no cover - the line above raised
+
+
 def env_class_for(name: str) -> type:
-    """The example env class a run config ``name`` trains (2.7.1's names or this project's)."""
+    """The example env class a run config ``name`` trains (see :func:`example_env_name`)."""
     from example_envs import get_example_env_class
 
-    return get_example_env_class(REFERENCE_ENV_NAMES.get(name, name))
+    return get_example_env_class(example_env_name(name))
 
 
 def setup_trainer_and_train(
@@ -98,18 +125,25 @@ def setup_trainer_and_train(
     from warp_drive.config.env_kwargs import check_env_kwargs
     from warp_drive.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import choose_backend, default_policy_map
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.ddpg import trainer_class_for  # TrainerDDPG for DDPG policies, else Trainer
 
     del event_messenger
     backend = choose_backend(None)
     raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
     config = load_run_config(raw, [f"trainer.env_backend={backend}"])
+    if results_directory is None:
+        results_directory = str(int(time.time()))
+    if device_id == 0:  # before anything is built
+        from warp_drive.training.example_training_script import check_results_folder
+        from warp_drive.training.trainer import run_directory
+
+        check_results_folder(run_directory(config, results_directory).expanduser().resolve())
     env_cls = env_class_for(config.name)
     check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
     env = env_cls(**config.env)
     wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend,
                          device_id=device_id if backend == "pycuda" else None, process_id=device_id)
-    trainer = Trainer(wrapper, config, default_policy_map(env, config.policy_tags), num_devices=num_devices,
+    trainer = trainer_class_for(config)(wrapper, config, default_policy_map(env, config.policy_tags), num_devices=num_devices,
                       device_id=device_id, results_dir=results_directory, verbose=verbose)
     start = time.perf_counter()
     try:
@@ -123,22 +157,48 @@ def setup_trainer_and_train(
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Train an example env from its 2.7.1-named run config.")
+    from warp_drive.training.example_training_script import add_flag
+
+    p = argparse.ArgumentParser(prog="python -m warp_drive.training.scripts.example_training_script_pycuda",
+                                description="Train an example env from its 2.7.1-named run config.")
     p.add_argument("--env", "-e", required=True, help=f"run config name: {', '.join(run_config_names())}")
-    p.add_argument("--auto_scale", "-a", action="store_true",
-                   help="find the num_envs and batch size that fit in GPU memory, then use every visible GPU")
-    p.add_argument("--num_gpus", "-n", type=int, default=-1, help="GPUs to train on (-1: the config's trainer.num_gpus)")
-    p.add_argument("--results_dir", default=None, help="run directory below saving.basedir/name/tag")
+    add_flag(p, "--auto_scale", "-a", action="store_true",
+             help="find the num_envs and batch size that fit in GPU memory, then use every visible GPU")
+    add_flag(p, "--num_gpus", "-n", type=int, default=-1, help="GPUs to train on (-1: the config's trainer.num_gpus)")
+    add_flag(p, "--results_dir", default=None, help="run directory below saving.basedir/name/tag")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs."""
+    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs.
+
+    Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
+    SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
+    """
+    from warp_drive.training.example_training_script import configure_logging, explain_error
+    from warp_drive.training.interrupt import TrainingInterrupted
+
+    args = parse_args(argv)
+    configure_logging(quiet=False)
+    try:
+        _main(args)
+    except TrainingInterrupted as stop:
+        print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
+        return stop.exit_code
+    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
+        message = None if args.debug else explain_error(err)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
+    return 0
+
+
+def _main(args: argparse.Namespace) -> None:
     from warp_drive.config._yaml import yaml_loads
     from warp_drive.errors import ConfigError
 
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = yaml_loads(run_config_path(args.env).read_text())
     num_gpus = args.num_gpus
     if args.auto_scale:
@@ -162,7 +222,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         perform_distributed_training(setup_trainer_and_train, config, args.results_dir)
     else:
         setup_trainer_and_train(config, results_directory=args.results_dir)
-    return 0
 
 
 if __name__ == "__main__":

@@ -63,6 +63,11 @@ _EAGER = _EagerMarker()
 
 RUN_CONFIG_FILE = "run_config.json"
 
+#: cpu backend: agent-samples (rows x agents) per chunk of a policy forward in the rollout and of
+#: the update's forward + backward (gradients accumulated over chunks): activations stay cache-sized
+#: instead of growing with the batch (2.75 M samples x 256 floats per layer at the tutorial config).
+CPU_CHUNK_SAMPLES = 4096
+
 
 def _check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
     """Validates 2.7.1's placeholder arguments of the Trainer."""
@@ -107,11 +112,20 @@ class Trainer:
         device_id: this process's device index (2.7.1: also its rank).
         results_dir: run directory, ``saving.basedir/name/tag/<results_dir>`` as in 2.7.1 (an
             absolute path is used as is); default ``<unix time>``.
-        verbose: show progress and metric tables.
+        verbose: log a progress line per metrics row (logger ``warp_drive.training.progress``).
         model_factory: where model types are looked up (custom models: ``factory.add``).
         rank: distributed rank (default ``device_id``).
         tensorboard: also write TensorBoard scalars.
+
+    On the cpu backend every policy forward of the rollout and the update's forward + backward run
+    on chunks of about ``cpu_chunk_samples`` agent-samples (attribute, default
+    :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks), so memory is the rollout
+    buffers plus one chunk's activations. On a GPU nothing is chunked.
     """
+
+    #: While :meth:`train` runs in the main thread, SIGINT/SIGTERM stop it at the next iteration
+    #: boundary with a checkpoint (:mod:`warp_drive.training.interrupt`); False leaves signals alone.
+    handle_signals: bool = True
 
     def __init__(
         self,
@@ -169,6 +183,7 @@ class Trainer:
         self.iteration = 0
         self.started = False  # envs are force-reset by the first train() call (and by evaluation)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
         self.rollout = Rollout(self)
         self.metrics_writer: Any = None
         self.perf = {"training": 0.0, "total": 0.0, "steps": 0}
@@ -190,9 +205,18 @@ class Trainer:
         """Run training iterations (all remaining by default); return the last logged metrics.
 
         The first call force-resets every env; later calls continue the running episodes, so
-        ``train(1)`` in a loop trains exactly like one ``train(n)`` call.
+        ``train(1)`` in a loop trains exactly like one ``train(n)`` call. Metrics are logged after
+        the first iteration, at least every tenth of the run and every ``saving.metrics_log_freq``
+        iterations (one progress line each when ``verbose``). Checkpoints are written every
+        ``saving.model_params_save_freq`` iterations, every ``saving.checkpoint_every_seconds``
+        and at the end, always at an iteration boundary.
+
+        Raises:
+            TrainingInterrupted: SIGINT or SIGTERM arrived (main thread, ``handle_signals``): the
+                iteration in progress was finished and a checkpoint written first.
         """
-        from warp_drive.training.progress import progress_bar
+        from warp_drive.training.interrupt import StopRequest, TrainingInterrupted, agree_across_ranks
+        from warp_drive.training.progress import ProgressLine
 
         if not self.started:  # later calls continue the running episodes
             self.env_wrapper.reset_all_envs()
@@ -200,28 +224,38 @@ class Trainer:
             self.started = True
         self._write_run_config()
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
+        if getattr(self, "_last_checkpoint_time", None) is None:
+            self._last_checkpoint_time = time.monotonic()
+        every_s = self.config.saving.checkpoint_every_seconds
+        progress = ProgressLine(last, self.policies, enabled=self.verbose and self.rank == 0)
         metrics: dict[str, float] = {}
-        for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
-            # per-phase timing needs eager launches: with CUDA graphs the rollout replays as one unit
-            # (set trainer.use_cuda_graph=false, or use benchmarks/bench_end_to_end.py, for the split)
-            timing = self.graphed_rollout is None and self._is_log_iteration(last, ahead=1)
-            timer = self.timer if timing else None
-            start = time.perf_counter()
-            last_values = self.generate_rollout(timer)
-            t_rollout = time.perf_counter()
-            if timer is not None:
-                timer.start("training")
-            update_metrics = self.update(last_values)
-            if timer is not None:
-                timer.stop()
-            self.iteration += 1
-            self._account_time(start, t_rollout)
-            if self._is_log_iteration(last):
-                if self.config.trainer.evaluator:
-                    self._add_test_metrics(update_metrics)
-                metrics = self.log_metrics(update_metrics)
-            if self._is_save_iteration(last):
-                self.save_checkpoint()
+        with StopRequest(enabled=self.handle_signals) as stop:
+            while self.iteration < last:
+                # per-phase timing needs eager launches: with CUDA graphs the rollout replays as one unit
+                # (set trainer.use_cuda_graph=false, or use benchmarks/bench_end_to_end.py, for the split)
+                timing = self.graphed_rollout is None and self._is_log_iteration(last, ahead=1)
+                timer = self.timer if timing else None
+                start = time.perf_counter()
+                last_values = self.generate_rollout(timer)
+                t_rollout = time.perf_counter()
+                if timer is not None:
+                    timer.start("training")
+                update_metrics = self.update(last_values)
+                if timer is not None:
+                    timer.stop()
+                self.iteration += 1
+                self._account_time(start, t_rollout)
+                # ---- iteration boundary: metrics, then checkpoints, then a requested stop
+                if self._is_log_iteration(last):
+                    if self.config.trainer.evaluator:
+                        self._add_test_metrics(update_metrics)
+                    metrics = self.log_metrics(update_metrics)
+                    progress(self.iteration, metrics)
+                timed = every_s > 0 and time.monotonic() - self._last_checkpoint_time >= every_s
+                signum, timed = agree_across_ranks([stop.signum or 0, int(timed)], self.device)  # ranks act together
+                path = self.save_checkpoint() if signum or timed or self._is_save_iteration(last) else None
+                if signum:
+                    raise TrainingInterrupted(signum, self.iteration, path if self.rank == 0 else None)
         return metrics
 
     def generate_rollout(self, timer: PhaseTimer | None = None) -> dict[str, torch.Tensor]:
@@ -272,8 +306,16 @@ class Trainer:
             out[p.tag] = update_policy(
                 p.train_model, p.optimizer, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
                 num_minibatches=pc.num_minibatches, max_grad_norm=pc.max_grad_norm if pc.clip_grad_norm else None,
-                generator=self.generator)
+                generator=self.generator, chunk_rows=self.cpu_chunk_rows(p.num_agents))
         return out
+
+    def cpu_chunk_rows(self, num_agents: int) -> int | None:
+        """Rows per chunk of a policy of ``num_agents`` agents on the cpu backend (envs per rollout
+        forward, (time, env) samples per update chunk; ``cpu_chunk_samples`` agent-samples); None
+        on a GPU, which runs every forward and backward whole."""
+        if self.device.type != "cpu":
+            return None
+        return max(1, int(self.cpu_chunk_samples) // max(1, num_agents))
 
     # ------------------------------------------------------------------ set-up helpers
     def _build_policy(self, tag: str, ids: list[int], factory: ModelFactory) -> PolicyState:
@@ -334,8 +376,14 @@ class Trainer:
         self.perf["steps"] += self.config.trainer.train_batch_size
 
     def _is_log_iteration(self, last: int, ahead: int = 0) -> bool:
+        """The first iteration, every ``metrics_log_freq``, at least every tenth of the run, and the last.
+
+        A function of the iteration only, so a resumed run logs the rows an uninterrupted one does.
+        """
+        from warp_drive.training.progress import progress_every
+
         it = self.iteration + ahead
-        return it % self.config.saving.metrics_log_freq == 0 or it == last
+        return it == 1 or it == last or it % self.config.saving.metrics_log_freq == 0 or it % progress_every(self.num_iters) == 0
 
     def _is_save_iteration(self, last: int) -> bool:
         it = self.iteration

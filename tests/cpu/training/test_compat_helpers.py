@@ -42,7 +42,7 @@ def test_report_helpers_print_2_7_1_tables(capsys):
 def test_ddpg_names():
     from warp_drive.training.trainers.trainer_ddpg import TrainerDDPG, hard_update, soft_update
 
-    with pytest.raises(ConfigError, match="DDPG is not implemented"):
+    with pytest.raises(ConfigError, match="env_wrapper"):
         TrainerDDPG(None, {}, {})
     torch.manual_seed(0)
     target, source = nn.Linear(3, 2), nn.Linear(3, 2)

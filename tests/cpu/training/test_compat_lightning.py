@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
-pl = pytest.importorskip("pytorch_lightning", reason="not installed: pip install 'warpdrive-marl[lightning]'")
-lightning = pytest.importorskip("lightning", reason="not installed: pip install 'warpdrive-marl[lightning]'")
+pl = pytest.importorskip("pytorch_lightning", reason="not installed: pip install -e '.[lightning]'")
+lightning = pytest.importorskip("lightning", reason="not installed: pip install -e '.[lightning]'")
 
 from example_envs.tag_continuous.tag_continuous import TagContinuous  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402

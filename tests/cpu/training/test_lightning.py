@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install 'warpdrive-marl[lightning]'")
+pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
 
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 

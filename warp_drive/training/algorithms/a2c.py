@@ -73,6 +73,7 @@ def a2c_loss(
     vf_loss_coeff: float,
     entropy_coeff: float,
     normalize_advantage: bool = False,
+    advantage_stats: tuple[Tensor, Tensor] | None = None,
 ) -> tuple[Tensor, Metrics]:
     """A2C loss: ``-mean(log_prob * A) + c_vf * MSE(V, R) - c_ent * mean(entropy)``.
 
@@ -85,6 +86,8 @@ def a2c_loss(
         vf_loss_coeff: Value-loss coefficient.
         entropy_coeff: Entropy-bonus coefficient.
         normalize_advantage: Standardize advantages over the given samples first.
+        advantage_stats: ``(mean, std)`` for that standardization instead of the given samples'
+            own (the whole batch's, when the batch is processed in chunks).
 
     Returns:
         ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage.
@@ -94,7 +97,7 @@ def a2c_loss(
     """
     adv = advantages.detach()
     if normalize_advantage:
-        adv = standardize(adv)
+        adv = standardize(adv, stats=advantage_stats)
     policy_loss = -(log_prob * adv).mean()
     vf_loss = value_loss(values, value_targets.detach())
     mean_entropy = entropy.mean()
@@ -231,6 +234,7 @@ class A2C:
         timestep: int,
         old_log_probs: Tensor | None = None,
         old_values: Tensor | None = None,
+        advantage_stats: tuple[Tensor, Tensor] | None = None,
     ) -> tuple[Tensor, Metrics]:
         """Loss and metrics on a (mini)batch. ``old_*`` are accepted and ignored by A2C.
 
@@ -243,6 +247,8 @@ class A2C:
             timestep: Env timestep at which the coefficient schedules are evaluated.
             old_log_probs: Unused (PPO interface).
             old_values: Unused (PPO interface).
+            advantage_stats: ``(mean, std)`` of the advantages of the whole minibatch when this
+                call sees one chunk of it (with ``normalize_advantage``); None: this batch's own.
 
         Shapes:
             values, advantages, returns: (N...), e.g. (B, E, A); actions: (N..., n_columns).
@@ -251,7 +257,9 @@ class A2C:
         c_vf = self.vf_loss_coeff.get_param_value(timestep)
         c_ent = self.entropy_coeff.get_param_value(timestep)
         targets = self.value_targets(returns)
-        loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values)
+        extra = {} if advantage_stats is None else {"advantage_stats": advantage_stats}
+        loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values,
+                                   **extra)
         metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
         return loss, metrics
 
@@ -266,10 +274,11 @@ class A2C:
         c_ent: float,
         old_log_probs: Tensor | None,
         old_values: Tensor | None,
+        advantage_stats: tuple[Tensor, Tensor] | None = None,
     ) -> tuple[Tensor, Metrics]:
         """The algorithm's loss from per-sample quantities (A2C: the plain policy gradient)."""
         return a2c_loss(log_prob, entropy, values, advantages, targets, vf_loss_coeff=c_vf, entropy_coeff=c_ent,
-                        normalize_advantage=self.normalize_advantage)
+                        normalize_advantage=self.normalize_advantage, advantage_stats=advantage_stats)
 
     def _common_metrics(
         self,

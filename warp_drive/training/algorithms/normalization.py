@@ -8,14 +8,26 @@ from torch import nn
 Tensor = torch.Tensor
 
 
-def standardize(x: Tensor, eps: float = 1e-8) -> Tensor:
-    """``(x - mean(x)) / (std(x) + eps)`` over all elements (population std).
+def moments(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean and population std over all elements of ``x`` (std 0 for a single element), as 0-d tensors."""
+    mean = x.mean()
+    std = x.std(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean)
+    return mean, std
+
+
+def standardize(x: Tensor, eps: float = 1e-8, stats: tuple[Tensor, Tensor] | None = None) -> Tensor:
+    """``(x - mean) / (std + eps)``: by default the mean and population std of ``x`` itself.
+
+    Args:
+        x: values to standardize.
+        eps: added to the std.
+        stats: ``(mean, std)`` to use instead, e.g. :func:`moments` of the whole batch that ``x``
+            is a chunk of (so a batch processed in chunks is standardized as one).
 
     Shapes:
         x: any; output: like x.
     """
-    mean = x.mean()
-    std = x.std(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean)
+    mean, std = moments(x) if stats is None else stats
     return (x - mean) / (std + eps)
 
 

@@ -35,6 +35,7 @@ def ppo_loss(
     normalize_advantage: bool = False,
     old_values: Tensor | None = None,
     vf_clip_param: float | None = None,
+    advantage_stats: tuple[Tensor, Tensor] | None = None,
 ) -> tuple[Tensor, Metrics]:
     """PPO-clip loss.
 
@@ -55,6 +56,8 @@ def ppo_loss(
         normalize_advantage: Standardize advantages over the given samples first.
         old_values: Rollout-time value outputs, needed for value clipping.
         vf_clip_param: Value clip range, or None for no value clipping (default).
+        advantage_stats: ``(mean, std)`` for the advantage standardization instead of the given
+            samples' own (the whole batch's, when the batch is processed in chunks).
 
     Returns:
         ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage,
@@ -66,7 +69,7 @@ def ppo_loss(
     """
     adv = advantages.detach()
     if normalize_advantage:
-        adv = standardize(adv)
+        adv = standardize(adv, stats=advantage_stats)
     log_ratio = log_prob - old_log_prob.detach()
     ratio = torch.exp(log_ratio)
     surrogate = torch.minimum(ratio * adv, ratio.clamp(1.0 - clip_param, 1.0 + clip_param) * adv)
@@ -145,6 +148,7 @@ class PPO(A2C):
         c_ent: float,
         old_log_probs: Tensor | None,
         old_values: Tensor | None,
+        advantage_stats: tuple[Tensor, Tensor] | None = None,
     ) -> tuple[Tensor, Metrics]:
         """Clipped surrogate with the rollout's stored log-probabilities (``old_log_probs``)."""
         if old_log_probs is None:
@@ -165,6 +169,7 @@ class PPO(A2C):
             normalize_advantage=self.normalize_advantage,
             old_values=old_values,
             vf_clip_param=self.vf_clip_param,
+            advantage_stats=advantage_stats,
         )
 
 

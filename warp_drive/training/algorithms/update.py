@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.a2c import A2C, Metrics
+from warp_drive.errors import ConfigError
+from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
+from warp_drive.training.algorithms.normalization import moments
 from warp_drive.training.utils.minibatch import iterate_minibatches
 
 Tensor = torch.Tensor
@@ -48,6 +51,7 @@ def update_policy(
     backward: Callable[[Tensor], None] | None = None,
     clip_gradients: Callable[[], None] | None = None,
     track_grad_norm: bool = True,
+    chunk_rows: int | None = None,
 ) -> Metrics:
     """Runs ``num_epochs`` passes of ``num_minibatches`` gradient steps over a rollout batch.
 
@@ -66,6 +70,10 @@ def update_policy(
         clip_gradients: replaces the clipping to ``max_grad_norm`` (e.g. Lightning's
             ``clip_gradients``); the gradient norm is then measured before it is called.
         track_grad_norm: report ``grad_norm`` (always measured when this function clips).
+        chunk_rows: run each minibatch's forward and backward in chunks of at most this many
+            (time, env) rows, accumulating the gradients (see :func:`accumulate_gradients`): the
+            same gradient step up to float rounding, with activations sized by the chunk instead
+            of the minibatch. None: the whole minibatch at once.
 
     Returns:
         Metrics averaged over all gradient steps (0-d tensors, no host sync), plus
@@ -75,27 +83,33 @@ def update_policy(
         obs: (B, E, A, *obs_dims); actions: (B, E, A, n_columns);
         advantages, returns, old_log_probs, old_values: (B, E, A).
     """
+    if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1):
+        raise ConfigError(f"chunk_rows={chunk_rows!r} must be a positive number of rows, or None (no chunks)")
     totals: dict[str, Tensor] = {}
     steps = 0
     params = [p for p in model.parameters() if p.requires_grad]
     for _ in range(num_epochs):
         for mb in iterate_minibatches(batch, num_minibatches, generator=generator):
-            head_outputs, values = model(mb["obs"])
-            loss, metrics = algorithm.compute_loss(
-                head_outputs,
-                values,
-                mb["actions"],
-                mb["advantages"],
-                mb["returns"],
-                timestep=timestep,
-                old_log_probs=mb.get("old_log_probs"),
-                old_values=mb.get("old_values"),
-            )
             optimizer.zero_grad(set_to_none=True)
-            if backward is None:
-                loss.backward()
+            if chunk_rows is not None and _num_rows(mb) > chunk_rows:
+                metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
+                                               backward=backward)
             else:
-                backward(loss)
+                head_outputs, values = model(mb["obs"])
+                loss, metrics = algorithm.compute_loss(
+                    head_outputs,
+                    values,
+                    mb["actions"],
+                    mb["advantages"],
+                    mb["returns"],
+                    timestep=timestep,
+                    old_log_probs=mb.get("old_log_probs"),
+                    old_values=mb.get("old_values"),
+                )
+                if backward is None:
+                    loss.backward()
+                else:
+                    backward(loss)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
             else:
@@ -107,3 +121,94 @@ def update_policy(
                 totals[key] = totals[key] + value if key in totals else value
             steps += 1
     return {key: value / steps for key, value in totals.items()}
+
+
+#: Metrics that are not means over samples: a chunked minibatch reports them as computed on the
+#: last chunk (coefficients) or recomputes them over the whole minibatch (explained variance).
+CONSTANT_METRICS = frozenset({"vf_loss_coeff", "entropy_coeff"})
+
+
+def accumulate_gradients(
+    model: nn.Module,
+    algorithm: A2C,
+    minibatch: Mapping[str, Any],
+    *,
+    timestep: int,
+    chunk_rows: int,
+    backward: Callable[[Tensor], None] | None = None,
+) -> Metrics:
+    """Accumulates one minibatch's loss gradient into ``.grad``, ``chunk_rows`` rows at a time.
+
+    Every loss term is a mean over samples, so the minibatch loss is the sum over chunks of
+    ``(rows_c / rows) * loss_c``; each chunk's forward and backward run on their own and only one
+    chunk's activations are alive at a time. Advantage standardization
+    (``normalize_advantage``) uses the whole minibatch's mean and std; the explained variance is
+    computed over the whole minibatch; other metrics are the rows-weighted means of the chunks'.
+    Under DistributedDataParallel the gradients are all-reduced once, with the last chunk.
+
+    Call ``optimizer.zero_grad()`` first; step the optimizer after.
+
+    Returns:
+        The minibatch's metrics (0-d tensors), as :meth:`A2C.compute_loss` reports them.
+    """
+    rows = _num_rows(minibatch)
+    stats = moments(minibatch["advantages"]) if getattr(algorithm, "normalize_advantage", False) else None
+    no_sync = getattr(model, "no_sync", None)
+    totals: dict[str, Tensor] = {}
+    last: Metrics = {}
+    values_seen: Tensor | None = None  # the chunks' values, copied (a view would keep each chunk's outputs alive)
+    for start in range(0, rows, chunk_rows):
+        stop = min(start + chunk_rows, rows)
+        chunk = slice_rows(minibatch, start, stop)
+        weight = (stop - start) / rows
+        sync = stop == rows or no_sync is None
+        with contextlib.nullcontext() if sync else no_sync():
+            head_outputs, values = model(chunk["obs"])
+            loss, last = algorithm.compute_loss(
+                head_outputs,
+                values,
+                chunk["actions"],
+                chunk["advantages"],
+                chunk["returns"],
+                timestep=timestep,
+                old_log_probs=chunk.get("old_log_probs"),
+                old_values=chunk.get("old_values"),
+                **({} if stats is None else {"advantage_stats": stats}),
+            )
+            scaled = loss * weight
+            if backward is None:
+                scaled.backward()
+            else:
+                backward(scaled)
+        if values_seen is None:
+            values_seen = values.new_empty((rows, *values.shape[1:]))
+        values_seen[start:stop].copy_(values.detach())
+        for key, value in last.items():
+            if key not in CONSTANT_METRICS:
+                value = value * weight
+                totals[key] = totals[key] + value if key in totals else value
+    out = dict(totals)
+    out.update((key, last[key]) for key in CONSTANT_METRICS & last.keys())
+    if "explained_variance" in out and values_seen is not None:
+        targets = algorithm.value_targets(minibatch["returns"])
+        out["explained_variance"] = explained_variance(values_seen.view_as(targets), targets)
+    return out
+
+
+def slice_rows(tree: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` (first axis) of every tensor in a (nested) mapping/list: views, no copies."""
+    if isinstance(tree, Tensor):
+        return tree[start:stop]
+    if isinstance(tree, Mapping):
+        return {k: slice_rows(v, start, stop) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(slice_rows(v, start, stop) for v in tree)
+    return tree
+
+
+def _num_rows(tree: Any) -> int:
+    if isinstance(tree, Tensor):
+        return tree.shape[0]
+    if isinstance(tree, Mapping):
+        return _num_rows(tree["obs"] if "obs" in tree else next(iter(tree.values())))
+    return _num_rows(tree[0])

@@ -1,6 +1,6 @@
 """PyTorch Lightning 2.x integration: WarpDrive training as a LightningModule.
 
-Needs ``pip install 'warpdrive-marl[lightning]'``. The classes here derive from the ``lightning``
+Needs ``pip install 'lightning>=2.0'`` (from a clone: ``pip install -e '.[lightning]'``). The classes here derive from the ``lightning``
 distribution (``lightning.Trainer``); the same classes bound to ``pytorch_lightning`` (for
 ``pytorch_lightning.Trainer``, as in WarpDrive 2.7.1's tutorial 7) are in
 :mod:`warp_drive.training.pytorch_lightning`. Names are imported on first use, so importing this

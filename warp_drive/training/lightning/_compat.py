@@ -22,8 +22,8 @@ from warp_drive.errors import ConfigError
 DISTRIBUTIONS = ("lightning", "pytorch_lightning")
 
 _INSTALL_HINT = {
-    "lightning": "pip install 'warpdrive-marl[lightning]' (or pip install 'lightning>=2.0')",
-    "pytorch_lightning": "pip install 'warpdrive-marl[lightning]' (or pip install 'pytorch_lightning>=2.0')",
+    "lightning": "pip install 'lightning>=2.0' (or, from a clone of warp_drive, pip install -e '.[lightning]')",
+    "pytorch_lightning": "pip install 'pytorch_lightning>=2.0' (or, from a clone of warp_drive, pip install -e '.[lightning]')",
 }
 
 

@@ -330,7 +330,7 @@ class RolloutRenderCallbackBase:
     The episode runs on the host, on a fresh env built from the run config's ``env`` section
     (the env's NumPy reference step), with the engine's models choosing the actions; it is drawn
     with :func:`warp_drive.utils.rollout_animation.render_episode`. Needs matplotlib (and Pillow
-    for GIFs): ``pip install 'warpdrive-marl[viz]'``.
+    for GIFs): ``pip install matplotlib pillow`` (from a clone: ``pip install -e '.[viz]'``).
 
     Args:
         every_n_epochs: Period in epochs.

@@ -642,7 +642,9 @@ class WarpDriveModuleBase:
         if not path.is_file():
             raise ConfigError(f"checkpoint {str(path)!r} does not exist")
         engine = self.ensure_engine()
-        ckpt = torch.load(path, map_location=torch.device(engine.device), weights_only=False)
+        from warp_drive.training.checkpoint import safe_load
+
+        ckpt = safe_load(path, map_location=torch.device(engine.device))
         self.load_state_dict(ckpt["state_dict"])
         states = ckpt.get("optimizer_states", [])
         if len(states) != len(self._trained):

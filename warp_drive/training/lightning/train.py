@@ -9,7 +9,9 @@ Examples::
 
 With ``--strategy ddp`` Lightning starts one process per device (it re-runs this command with
 ``LOCAL_RANK`` set); each builds its own env replicas on its GPU. Overrides are dotted
-``key=value`` pairs, as for ``warp_drive.training.example_training_script``.
+``key=value`` pairs, as for ``warp_drive.training.example_training_script``; multi-word flags take
+either spelling (``--max_epochs`` or ``--max-epochs``). Expected errors print one or two lines and
+exit with 2 (``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,25 +28,27 @@ logger = logging.getLogger("warp_drive.training.lightning.train")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    from warp_drive.training.example_training_script import add_run_source_arguments
+    from warp_drive.training.example_training_script import add_flag, add_run_source_arguments
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m warp_drive.training.lightning.train", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_source_arguments(p)
     p.add_argument("--accelerator", default=None, help="Lightning accelerator (default: gpu for pycuda, cpu for cpu)")
     p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
     p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
-    p.add_argument("--max-epochs", type=int, default=None, help="default: the run config's num_episodes")
-    p.add_argument("--iterations-per-epoch", type=int, default=None,
-                   help="rollouts per Lightning epoch (default: whole episodes, at least 10)")
-    p.add_argument("--results-dir", default="lightning_runs", help="root of logs, checkpoints and renders")
+    add_flag(p, "--max_epochs", type=int, default=None, help="default: the run config's num_episodes")
+    add_flag(p, "--iterations_per_epoch", type=int, default=None,
+             help="rollouts per Lightning epoch (default: whole episodes, at least 10)")
+    add_flag(p, "--results_dir", default="lightning_runs", help="root of logs, checkpoints and renders")
     p.add_argument("--resume", default=None, help="checkpoint path, or 'last' for the newest last.ckpt")
     p.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
-    p.add_argument("--render-every", type=int, default=0, help="render a Tag rollout GIF every N epochs (0: off)")
-    p.add_argument("--returns-every", type=int, default=1, help="log episode returns every N epochs")
-    p.add_argument("--log-every-n-steps", type=int, default=None, help="period of step metrics (default 10)")
+    add_flag(p, "--render_every", type=int, default=0, help="render a Tag rollout GIF every N epochs (0: off)")
+    add_flag(p, "--returns_every", type=int, default=1, help="log episode returns every N epochs")
+    add_flag(p, "--log_every_n_steps", type=int, default=None, help="period of step metrics (default 10)")
     p.add_argument("--summary", action="store_true", help="write rank<r>_summary.json (weights checksum, metrics)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p.parse_args(argv)
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    return p.parse_intermixed_args(argv)
 
 
 def _devices(text: str) -> int | str | list[int]:
@@ -67,7 +72,17 @@ def run(args: argparse.Namespace) -> int:
         iterations_per_epoch_for,
     )
 
-    factory = ExampleEnvEngineFactory(env=args.env, config=args.config, overrides=args.overrides, backend=args.backend,
+    from warp_drive.training.example_training_script import check_results_folder
+    from warp_drive.training.setup_and_train import example_env_name
+
+    if os.environ.get("LOCAL_RANK", "0") == "0":
+        check_results_folder(Path(args.results_dir).resolve())  # before anything is built
+    env = args.env
+    if env is None:  # the config's name: a registry name, a 2.7.1 name or an env class name
+        from warp_drive.config import load_run_config
+
+        env = example_env_name(load_run_config(args.config).name)
+    factory = ExampleEnvEngineFactory(env=env, config=args.config, overrides=args.overrides, backend=args.backend,
                                       results_dir=str(Path(args.results_dir) / "engine"))
     module = WarpDriveModule(engine_factory=factory, iterations_per_epoch=args.iterations_per_epoch)
     max_epochs = args.max_epochs
@@ -77,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
         cfg = factory.run_config()
         episode_length = int(dict(cfg.env).get("episode_length", 0) or 0)
         if not episode_length:
-            raise SystemExit("pass --max-epochs (the run config's env section has no episode_length)")
+            from warp_drive.errors import ConfigError
+
+            raise ConfigError("pass --max_epochs (the run config's env section has no episode_length)")
         iters = cfg.trainer.num_iterations(episode_length)
         ipe = args.iterations_per_epoch or iterations_per_epoch_for(episode_length, cfg.trainer.batch_size_per_env)
         max_epochs = max(1, math.ceil(iters / ipe))
@@ -112,9 +129,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Expected errors (config, checkpoint, env arguments, device) print one or two lines and return 2."""
+    from warp_drive.training.example_training_script import configure_logging, explain_error
+
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
-    return run(args)
+    configure_logging(args.quiet)
+    try:
+        return run(args)
+    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
+        message = None if args.debug else explain_error(err)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -19,13 +19,16 @@ ModelRef = type | str
 
 _BUILTINS: dict[str, ModelRef] = {
     "fully_connected": "warp_drive.training.models.fully_connected:FullyConnected",
+    "fully_connected_actor": "warp_drive.training.models.actor_critic:FullyConnectedActor",
+    "fully_connected_action_value_critic": "warp_drive.training.models.actor_critic:FullyConnectedActionValueCritic",
 }
 
 
 class ModelFactory:
     """Registry of model classes by name (instance state; each factory is independent).
 
-    Built-in: ``fully_connected`` -> :class:`FullyConnected`. See ``warp_drive.training.models``
+    Built-in: ``fully_connected`` -> :class:`FullyConnected`; DDPG's ``fully_connected_actor`` and
+    ``fully_connected_action_value_critic`` (:mod:`~warp_drive.training.models.actor_critic`). See ``warp_drive.training.models``
     for the contract a custom model follows.
 
     Example::

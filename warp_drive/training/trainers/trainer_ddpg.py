@@ -1,7 +1,6 @@
 """2.7.1 compatibility path: ``warp_drive.training.trainers.trainer_ddpg``.
 
-DDPG is not implemented here: ``TrainerDDPG`` raises a ConfigError naming what to use instead; the
-target-network helpers work. See :mod:`warp_drive.training.ddpg`.
+Thin re-export of :mod:`warp_drive.training.ddpg` (``TrainerDDPG``, ``soft_update``, ``hard_update``).
 """
 
 from warp_drive.training.ddpg import TrainerDDPG, hard_update, soft_update

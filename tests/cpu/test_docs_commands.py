@@ -1,0 +1,217 @@
+"""Every shell command in README.md and docs/*.md is executed by a test.
+
+``test_every_documented_command_is_executed_by_a_test`` collects the commands (lines of ``bash``
+blocks, and inline code spans that start like a command) and requires each to match exactly one
+entry of ``HANDLERS``, which names the test that runs it: a test in this file (cpu or gpu-marked),
+or the CI script itself for the commands CI runs. A new command in the docs fails this test until
+a test runs it. Commands are run as written, with at most a results folder and a shorter run
+appended (stated per test) so that the CPU suite stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+COMMAND_START = ("python ", "python3 ", "pip ", "bash ", "torchrun ", "warp-drive-train")
+SCRIPT = "python -m warp_drive.training.example_training_script"
+GPU_TESTS = ROOT / "tests" / "gpu" / "test_docs_commands_gpu.py"
+
+#: (pattern, how it is executed). "test_x": a test of this module; "gpu:test_x": a test of
+#: tests/gpu/test_docs_commands_gpu.py; "ci:<text>": a line of .ci/run.
+HANDLERS: list[tuple[str, str]] = [
+    (r'pip install (-e )?"?\.(\[\w+\])?"?', "test_pip_install_commands_work_from_a_clone"),
+    (r"pip install rl-warp-drive", "reference"),  # 2.7.1's own install line, quoted in the migration guide
+    (r"python -m warp_drive\.utils\.device", "test_device_report_runs"),
+    (re.escape(SCRIPT) + r" --env tag_continuous", "test_main_command_runs"),
+    (re.escape(SCRIPT) + r" --env cartpole trainer\.num_envs=500", "test_config_reference_commands_run"),
+    (re.escape(SCRIPT) + r" --config my_run\.yaml --backend cpu .*", "test_config_reference_commands_run"),
+    (r"warp-drive-train --env tag_continuous --results_dir runs/tag --tensorboard", "test_console_script_command_runs"),
+    (re.escape(SCRIPT) + r" --env my_env", "test_adding_an_env_command_runs"),
+    (r"torchrun --nproc_per_node N( -m warp_drive\.training\.example_training_script \.\.\.)?", "test_torchrun_command_runs"),
+    (r'python -m pytest -m "not gpu"', 'ci:pytest -m "not gpu"'),
+    (r"python -m warp_drive\.cuda\.check_build( --arch sm_90)?", "ci:python -m warp_drive.cuda.check_build --arch sm_90"),
+    (r"python -m pytest -m gpu", "gpu:test_gpu_suite_commands_run"),
+    (r"bash tools/gpu_suite\.sh", "gpu:test_gpu_suite_commands_run"),
+    (r"bash tools/run_reference_tutorials\.sh", "gpu:test_reference_tutorials_command_runs"),
+]
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """``(file, command)`` for every command line of a bash block and every inline command span."""
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        for block in re.findall(r"```(?:bash|sh|shell|console)\n(.*?)```", text, re.S):
+            for line in block.splitlines():
+                command = re.sub(r"\s+#.*$", "", line).strip()
+                if command and not command.startswith("#"):
+                    found.append((path.name, command))
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            if span.startswith(COMMAND_START) and " " in span.strip():  # a command, not a program's name
+                found.append((path.name, span.strip()))
+    return found
+
+
+def _handler(command: str) -> list[str]:
+    return [how for pattern, how in HANDLERS if re.fullmatch(pattern, command)]
+
+
+def test_every_documented_command_is_executed_by_a_test():
+    commands = documented_commands()
+    assert any(c == SCRIPT + " --env tag_continuous" for _, c in commands)
+    ci = (ROOT / ".ci" / "run").read_text()
+    for where, command in commands:
+        hows = _handler(command)
+        assert len(hows) == 1, f"{where}: {command!r} is run by no test (or by several): add it to HANDLERS"
+        how = hows[0]
+        if how.startswith("ci:"):
+            assert how[3:] in ci, f"{where}: {command!r} should be run by .ci/run"
+        elif how.startswith("gpu:"):
+            assert f"def {how[4:]}(" in GPU_TESTS.read_text(), f"{how} is not a test of {GPU_TESTS.name}"
+        elif how != "reference":
+            assert callable(globals().get(how)), f"{how} is not a test of this module"
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    env.update(extra)
+    return {k: v for k, v in env.items() if v is not None}  # None: unset
+
+
+def run_ok(argv, cwd, timeout=300, **env):
+    res = subprocess.run(argv, cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, f"{argv}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    return res
+
+
+def python_argv(command: str) -> list[str]:
+    """A documented ``python -m ...`` command, run by this interpreter."""
+    argv = shlex.split(command)
+    assert argv[0] in ("python", "python3")
+    return [sys.executable, *argv[1:]]
+
+
+def commands_for(test_name: str) -> list[str]:
+    """The documented commands that ``test_name`` runs."""
+    return [c for _, c in documented_commands() if _handler(c) == [test_name]]
+
+
+# ----------------------------------------------------------------------------- cpu
+def test_pip_install_commands_work_from_a_clone(tmp_path):
+    """Each documented ``pip install`` of this project resolves from a clone (dry run, offline) and
+    names only extras that setup.py provides."""
+    commands = commands_for("test_pip_install_commands_work_from_a_clone")
+    assert commands
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    report = tmp_path / "report.json"
+    run_ok([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation", "--no-index",
+          "--quiet", "--report", str(report), "."], cwd=clone, timeout=600)
+    provided = set(json.loads(report.read_text())["install"][0]["metadata"].get("provides_extra", []))
+    for command in commands:
+        extras = re.findall(r"\[(\w+)\]", command)
+        assert set(extras) <= provided, f"{command!r}: setup.py provides extras {sorted(provided)}"
+
+
+def test_device_report_runs(tmp_path):
+    for command in commands_for("test_device_report_runs"):
+        res = run_ok(python_argv(command), cwd=tmp_path)
+        assert "pycuda" in res.stdout
+
+
+def test_main_command_runs(tmp_path):
+    """README's main command, shortened to 2 iterations (the full run: test_main_command_fits_a_2_core_cpu)."""
+    (command,) = set(commands_for("test_main_command_runs"))
+    res = run_ok(python_argv(command) + ["--backend", "cpu", "trainer.num_episodes=40", "--results_dir", "run"], cwd=tmp_path)
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"results: {tmp_path / 'run'}"
+    assert lines[1].startswith("cpu backend: CPU-sized settings for tag_continuous")
+    assert lines[2].startswith("iteration 1/2 (50%)") and "runner return" in lines[2] and "tagger return" in lines[2]
+    assert any(line.startswith("learning: runner episode return") for line in lines)
+
+
+@pytest.mark.slow
+def test_main_command_fits_a_2_core_cpu(tmp_path):
+    """README's main command exactly as written, without a GPU: at most 3 minutes and 2 GB."""
+    import resource
+    import time
+
+    from warp_drive.utils.device import has_cuda_device
+
+    if has_cuda_device():
+        pytest.skip("measures the cpu fallback; this machine has a GPU")
+    (command,) = set(commands_for("test_main_command_runs"))
+    start = time.perf_counter()
+    res = run_ok(python_argv(command), cwd=tmp_path, timeout=600, OMP_NUM_THREADS=None)  # as a user runs it
+    wall = time.perf_counter() - start
+    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("results: ") and "no usable GPU" in res.stdout
+    assert wall <= 180 and peak_gb <= 2.0, (wall, peak_gb)
+    shutil.rmtree(lines[0].split(" ", 1)[1], ignore_errors=True)
+
+
+def test_config_reference_commands_run(tmp_path):
+    """The two example commands of docs/config_reference.md, shortened to one small iteration; my_run.yaml
+    is the bundled cartpole config (whose ``name`` is the env class name)."""
+    cartpole = ROOT / "example_envs" / "classic_control" / "cartpole" / "run_config.yaml"
+    shutil.copy(cartpole, tmp_path / "my_run.yaml")
+    short = ["trainer.train_batch_size=1000", "trainer.num_episodes=10", "env.episode_length=100", "env.reset_pool_size=10"]
+    commands = commands_for("test_config_reference_commands_run")
+    assert len(commands) == 2
+    for i, command in enumerate(commands):
+        backend = [] if "--backend" in command else ["--backend", "cpu"]
+        run_ok(python_argv(command) + backend + short + ["--results_dir", f"run{i}"], cwd=tmp_path)
+        assert (tmp_path / f"run{i}" / "checkpoint_latest.pt").is_file()
+    lr = json.loads((tmp_path / "run1" / "run_config.json").read_text().splitlines()[-1])["policy"]["shared"]["lr"]
+    assert lr == [[0, 0.001], [1000000, 0.0001]]
+
+
+def test_console_script_command_runs(tmp_path):
+    """``warp-drive-train`` is setup.py's console script for the example script's main(); run that
+    main with the documented arguments (2 CPU-sized iterations)."""
+    (command,) = commands_for("test_console_script_command_runs")
+    assert '"warp-drive-train=warp_drive.training.example_training_script:main"' in (ROOT / "setup.py").read_text()
+    argv = [sys.executable, "-m", "warp_drive.training.example_training_script", *shlex.split(command)[1:]]
+    run_ok(argv + ["--backend", "cpu", "trainer.num_episodes=40"], cwd=tmp_path)
+    assert any((tmp_path / "runs" / "tag" / "tensorboard").iterdir())
+
+
+def test_adding_an_env_command_runs(tmp_path, monkeypatch, capsys):
+    """``--env my_env`` after registering an env as docs/adding_an_env.md says (the dummy env stands in)."""
+    import example_envs
+    from warp_drive.training import example_training_script as script
+
+    (command,) = commands_for("test_adding_an_env_command_runs")
+    monkeypatch.setitem(example_envs._EXAMPLE_ENVS, "my_env", example_envs.ExampleEnvSpec("example_envs.dummy_env.dummy_env:DummyEnv"))
+    argv = shlex.split(command)[3:] + ["--backend", "cpu", "--quiet", "--results_dir", str(tmp_path / "run")]
+    assert script.main(argv) == 0
+    assert (tmp_path / "run" / "checkpoint_latest.pt").is_file()
+
+
+def test_torchrun_command_runs(tmp_path):
+    """The documented torchrun form with N=2 processes (gloo on the CPU) and a tiny run."""
+    command = max(commands_for("test_torchrun_command_runs"), key=len)  # the full form; the other is its prefix
+    argv = shlex.split(command.replace("...", "").replace(" N ", " 2 "))
+    assert argv[:3] == ["torchrun", "--nproc_per_node", "2"]
+    tiny = ["--env", "cartpole", "--backend", "cpu", "--quiet", "trainer.num_envs=4", "trainer.train_batch_size=200",
+            "env.episode_length=50", "trainer.num_episodes=16", "trainer.seed=1", "--results_dir", "run"]
+    run_ok([sys.executable, "-m", "torch.distributed.run", "--standalone", *argv[1:], *tiny], cwd=tmp_path, timeout=600)
+    state_files = sorted(p.name for p in (tmp_path / "run").glob("checkpoint_latest*.pt"))
+    assert state_files == ["checkpoint_latest.pt", "checkpoint_latest.rank1.pt"]  # one run folder for both ranks

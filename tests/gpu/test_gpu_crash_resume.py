@@ -1,0 +1,93 @@
+"""GPU backend: a stop at a random moment resumes to the uninterrupted state; the main command's output.
+
+The CPU twins are tests/cpu/training/test_crash_resume.py and tests/cpu/test_docs_commands.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+OVERRIDES = ["trainer.num_envs=50", "trainer.train_batch_size=1000", "trainer.num_episodes=24", "trainer.seed=5",  # 12 iterations
+             "saving.metrics_log_freq=3", "saving.model_params_save_freq=4", "saving.checkpoint_every_seconds=0"]
+
+
+def _trainer(tmp_path, run):
+    from example_envs import get_default_config_path, get_example_env_class
+    from warp_drive.config import load_run_config
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.example_training_script import default_policy_map
+    from warp_drive.training.trainer import Trainer
+
+    cfg = load_run_config(get_default_config_path("tag_continuous"),
+                          ["trainer.env_backend=pycuda", f"saving.basedir={tmp_path}", *OVERRIDES])
+    env = get_example_env_class("tag_continuous")(**cfg.env)
+    w = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend="pycuda")
+    return Trainer(w, cfg, default_policy_map(env, cfg.policy_tags), verbose=False, results_dir=str(tmp_path / run))
+
+
+def _weights(t):
+    out = {f"{tag}/{k}": v.detach().cpu().clone() for tag, p in t.policies.items() for k, v in p.model.state_dict().items()}
+    out.update({f"env/{k}": v for k, v in t.env_wrapper.cuda_data_manager.state_dict().items()})
+    return out
+
+
+@pytest.mark.parametrize("k,signum", [(3, signal.SIGINT), (7, signal.SIGTERM)])
+def test_signal_in_an_update_then_resume_equals_uninterrupted_on_the_gpu(tmp_path, monkeypatch, k, signum):
+    """The rollout is a CUDA graph replay (no Python to interrupt), so the signal arrives in an
+    optimizer step; the trainer finishes the iteration, checkpoints and raises."""
+    from warp_drive.training.interrupt import TrainingInterrupted
+
+    ref = _trainer(tmp_path, "ref")
+    ref.train()
+    expected = _weights(ref)
+    t = _trainer(tmp_path, "run")
+    opt = t.policies["runner"].optimizer
+    original, calls = opt.step, {"n": 0}
+
+    def step(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == k:
+            os.kill(os.getpid(), signum)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(opt, "step", step)
+    with pytest.raises(TrainingInterrupted) as info:
+        t.train()
+    monkeypatch.undo()
+    assert info.value.iteration == k and info.value.exit_code == 128 + signum
+    resumed = _trainer(tmp_path, "run")
+    resumed.load_checkpoint(tmp_path / "run")
+    assert resumed.iteration == k
+    resumed.train()
+    got = _weights(resumed)
+    assert got.keys() == expected.keys()
+    for key in got:
+        torch.testing.assert_close(got[key], expected[key], rtol=0, atol=0, msg=key)
+
+
+def test_main_command_on_the_gpu_prints_results_progress_and_summary(tmp_path):
+    """README's main command with the bundled GPU config (10 iterations): report its wall time."""
+    start = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "tag_continuous",
+                          "--results_dir", str(tmp_path / "run")], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    wall = time.perf_counter() - start
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"results: {tmp_path / 'run'}"
+    assert not any("CPU-sized" in line for line in lines)  # the bundled config, unchanged
+    progress = [line for line in lines if line.startswith("iteration ")]
+    assert [p.split()[1] for p in progress] == [f"{i}/10" for i in range(1, 11)]
+    assert any(line.startswith("learning: runner episode return") for line in lines)
+    print(f"main command on the GPU: {wall:.1f} s wall (17 s before these changes on an H100)")

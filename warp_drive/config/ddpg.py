@@ -1,0 +1,226 @@
+"""The ``policy.<tag>`` section of a DDPG policy (2.7.1's ``algorithm: DDPG``) and its OU-noise params.
+
+A DDPG policy section has 2.7.1's keys::
+
+    algorithm: DDPG
+    gamma: 0.99
+    tau: 0.05                       # soft target update rate
+    lr: {actor: 0.001, critic: 0.0001}    # or one number for both; each may be [[t, v], ...]
+    clip_grad_norm: true
+    max_grad_norm: 3
+    model:
+      actor:  {type: fully_connected_actor, fc_dims: [64, 64], output_w: 2.0, output_b: 0.0}
+      critic: {type: fully_connected_action_value_critic, fc_dims: [64, 64]}
+      model_ckpt_filepath: {actor: "", critic: ""}
+
+``trainer.n_step`` sets the n-step targets, ``sampler.params.damping / stddev / scale`` the
+Ornstein-Uhlenbeck exploration noise (numbers or schedules). Every key is checked (unknown keys
+get a did-you-mean error); the A2C/PPO keys that 2.7.1's merged defaults put in every policy
+(``vf_loss_coeff``, ``entropy_coeff``, ``clip_param``) are accepted and have no effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from warp_drive.config import _checks as chk
+from warp_drive.errors import ConfigError
+
+#: Defaults of a DDPG policy section (2.7.1's values where it had one).
+DDPG_POLICY_DEFAULTS: dict[str, Any] = {
+    "to_train": False,
+    "algorithm": "DDPG",
+    "gamma": 0.98,
+    "tau": 0.05,
+    "lr": 0.0001,
+    "clip_grad_norm": True,
+    "max_grad_norm": 0.5,
+    "normalize_advantage": False,
+    "normalize_return": False,
+    "num_epochs": 1,
+    "num_minibatches": 1,
+    "model": None,
+    # 2.7.1 merged its A2C defaults into every policy; DDPG ignores them
+    "vf_loss_coeff": None,
+    "entropy_coeff": None,
+    "clip_param": None,
+}
+ACTOR_DEFAULTS: dict[str, Any] = {"type": "fully_connected_actor", "fc_dims": [64, 64], "init_method": "default",
+                                  "output_w": None, "output_b": None, "kwargs": {}, "model_ckpt_filepath": ""}
+CRITIC_DEFAULTS: dict[str, Any] = {"type": "fully_connected_action_value_critic", "fc_dims": [64, 64],
+                                   "init_method": "default", "kwargs": {}, "model_ckpt_filepath": ""}
+#: 2.7.1's OU-noise defaults (its Numba sampler's).
+OU_DEFAULTS: dict[str, float] = {"damping": 0.15, "stddev": 0.2, "scale": 1.0}
+ROLES = ("actor", "critic")
+
+
+def is_ddpg_section(section: Any) -> bool:
+    """True for a policy mapping whose ``algorithm`` is DDPG (any case)."""
+    if not isinstance(section, Mapping):
+        return False
+    algorithm = section.get("algorithm")
+    return isinstance(algorithm, str) and algorithm.upper() == "DDPG"
+
+
+def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> Any:
+    from warp_drive.config.schema import ModelConfig
+
+    d = chk.merged_section(section, defaults, prefix)
+    return ModelConfig.from_dict(d, prefix)
+
+
+@dataclass(frozen=True)
+class DDPGModelConfig:
+    """``policy.<tag>.model`` of a DDPG policy: one :class:`~warp_drive.config.ModelConfig` per role.
+
+    Attributes:
+        actor, critic: the two networks (``type`` defaults to ``fully_connected_actor`` and
+            ``fully_connected_action_value_critic``).
+        model_ckpt_filepath: ``{"actor": path, "critic": path}`` ("" = fresh weights).
+    """
+
+    actor: Any
+    critic: Any
+    model_ckpt_filepath: dict[str, str]
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str) -> DDPGModelConfig:
+        """Parses 2.7.1's ``{actor, critic, model_ckpt_filepath}`` layout.
+
+        A model section without ``actor``/``critic`` (2.7.1 then used it for both networks) is
+        accepted: each role gets it, with its own default ``type``.
+        """
+        section = dict(chk.require_mapping(section, prefix))
+        if "actor" in section or "critic" in section:
+            chk.reject_unknown_keys(section, ("actor", "critic", "model_ckpt_filepath"), prefix)
+            actor_raw = chk.require_mapping(section.get("actor"), chk.join_key(prefix, "actor"))
+            critic_raw = chk.require_mapping(section.get("critic"), chk.join_key(prefix, "critic"))
+        else:
+            shared = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
+            actor_raw = shared
+            critic_raw = {k: v for k, v in shared.items() if k not in ("output_w", "output_b")}
+            if "type" in shared:
+                raise ConfigError(
+                    f"`{chk.join_key(prefix, 'type')}`={shared['type']!r}: a DDPG policy has two networks; "
+                    f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
+                    "fully_connected_action_value_critic).")
+        actor = _role_model(actor_raw, ACTOR_DEFAULTS, chk.join_key(prefix, "actor"))
+        critic = _role_model(critic_raw, CRITIC_DEFAULTS, chk.join_key(prefix, "critic"))
+        ckpt_key = chk.join_key(prefix, "model_ckpt_filepath")
+        ckpt_raw = section.get("model_ckpt_filepath")
+        if ckpt_raw in (None, ""):
+            ckpt_raw = {}
+        if not isinstance(ckpt_raw, Mapping):
+            raise ConfigError(
+                f"`{ckpt_key}`={ckpt_raw!r}: a DDPG policy loads two files; write "
+                f"`{ckpt_key}: {{actor: <path>, critic: <path>}}` (\"\" = fresh weights).")
+        chk.reject_unknown_keys(ckpt_raw, ROLES, ckpt_key)
+        paths = {}
+        for role, model in (("actor", actor), ("critic", critic)):
+            value = ckpt_raw.get(role) or model.model_ckpt_filepath or ""
+            paths[role] = chk.as_str(value, chk.join_key(ckpt_key, role)) if value else ""
+        return cls(actor=actor, critic=critic, model_ckpt_filepath=paths)
+
+    @property
+    def type(self) -> str:
+        """Refuses the single-model path: DDPG policies are built by TrainerDDPG."""
+        raise ConfigError(
+            "this policy uses DDPG (an actor and a critic network); train it with "
+            "warp_drive.training.ddpg.TrainerDDPG (2.7.1: warp_drive.training.trainers.trainer_ddpg), "
+            "not with Trainer")
+
+    def to_dict(self) -> dict[str, Any]:
+        critic = {k: v for k, v in self.critic.to_dict().items() if k not in ("output_w", "output_b")}
+        return {"actor": self.actor.to_dict(), "critic": critic,
+                "model_ckpt_filepath": dict(self.model_ckpt_filepath)}
+
+
+@dataclass(frozen=True)
+class DDPGPolicyConfig:
+    """One DDPG ``policy.<tag>`` section (see the module docstring).
+
+    Attributes:
+        lr: ``{"actor": schedule, "critic": schedule}`` (a float or ``((t, v), ...)``).
+        tau: share of the online weights mixed into the targets after every gradient step.
+        num_epochs, num_minibatches: gradient steps per iteration = epochs x minibatches over the
+            rollout (1 x 1 = 2.7.1: one step per rollout).
+        normalize_advantage: accepted (2.7.1 only logged normalized advantages for DDPG).
+    """
+
+    to_train: bool
+    algorithm: str
+    gamma: float
+    tau: float
+    lr: dict[str, Any]
+    clip_grad_norm: bool
+    max_grad_norm: float
+    normalize_advantage: bool
+    normalize_return: bool
+    num_epochs: int
+    num_minibatches: int
+    model: DDPGModelConfig
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> DDPGPolicyConfig:
+        d = chk.merged_section(section, DDPG_POLICY_DEFAULTS, prefix)
+        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
+        gamma = chk.as_float(d["gamma"], key("gamma"))
+        if not 0.0 < gamma <= 1.0:
+            raise ConfigError(f"`{key('gamma')}`={gamma} is out of range; expected 0 < gamma <= 1 (e.g. 0.99).")
+        tau = chk.as_float(d["tau"], key("tau"))
+        if not 0.0 < tau <= 1.0:
+            raise ConfigError(f"`{key('tau')}`={tau} is out of range; expected 0 < tau <= 1 (2.7.1 used 0.05).")
+        lr_raw = d["lr"]
+        if isinstance(lr_raw, Mapping):
+            chk.reject_unknown_keys(lr_raw, ROLES, key("lr"))
+            missing = [r for r in ROLES if r not in lr_raw]
+            if missing:
+                raise ConfigError(f"`{key('lr')}` lacks `{missing[0]}`; write `{key('lr')}: {{actor: 0.001, critic: 0.0001}}` "
+                                  "or one number for both.")
+            lr = {r: chk.as_schedule(lr_raw[r], f"{key('lr')}.{r}", positive_number=True) for r in ROLES}
+        else:
+            value = chk.as_schedule(lr_raw, key("lr"), positive_number=True)
+            lr = {r: value for r in ROLES}
+        if chk.as_bool(d["normalize_return"], key("normalize_return")):
+            raise ConfigError(
+                f"`{key('normalize_return')}`=true is not supported for DDPG: the critic learns Q in reward "
+                "units (2.7.1 standardized the targets per step, which changes what Q means). Set it to false.")
+        for name in ("vf_loss_coeff", "entropy_coeff", "clip_param"):  # checked, then unused
+            if d[name] is not None:
+                chk.as_schedule(d[name], key(name), positive_number=False)
+        return cls(
+            to_train=chk.as_bool(d["to_train"], key("to_train")),
+            algorithm="DDPG",
+            gamma=gamma,
+            tau=tau,
+            lr=lr,
+            clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
+            max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
+            normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
+            normalize_return=False,
+            num_epochs=chk.as_int(d["num_epochs"], key("num_epochs"), minimum=1),
+            num_minibatches=chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1),
+            model=DDPGModelConfig.from_dict(d["model"], key("model")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``)."""
+        return {"to_train": self.to_train, "algorithm": "DDPG", "gamma": self.gamma, "tau": self.tau,
+                "lr": {r: chk.schedule_to_plain(v) for r, v in self.lr.items()},
+                "clip_grad_norm": self.clip_grad_norm, "max_grad_norm": self.max_grad_norm,
+                "normalize_advantage": self.normalize_advantage, "normalize_return": self.normalize_return,
+                "num_epochs": self.num_epochs, "num_minibatches": self.num_minibatches, "model": self.model.to_dict()}
+
+
+def parse_ou_params(params: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """``sampler.params.damping / stddev / scale`` given by the user (numbers or schedules)."""
+    out = {}
+    for name in OU_DEFAULTS:
+        if name in params:
+            value = chk.as_schedule(params[name], f"{prefix}.{name}", positive_number=False)
+            if name == "damping" and isinstance(value, float) and not 0.0 <= value <= 1.0:
+                raise ConfigError(f"`{prefix}.damping`={value} must lie in [0, 1] (2.7.1: 0.15).")
+            out[name] = value
+    return out

@@ -1,0 +1,121 @@
+"""Stopping a training run cleanly: SIGINT and SIGTERM end it at the next iteration boundary.
+
+While :meth:`Trainer.train` runs (in the main thread), the first SIGINT (Ctrl-C) or SIGTERM (what
+a cluster scheduler sends before preemption) only sets a flag; the trainer finishes the current
+iteration, writes a checkpoint in which counters, weights, optimizer states, env replicas and
+metric files agree, and raises :class:`TrainingInterrupted`. A second signal aborts at once (the
+checkpoint files on disk stay intact: every write is atomic). The previous handlers are restored
+when ``train`` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Signals that request a stop at the next iteration boundary.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped at an iteration boundary after SIGINT or SIGTERM; a checkpoint was written.
+
+    A ``KeyboardInterrupt`` (so ``except Exception`` blocks do not swallow it).
+
+    Attributes:
+        signum: the signal received.
+        iteration: iterations completed (the checkpoint's iteration).
+        checkpoint: the checkpoint written (``None`` on ranks that write none).
+        exit_code: the shell's code for death by that signal, ``128 + signum`` (130 for SIGINT,
+            143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int, iteration: int, checkpoint: Any = None) -> None:
+        self.signum = int(signum)
+        self.iteration = int(iteration)
+        self.checkpoint = checkpoint
+        super().__init__(f"{signal_name(signum)} received: stopped after iteration {iteration}"
+                         + (f", checkpoint {checkpoint}" if checkpoint else ""))
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+class StopRequest:
+    """Context manager that turns SIGINT/SIGTERM into a stop request checked at iteration boundaries.
+
+    Handlers are installed only in the main thread of the main interpreter (elsewhere Python does
+    not allow it, and the request can still be made by calling :meth:`request`).
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def request(self, signum: int = signal.SIGINT) -> None:
+        """Ask for a stop at the next boundary (what the signal handler does)."""
+        if self.signum is None:
+            self.signum = int(signum)
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:  # second signal: abort now (checkpoint writes are atomic)
+            logger.warning("%s received again: aborting without a checkpoint", signal_name(signum))
+            raise KeyboardInterrupt
+        self.request(signum)
+        logger.warning("%s received: stopping after this iteration and writing a checkpoint "
+                       "(send it again to abort at once)", signal_name(signum))
+
+    def __enter__(self) -> StopRequest:
+        if self.enabled and threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                try:
+                    self._previous[sig] = signal.signal(sig, self._handler)
+                except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+                    pass
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+
+_FLAG_GROUP: tuple[Any, Any] = (None, None)  # (the default group it was made for, the gloo group)
+
+
+def agree_across_ranks(flags: list[int], device: Any = None) -> list[int]:
+    """Each of ``flags`` maxed over every rank (identity without a process group), so that ranks stop
+    and save at the same iteration.
+
+    Under NCCL the flags travel through a gloo group of the same ranks (created on the first call,
+    which every rank makes at its first iteration boundary): a host-side exchange that does not
+    wait for the GPU, so iterations still overlap.
+    """
+    import torch
+    import torch.distributed as dist
+
+    global _FLAG_GROUP
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return [int(f) for f in flags]
+    group = None
+    if dist.get_backend() != "gloo":
+        if _FLAG_GROUP[0] is not dist.group.WORLD:  # first call, or a new default process group
+            _FLAG_GROUP = (dist.group.WORLD, dist.new_group(backend="gloo"))
+        group = _FLAG_GROUP[1]
+    t = torch.tensor([int(f) for f in flags], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+    return [int(v) for v in t.tolist()]

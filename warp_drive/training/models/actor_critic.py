@@ -1,0 +1,150 @@
+"""DDPG's networks: a deterministic actor mu(s) and an action-value critic Q(s, a).
+
+Parameter names are 2.7.1's (``fc.<i>.0.weight``, ``policy_head.*`` for the actor,
+``vf_head.*`` for the critic), so 2.7.1's saved DDPG ``.state_dict`` files load unchanged and files
+written here load in 2.7.1. Registered in the ModelFactory as ``fully_connected_actor`` and
+``fully_connected_action_value_critic``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from warp_drive.errors import ConfigError, DataShapeError
+from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+
+Tensor = torch.Tensor
+
+
+def _obs_shape(obs_dims: ObsDims) -> tuple[int, ...]:
+    if isinstance(obs_dims, Mapping):
+        raise DataShapeError(
+            f"DDPG models take Box observations; got a Dict observation {dict(obs_dims)}. Concatenate the "
+            "keys into one `observations` array in the env.")
+    shape = (int(obs_dims),) if isinstance(obs_dims, int) else tuple(int(d) for d in obs_dims)
+    if not shape or any(d < 1 for d in shape):
+        raise DataShapeError(f"observation dims {obs_dims!r} must be positive sizes.")
+    return shape
+
+
+def _continuous_dim(action_spec: ActionSpec | int) -> int:
+    if isinstance(action_spec, int):
+        return action_spec
+    if not action_spec.is_gaussian:
+        raise ConfigError(
+            f"DDPG needs continuous (Box) actions; this policy's actions are categorical {action_spec.categorical}. "
+            "Train it with Trainer and `algorithm: A2C` or PPO.")
+    return action_spec.gaussian_dim
+
+
+def _trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
+    """2.7.1's layout: ``fc["<i>"] = Sequential(Linear, ReLU)``."""
+    fc = nn.ModuleDict()
+    for i, hidden in enumerate(fc_dims):
+        if int(hidden) < 1:
+            raise DataShapeError(f"fc_dims[{i}]={hidden} must be >= 1.")
+        fc[str(i)] = nn.Sequential(nn.Linear(width, int(hidden)), nn.ReLU())
+        width = int(hidden)
+    return fc, width
+
+
+def _init(module: nn.Module, init_method: str) -> None:
+    if init_method == "default":
+        return
+    if init_method not in ("xavier", "orthogonal"):
+        raise ConfigError(f"init_method={init_method!r} is unknown; expected default, xavier or orthogonal.")
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            if init_method == "xavier":
+                nn.init.xavier_uniform_(m.weight)
+            else:
+                nn.init.orthogonal_(m.weight, gain=math.sqrt(2.0))
+                nn.init.zeros_(m.bias)
+
+
+class FullyConnectedActor(nn.Module):
+    """Deterministic policy: ``output_b + output_w * tanh(Linear(MLP(obs)))``.
+
+    Args:
+        obs_dims: Feature shape of one observation.
+        action_spec: An :class:`ActionSpec` with a Gaussian (Box) dimension d, or d itself.
+        fc_dims: Hidden widths (``Linear -> ReLU`` each).
+        init_method: ``default`` (PyTorch), ``xavier`` or ``orthogonal``.
+        output_w, output_b: Action scale and offset (2.7.1's keys; default 1 and 0).
+
+    Shapes:
+        obs: (*lead, *obs_dims) -> actions (*lead, d).
+    """
+
+    def __init__(self, obs_dims: ObsDims, action_spec: ActionSpec | int, fc_dims: Sequence[int] = (64, 64), *,
+                 init_method: str = "default", output_w: float | None = None, output_b: float | None = None) -> None:
+        super().__init__()
+        self.obs_shape = _obs_shape(obs_dims)
+        self.action_dim = _continuous_dim(action_spec)
+        self.action_spec = action_spec if isinstance(action_spec, ActionSpec) else ActionSpec(gaussian_dim=self.action_dim)
+        self.action_scale = 1.0 if output_w is None else float(output_w)
+        self.action_bias = 0.0 if output_b is None else float(output_b)
+        self.fc, width = _trunk(math.prod(self.obs_shape), fc_dims)
+        self.policy_head = nn.Linear(width, self.action_dim)
+        _init(self, init_method)
+
+    @classmethod
+    def from_config(cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> FullyConnectedActor:
+        return cls(obs_dims, action_spec, model_config.fc_dims, init_method=model_config.init_method,
+                   output_w=model_config.output_w, output_b=model_config.output_b, **dict(model_config.kwargs))
+
+    def forward(self, obs: Tensor) -> Tensor:
+        x = obs.reshape(*obs.shape[: obs.dim() - len(self.obs_shape)], -1).to(self.policy_head.weight.dtype)
+        for layer in self.fc.values():
+            x = layer(x)
+        return self.action_bias + self.action_scale * torch.tanh(self.policy_head(x))
+
+
+class FullyConnectedActionValueCritic(nn.Module):
+    """Action value ``Q(s, a)``: an MLP over ``concat(flat obs, action)`` and a scalar head.
+
+    Args:
+        obs_dims: Feature shape of one observation.
+        action_spec: An :class:`ActionSpec` with a Gaussian (Box) dimension d, or d itself.
+        fc_dims: Hidden widths.
+        init_method: ``default``, ``xavier`` or ``orthogonal``.
+
+    Shapes:
+        obs: (*lead, *obs_dims); action: (*lead, d) or a list of (*lead, 1) (2.7.1's per-dim heads)
+        -> (*lead,) values.
+    """
+
+    def __init__(self, obs_dims: ObsDims, action_spec: ActionSpec | int, fc_dims: Sequence[int] = (64, 64), *,
+                 init_method: str = "default") -> None:
+        super().__init__()
+        self.obs_shape = _obs_shape(obs_dims)
+        self.action_dim = _continuous_dim(action_spec)
+        self.action_spec = action_spec if isinstance(action_spec, ActionSpec) else ActionSpec(gaussian_dim=self.action_dim)
+        self.fc, width = _trunk(math.prod(self.obs_shape) + self.action_dim, fc_dims)
+        self.vf_head = nn.Linear(width, 1)
+        _init(self, init_method)
+
+    @classmethod
+    def from_config(cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> FullyConnectedActionValueCritic:
+        if model_config.output_w is not None or model_config.output_b is not None:
+            raise ConfigError("output_w / output_b scale the actor's actions; remove them from the critic's model section.")
+        return cls(obs_dims, action_spec, model_config.fc_dims, init_method=model_config.init_method,
+                   **dict(model_config.kwargs))
+
+    def forward(self, obs: Tensor, action: Tensor | Sequence[Tensor]) -> Tensor:
+        if isinstance(action, (list, tuple)):
+            action = torch.cat(list(action), dim=-1)
+        lead = obs.shape[: obs.dim() - len(self.obs_shape)]
+        dtype = self.vf_head.weight.dtype
+        if action.shape[-1] != self.action_dim or tuple(action.shape[:-1]) != tuple(lead):
+            raise DataShapeError(f"action shape {tuple(action.shape)} does not match observations {tuple(obs.shape)}: "
+                                 f"expected {(*lead, self.action_dim)}.")
+        x = torch.cat((obs.reshape(*lead, -1).to(dtype), action.to(dtype)), dim=-1)
+        for layer in self.fc.values():
+            x = layer(x)
+        return self.vf_head(x).squeeze(-1)
