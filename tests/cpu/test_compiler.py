@@ -93,7 +93,7 @@ def test_concurrent_processes_compile_once(tmp_path):
         "src = c.render_source(3, 3, 1, extra_code='extern \"C\" __global__ void k(float* a) { a[0] = 7; }');"
         "p = c.compile_cubin(src, 'sm_90'); print(int(c.last_build_compiled), p)"
     )
-    env = dict(os.environ, WARP_DRIVE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(Path(__file__).parents[2]))
+    env = dict(os.environ, WARP_DRIVE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH")])))
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300)[0].split() for p in procs]
     assert all(p.returncode == 0 for p in procs)

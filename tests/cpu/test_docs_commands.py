@@ -85,7 +85,7 @@ def test_every_documented_command_is_executed_by_a_test():
 
 
 def _env(**extra):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), OMP_NUM_THREADS="1")
     env.update(extra)
     return {k: v for k, v in env.items() if v is not None}  # None: unset
 

@@ -81,7 +81,7 @@ def test_main_command_on_the_gpu_prints_results_progress_and_summary(tmp_path):
     start = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "tag_continuous",
                           "--results_dir", str(tmp_path / "run")], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         timeout=600, env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))))
     wall = time.perf_counter() - start
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()

@@ -316,7 +316,7 @@ CLI = [sys.executable, "-m", "warp_drive.training.example_training_script", "--e
 
 
 def _env():
-    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), OMP_NUM_THREADS="1")
 
 
 def _weights(run: Path) -> dict:

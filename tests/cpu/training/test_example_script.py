@@ -23,7 +23,7 @@ TINY = ["--env", "cartpole", "--backend", "cpu", "--quiet", "trainer.num_envs=4"
 
 
 def _env():
-    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), OMP_NUM_THREADS="1")
 
 
 def test_ctrl_c_checkpoints_exits_130_and_resume_continues_in_the_same_folder(tmp_path):
