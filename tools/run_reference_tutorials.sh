@@ -4,6 +4,11 @@
 #   wdref_tutorials/*.ipynb   the notebooks of the public 2.7.1 repository
 #   extra/*.whl               IPython (+deps) and imageio-ffmpeg (an ffmpeg binary for videos)
 #   anchor/                   gym 0.26.2 (tutorial 5 imports gym.spaces) and pretrained/ policies
+# Staging them (on your machine, from the repository root; .device/ is git-ignored):
+#   notebooks: fetch the public repository salesforce/warp-drive (search tool `fetch`), clone its
+#     mirror and copy tutorials/*.ipynb into .device/wdref_tutorials/
+#   wheels: pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux2014_x86_64 --platform any -d .device/extra "ipython<9" imageio-ffmpeg
 # Results: $OUT/notebooks/summary.json and one JSON per notebook.
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu_results}"
