@@ -220,6 +220,8 @@ def measure(name: str, iters: int) -> dict[str, Any]:
                         backend="cpu", results_dir="/tmp/wd_bench_cpu_floor")
     tiny.env_wrapper.reset_all_envs()
     tiny.update(tiny.generate_rollout())
+    shapes = sorted({s for p in tiny.policies.values() for s in linear_shapes(p.model)})  # same models
+    rate_before = best_gemm_rate(shapes)  # outside the measured memory window
     del tiny
     gc.collect()
     base_rss = _status_mib("VmRSS")
@@ -229,8 +231,8 @@ def measure(name: str, iters: int) -> dict[str, Any]:
     t._begin_episodes()
     t.started = True
     flops = policy_flops(t)
-    shapes = sorted({s for p in t.policies.values() for s in linear_shapes(p.model)})
-    rate_before = best_gemm_rate(shapes)
+    if sorted({s for p in t.policies.values() for s in linear_shapes(p.model)}) != shapes:
+        raise RuntimeError("the warm-up trainer's models differ from the measured ones")
     w0 = time.perf_counter()
     t.update(t.generate_rollout())  # warm-up iteration
     warm = time.perf_counter() - w0
@@ -244,8 +246,8 @@ def measure(name: str, iters: int) -> dict[str, Any]:
         cpu_s.append(time.process_time() - c0)
         rollout_s.append(r1 - r0)
         update_s.append(r2 - r1)
-    rate_after = best_gemm_rate(shapes)
     peak = _status_mib("VmHWM")
+    rate_after = best_gemm_rate(shapes)
     finite = all(bool(torch.isfinite(v).all()) for m in metrics.values() for v in m.values())
     if not finite:
         raise RuntimeError(f"non-finite update metrics: {metrics}")
