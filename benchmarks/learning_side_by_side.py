@@ -1,0 +1,348 @@
+"""Learning quality side by side (GPU): this project and the reference (rl-warp-drive 2.7.1) train
+Tag continuous for the same wall-clock budgets on the published run config, then every pairing of
+taggers and runners from {ours-2min, ours-5min, reference-2min, reference-5min, published-1e9,
+uniform random} plays in this project's env.
+
+Two GPU-machine commands, each under 10 minutes (after ``source .device/setup.sh``)::
+
+    python benchmarks/learning_side_by_side.py ours        # ~6 min: train ours 5 min, curve
+    python benchmarks/learning_side_by_side.py reference   # ~8 min: train the reference 5 min,
+                                                           # curve, cross-play matrix, JSON
+    python benchmarks/learning_side_by_side.py plot        # anywhere: heatmap and curves (PNG)
+
+Between the two, ``benchmarks/results/side_by_side/ours/`` must be in the tree the second command
+sees (on a machine that keeps its files this is automatic; with a copied tree, copy $OUT's
+``side_by_side/ours`` there first). ``sweep`` trains candidate settings for a short budget each and
+scores them against the published policies: how the Tag defaults were chosen.
+
+One run of each framework makes both budgets: the 2-minute policies are the 5-minute run's
+snapshot at 120 s (nothing in either config depends on the total budget: schedules follow env
+steps). The clock starts when training starts (the reference's ``train()``, our first
+``train(1)``) and includes everything after: CUDA-graph capture, rollouts, updates; builds
+(nvcc, data push) are timed and reported apart. Both run the published env config with the same
+env seed and trainer seed on the same GPU, one after the other.
+
+Tagged fraction: the runners' return is -10 when tagged and +1 when not (the published config has no
+step rewards), so the fraction of runners tagged in an episode is (1 - mean runner return) / 11. The
+sample unit is one env-episode; intervals are mean +- 1.96 standard errors over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+SIDE = RESULTS / "side_by_side"
+FILES = {"tagger": "tagger_1000010000.state_dict", "runner": "runner_1000010000.state_dict"}
+BUDGETS = (120, 300)
+CURVE_EVERY = 30
+SEED = 1234
+EVAL_ENVS, EVAL_EPISODES = 400, 2
+SOURCES = ("ours-2min", "ours-5min", "reference-2min", "reference-5min", "published-1e9", "random")
+TAG_PENALTY, END_REWARD = -10.0, 1.0
+ANCHOR_SITE = "/tmp/anchor_site"
+BACKEND = "pycuda"  # the CPU smoke test sets "cpu"
+
+logger = logging.getLogger("side_by_side")
+
+#: Candidate settings scored by ``sweep`` (dotted overrides on top of the published run config).
+PPO = ["policy.{p}.algorithm=PPO", "policy.{p}.gae_lambda=0.95", "policy.{p}.clip_param=0.2",
+       "policy.{p}.normalize_advantage=true", "policy.{p}.vf_loss_coeff=0.5", "policy.{p}.max_grad_norm=0.5"]
+SWEEP = {
+    "published-settings": [],
+    "a2c-2000envs": ["trainer.num_envs=2000", "trainer.train_batch_size=40000"],
+    "ppo-lr1e-3": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", *PPO,
+                   "policy.{p}.lr=0.001", "policy.{p}.entropy_coeff=0.01", "policy.{p}.num_epochs=2",
+                   "policy.{p}.num_minibatches=2"],
+    "ppo-lr3e-4": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", *PPO,
+                   "policy.{p}.lr=0.0003", "policy.{p}.entropy_coeff=0.01", "policy.{p}.num_epochs=2",
+                   "policy.{p}.num_minibatches=2"],
+    "ppo-lr1e-3-ent05": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", *PPO,
+                         "policy.{p}.lr=0.001", "policy.{p}.entropy_coeff=0.05", "policy.{p}.num_epochs=2",
+                         "policy.{p}.num_minibatches=2"],
+    "a2c-gae-lr1e-3": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", "policy.{p}.gae_lambda=0.95",
+                       "policy.{p}.normalize_advantage=true", "policy.{p}.lr=0.001",
+                       "policy.{p}.entropy_coeff=0.01"],
+}
+
+
+# ----------------------------------------------------------------------------- configs
+def pretrained_dir() -> Path:
+    for c in (os.environ.get("WARP_DRIVE_PRETRAINED_DIR"), ROOT.parent / "shared/device/anchor/pretrained",
+              ROOT / ".device/anchor/pretrained"):
+        if c and all((Path(c) / f).is_file() for f in (*FILES.values(), "run_config.yaml")):
+            return Path(c)
+    raise SystemExit("the published Tag policies are not here: set $WARP_DRIVE_PRETRAINED_DIR")
+
+
+def published_config() -> dict:
+    """The run config the published policies were trained with, plus a trainer seed (2.7.1 needs
+    one on Python 3.12) and settings that keep long runs from ending or writing checkpoints."""
+    from warp_drive.config._yaml import yaml_loads
+
+    cfg = yaml_loads((pretrained_dir() / "run_config.yaml").read_text())
+    cfg["trainer"].update(seed=SEED, num_episodes=10**7)
+    cfg["saving"].update(metrics_log_freq=10**9, model_params_save_freq=10**9, basedir="/tmp/wd_side_by_side")
+    return cfg
+
+
+def ours_config(overrides: list[str] = ()) -> dict:
+    """The published env config with this project's Tag training defaults (the bundled config's
+    trainer and policy sections), then ``overrides``."""
+    from warp_drive.config._yaml import yaml_loads
+    from warp_drive.config.load import apply_override
+
+    cfg = published_config()
+    bundled = yaml_loads((ROOT / "example_envs/tag_continuous/run_config.yaml").read_text())
+    cfg["policy"] = bundled["policy"]
+    cfg["trainer"] = {**bundled["trainer"], "seed": SEED, "num_episodes": 10**7}
+    cfg["saving"]["checkpoint_every_seconds"] = 0
+    for o in overrides:
+        apply_override(cfg, o)
+    return cfg
+
+
+def expand(overrides: list[str]) -> list[str]:
+    return [o.format(p=p) for o in overrides for p in (("tagger", "runner") if "{p}" in o else ("",))]
+
+
+# ----------------------------------------------------------------------------- our trainer
+def build_trainer(cfg: dict, num_envs: int | None = None):
+    from example_envs.tag_continuous.tag_continuous import TagContinuous
+    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.training.trainer import Trainer
+
+    cfg = copy.deepcopy(cfg)
+    if num_envs is not None:
+        cfg["trainer"].update(num_envs=num_envs, train_batch_size=num_envs * 50)
+    wrapper = EnvWrapper(env_obj=TagContinuous(**cfg["env"]), num_envs=cfg["trainer"]["num_envs"], env_backend=BACKEND)
+    pmap = {"tagger": list(wrapper.env.taggers), "runner": list(wrapper.env.runners)}
+    return Trainer(wrapper, cfg, pmap, verbose=False, results_dir=f"run_{os.getpid()}_{time.time_ns()}")
+
+
+def sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def release(trainer) -> None:
+    import torch
+
+    trainer.graceful_close()
+    del trainer
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def train_ours(cfg: dict, marks: list[int], out: Path) -> dict:
+    """Train for ``max(marks)`` seconds, writing ``<out>/<mark>/<tag>.state_dict`` at each mark."""
+    import torch
+
+    from warp_drive.training.checkpoint import policy_file_state
+
+    start = time.perf_counter()
+    trainer = build_trainer(cfg)
+    build_s = time.perf_counter() - start
+    pending, snapshots = sorted(marks), []
+    sync()
+    start = time.perf_counter()
+    while pending:
+        trainer.train(1)
+        sync()
+        elapsed = time.perf_counter() - start
+        while pending and elapsed >= pending[0]:
+            mark = pending.pop(0)
+            (out / str(mark)).mkdir(parents=True, exist_ok=True)
+            for tag, policy in trainer.policies.items():
+                torch.save({k: v.detach().cpu() for k, v in policy_file_state(policy.model).items()},
+                           out / str(mark) / f"{tag}.state_dict")
+            steps = int(trainer.perf["steps"])
+            snapshots.append({"mark_s": mark, "elapsed_s": round(elapsed, 2), "env_steps": steps})
+            logger.info("ours: %d s, %.1f M env steps", mark, steps / 1e6)
+    release(trainer)
+    return {"build_s": round(build_s, 2), "snapshots": snapshots}
+
+
+def train_reference(cfg: dict, marks: list[int], out: Path) -> dict:
+    """The reference's own trainer in its own process (its import name is also ``warp_drive``)."""
+    anchor = ROOT / ".device" / "anchor"
+    if not Path(ANCHOR_SITE, "warp_drive").is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
+                        ANCHOR_SITE, *map(str, anchor.glob("*.whl"))], check=True)
+    spec = {"config": cfg, "marks": marks, "out": str(out)}
+    env = dict(os.environ, PYTHONPATH=f"{ANCHOR_SITE}:/tmp/site")
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("reference_tag_training.py")), json.dumps(spec)],
+                          capture_output=True, text=True, env=env, cwd="/tmp", check=False, timeout=max(marks) + 240)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"the reference's run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+# ----------------------------------------------------------------------------- evaluation
+class Evaluator:
+    """One trainer of ours on the published config; loads any tagger and runner and plays."""
+
+    def __init__(self, num_envs: int = EVAL_ENVS) -> None:
+        self.trainer = build_trainer(published_config(), num_envs)
+        self.published = pretrained_dir()
+
+    def _load(self, tag: str, source: str | Path) -> None:
+        import torch
+
+        path = self.published / FILES[tag] if source in ("random", "published-1e9") else Path(source)
+        self.trainer.load_model_checkpoint({tag: str(path)})
+        if source == "random":  # zero heads: every action of every head has probability 1/n
+            with torch.no_grad():
+                for head in self.trainer.policies[tag].model.policy_heads:
+                    head.weight.zero_()
+                    head.bias.zero_()
+
+    def tagged(self, tagger: str | Path, runner: str | Path, episodes: int = EVAL_EPISODES) -> dict:
+        """Fraction of runners tagged per env-episode: mean, 95% half-width, n."""
+        self._load("tagger", tagger)
+        self._load("runner", runner)
+        ret = self.trainer.evaluate(deterministic=False, num_episodes=episodes)["runner"]["episode_return"]
+        frac = (END_REWARD - np.asarray(ret, np.float64)) / (END_REWARD - TAG_PENALTY)
+        if not np.isfinite(frac).all():
+            raise RuntimeError("non-finite runner returns in evaluation")
+        half = 1.96 * frac.std(ddof=1) / np.sqrt(len(frac))
+        return {"mean": float(frac.mean()), "ci95": float(half), "n": int(len(frac))}
+
+    def versus_published(self, folder: Path) -> dict:
+        """A snapshot's taggers against the published runners, and the published taggers against its runners."""
+        return {"taggers_vs_published_runners": self.tagged(folder / "tagger.state_dict", "published-1e9"),
+                "published_taggers_vs_runners": self.tagged("published-1e9", folder / "runner.state_dict")}
+
+
+def curve(ev: Evaluator, run: dict, folder: Path) -> list[dict]:
+    rows = []
+    for snap in run["snapshots"]:
+        rows.append({**snap, **ev.versus_published(folder / str(snap["mark_s"]))})
+        logger.info("%s %s s: %s", folder.name, snap["mark_s"], rows[-1])
+    return rows
+
+
+def source_path(source: str, tag: str) -> str | Path:
+    if source in ("random", "published-1e9"):
+        return source
+    framework, budget = source.split("-")
+    return SIDE / framework / str(int(budget.rstrip("min")) * 60) / f"{tag}.state_dict"
+
+
+def crossplay(ev: Evaluator) -> dict:
+    matrix = {}
+    for tagger in SOURCES:
+        for runner in SOURCES:
+            matrix[f"{tagger} | {runner}"] = ev.tagged(source_path(tagger, "tagger"), source_path(runner, "runner"))
+            logger.info("taggers %s vs runners %s: %s", tagger, runner, matrix[f"{tagger} | {runner}"])
+    return matrix
+
+
+# ----------------------------------------------------------------------------- commands
+def marks() -> list[int]:
+    return sorted(set(range(CURVE_EVERY, max(BUDGETS) + 1, CURVE_EVERY)) | set(BUDGETS))
+
+
+def save(name: str, payload: dict) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from common import write_results
+
+    return write_results(name, payload)
+
+
+def copy_to_out(folder: Path) -> None:
+    if os.environ.get("OUT"):
+        import shutil
+
+        shutil.copytree(folder, Path(os.environ["OUT"]) / "side_by_side" / folder.name, dirs_exist_ok=True)
+
+
+def cmd_ours(_args) -> None:
+    cfg = ours_config()
+    run = train_ours(cfg, marks(), SIDE / "ours")
+    ev = Evaluator()
+    run["curve"] = curve(ev, run, SIDE / "ours")
+    (SIDE / "ours" / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
+    copy_to_out(SIDE / "ours")
+
+
+def cmd_reference(_args) -> None:
+    ours = json.loads((SIDE / "ours" / "run.json").read_text())
+    cfg = published_config()
+    run = train_reference(cfg, marks(), SIDE / "reference")
+    ev = Evaluator()
+    run["curve"] = curve(ev, run, SIDE / "reference")
+    (SIDE / "reference" / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
+    copy_to_out(SIDE / "reference")
+    payload = {"budgets_s": list(BUDGETS), "seed": SEED, "env_seed": cfg["env"]["seed"],
+               "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
+               "ours": ours, "reference": {"config": cfg, **run}, "crossplay": crossplay(ev)}
+    print("written", save("learning_side_by_side", payload))
+
+
+def cmd_sweep(args) -> None:
+    from warp_drive.config.load import apply_override
+
+    unknown = sorted(set(args.candidates) - set(SWEEP))
+    if unknown:
+        raise SystemExit(f"unknown candidates {unknown}; choose from {', '.join(SWEEP)}")
+    ev = Evaluator(200)
+    rows = {}
+    for name in args.candidates or list(SWEEP):
+        cfg = published_config()
+        for o in ["saving.checkpoint_every_seconds=0", "trainer.bootstrap_at_time_limit=false", *expand(SWEEP[name])]:
+            apply_override(cfg, o)
+        run = train_ours(cfg, [args.seconds], Path("/tmp/sweep") / name)
+        score = ev.versus_published(Path("/tmp/sweep") / name / str(args.seconds))
+        rows[name] = {"overrides": expand(SWEEP[name]), **run, **score}
+        print(name, json.dumps(score), flush=True)
+    print("written", save("learning_sweep", {"seconds": args.seconds, "seed": SEED, "candidates": rows}))
+
+
+def cmd_refcheck(_args) -> None:
+    """A 20-second run of the reference and its snapshot loaded here: the driver works."""
+    run = train_reference(published_config(), [20], Path("/tmp/refcheck"))
+    print("reference", json.dumps(run), json.dumps(Evaluator(200).versus_published(Path("/tmp/refcheck/20"))))
+
+
+def cmd_plot(_args) -> None:
+    from plot_learning import plot_all
+
+    plot_all(RESULTS)
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("ours", help="train ours for the budgets, evaluate its snapshots").set_defaults(fn=cmd_ours)
+    sub.add_parser("reference", help="train the reference, evaluate, cross-play, write JSON").set_defaults(fn=cmd_reference)
+    sub.add_parser("refcheck", help="20 s of the reference's trainer, its snapshot evaluated").set_defaults(fn=cmd_refcheck)
+    sub.add_parser("plot", help="heatmap and curves from the results JSON").set_defaults(fn=cmd_plot)
+    sw = sub.add_parser("sweep", help="score candidate Tag settings for a short budget each")
+    sw.add_argument("--seconds", type=int, default=70)
+    sw.add_argument("candidates", nargs="*", help=f"some of: {', '.join(SWEEP)} (default: all)")
+    sw.set_defaults(fn=cmd_sweep)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).parent))
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""benchmarks/learning_side_by_side.py on the CPU backend at a tiny size: training to wall-clock
+marks writes loadable snapshots, and cross-play gives tagged fractions with intervals.
+
+The published policies are stood in for by policies of a tiny config written here (CI has no copy
+of them); the reference's trainer is not run (it needs a GPU)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture()
+def lsbs(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import learning_side_by_side as mod
+
+    env = dict(num_taggers=1, num_runners=3, grid_length=5.0, episode_length=20, max_acceleration=0.1,
+               min_acceleration=-0.1, max_turn=2.35, min_turn=-2.35, num_acceleration_levels=10,
+               num_turn_levels=10, seed=7, use_full_observation=False, num_other_agents_observed=2,
+               runner_exits_game_after_tagged=True, tag_reward_for_tagger=10.0, tag_penalty_for_runner=-10.0,
+               step_penalty_for_tagger=0.0, step_reward_for_runner=0.0, edge_hit_penalty=0.0,
+               end_of_game_reward_for_runner=1.0, tagging_distance=0.5)
+    policy = {"to_train": True, "algorithm": "A2C", "gamma": 0.98, "lr": 0.005,
+              "model": {"type": "fully_connected", "fc_dims": [8, 8], "model_ckpt_filepath": ""}}
+    cfg = {"name": "tag_continuous", "env": env,
+           "trainer": {"num_envs": 4, "train_batch_size": 40, "num_episodes": 10},
+           "policy": {"runner": dict(policy), "tagger": dict(policy)},
+           "saving": {"metrics_log_freq": 100, "model_params_save_freq": 100, "basedir": str(tmp_path),
+                      "name": "tag_continuous", "tag": "t"}}
+    published = tmp_path / "published"
+    published.mkdir()
+    (published / "run_config.yaml").write_text(yaml.safe_dump(cfg))
+    for name in mod.FILES.values():
+        (published / name).touch()  # found as the published folder; written below
+    monkeypatch.setenv("WARP_DRIVE_PRETRAINED_DIR", str(published))
+    monkeypatch.setattr(mod, "BACKEND", "cpu")
+    monkeypatch.setattr(mod, "SIDE", tmp_path / "side")
+    monkeypatch.chdir(tmp_path)
+    from warp_drive.training.checkpoint import policy_file_state
+
+    assert mod.pretrained_dir() == published
+    trainer = mod.build_trainer(mod.published_config())
+    for tag, name in mod.FILES.items():
+        torch.save(policy_file_state(trainer.policies[tag].model), published / name)
+    mod.release(trainer)
+    yield mod
+    sys.modules.pop("learning_side_by_side", None)
+
+
+def test_training_to_marks_writes_snapshots_that_cross_play(lsbs):
+    cfg = lsbs.ours_config(["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",
+                            "policy.runner.model.fc_dims=[8,8]"])
+    assert cfg["env"]["num_runners"] == 3 and cfg["trainer"]["seed"] == lsbs.SEED
+    run = lsbs.train_ours(cfg, [1, 2], lsbs.SIDE / "ours")
+    assert [s["mark_s"] for s in run["snapshots"]] == [1, 2]
+    first, second = run["snapshots"]
+    assert 1 <= first["elapsed_s"] <= second["elapsed_s"] and 0 < first["env_steps"] <= second["env_steps"]
+    assert first["env_steps"] % 40 == 0
+    for mark in (1, 2):
+        for tag in ("tagger", "runner"):
+            assert (lsbs.SIDE / "ours" / str(mark) / f"{tag}.state_dict").is_file()
+
+    ev = lsbs.Evaluator(num_envs=4)
+    row = ev.tagged(lsbs.SIDE / "ours" / "2" / "tagger.state_dict", "random", episodes=2)
+    assert row["n"] == 8 and 0.0 <= row["mean"] <= 1.0 and np.isfinite(row["ci95"])
+    # every tagged fraction is a multiple of 1/3 (3 runners): the return -> fraction map is exact
+    ret = ev.trainer.evaluate(deterministic=False, num_episodes=1)["runner"]["episode_return"]
+    frac = (lsbs.END_REWARD - ret) / (lsbs.END_REWARD - lsbs.TAG_PENALTY)
+    assert np.allclose(frac * 3, np.round(frac * 3), atol=1e-5)
+    versus = ev.versus_published(lsbs.SIDE / "ours" / "1")
+    assert set(versus) == {"taggers_vs_published_runners", "published_taggers_vs_runners"}
+
+
+def test_reference_paths_and_sources(lsbs):
+    assert lsbs.source_path("ours-2min", "tagger") == lsbs.SIDE / "ours" / "120" / "tagger.state_dict"
+    assert lsbs.source_path("reference-5min", "runner") == lsbs.SIDE / "reference" / "300" / "runner.state_dict"
+    assert lsbs.source_path("random", "runner") == "random"
+    assert lsbs.marks()[:2] == [30, 60] and set(lsbs.BUDGETS) <= set(lsbs.marks())
+    assert lsbs.expand(["policy.{p}.lr=0.1", "trainer.num_envs=3"]) == [
+        "policy.tagger.lr=0.1", "policy.runner.lr=0.1", "trainer.num_envs=3"]
