@@ -75,6 +75,13 @@ SWEEP = {
     "a2c-gae-lr1e-3": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", "policy.{p}.gae_lambda=0.95",
                        "policy.{p}.normalize_advantage=true", "policy.{p}.lr=0.001",
                        "policy.{p}.entropy_coeff=0.01"],
+    # round 2 (120 s): the runners learned least in round 1 (55 s); more updates per sample, asymmetric lrs
+    "ppo-asym-4x4": ["trainer.num_envs=1000", "trainer.train_batch_size=40000", *PPO, "policy.{p}.entropy_coeff=0.01",
+                     "policy.runner.lr=0.001", "policy.tagger.lr=0.0003", "policy.{p}.num_epochs=4",
+                     "policy.{p}.num_minibatches=4"],
+    "ppo-lr1e-3-2000envs": ["trainer.num_envs=2000", "trainer.train_batch_size=40000", *PPO,
+                            "policy.{p}.lr=0.001", "policy.{p}.entropy_coeff=0.01", "policy.{p}.num_epochs=2",
+                            "policy.{p}.num_minibatches=2"],
 }
 
 
@@ -308,9 +315,10 @@ def cmd_sweep(args) -> None:
         cfg = published_config()
         for o in ["saving.checkpoint_every_seconds=0", "trainer.bootstrap_at_time_limit=false", *expand(SWEEP[name])]:
             apply_override(cfg, o)
-        run = train_ours(cfg, [args.seconds], Path("/tmp/sweep") / name)
-        score = ev.versus_published(Path("/tmp/sweep") / name / str(args.seconds))
-        rows[name] = {"overrides": expand(SWEEP[name]), **run, **score}
+        checkpoints = sorted({args.seconds // 2, args.seconds})
+        run = train_ours(cfg, checkpoints, Path("/tmp/sweep") / name)
+        score = {str(m): ev.versus_published(Path("/tmp/sweep") / name / str(m)) for m in checkpoints}
+        rows[name] = {"overrides": expand(SWEEP[name]), **run, "scores": score}
         print(name, json.dumps(score), flush=True)
     print("written", save("learning_sweep", {"seconds": args.seconds, "seed": SEED, "candidates": rows}))
 
