@@ -45,7 +45,7 @@ def main(spec: dict) -> dict:
     update = trainer._update_model_params  # the reference's per-iteration update
 
     def timed_update(iteration):
-        update(iteration)
+        metrics = update(iteration)  # the reference logs what its update returns
         state["iters"] += 1
         torch.cuda.synchronize()
         elapsed = time.perf_counter() - state["start"]
@@ -60,6 +60,7 @@ def main(spec: dict) -> dict:
                               "env_steps": state["iters"] * batch})
         if not pending:
             raise _BudgetSpent
+        return metrics
 
     trainer._update_model_params = timed_update
     torch.cuda.synchronize()
