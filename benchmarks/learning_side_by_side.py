@@ -3,17 +3,19 @@ Tag continuous for the same wall-clock budgets on the published run config, then
 taggers and runners from {ours-2min, ours-5min, reference-2min, reference-5min, published-1e9,
 uniform random} plays in this project's env.
 
-Two GPU-machine commands, each under 10 minutes (after ``source .device/setup.sh``)::
+Two GPU-machine commands, each under 10 minutes (after ``source .device/setup.sh``), in either
+order; each trains one framework for 5 minutes and evaluates its snapshots against the published
+policies, and the second one also plays the cross-play matrix and writes the results JSON::
 
-    python benchmarks/learning_side_by_side.py ours        # ~6 min: train ours 5 min, curve
-    python benchmarks/learning_side_by_side.py reference   # ~8 min: train the reference 5 min,
-                                                           # curve, cross-play matrix, JSON
+    python benchmarks/learning_side_by_side.py reference   # ~7 min
+    python benchmarks/learning_side_by_side.py ours        # ~7 min
     python benchmarks/learning_side_by_side.py plot        # anywhere: heatmap and curves (PNG)
 
-Between the two, ``benchmarks/results/side_by_side/ours/`` must be in the tree the second command
-sees (on a machine that keeps its files this is automatic; with a copied tree, copy $OUT's
-``side_by_side/ours`` there first). ``sweep`` trains candidate settings for a short budget each and
-scores them against the published policies: how the Tag defaults were chosen.
+The second command needs the first one's ``benchmarks/results/side_by_side/<framework>/`` (its
+snapshots and run.json) in its tree: automatic on a machine that keeps its files; with a copied
+tree, copy $OUT's ``side_by_side/<framework>`` back first. ``sweep`` trains candidate settings for
+a short budget each and scores them against the published policies: how the Tag defaults were
+chosen (``SWEEP``, ``CHOSEN``).
 
 One run of each framework makes both budgets: the 2-minute policies are the 5-minute run's
 snapshot at 120 s (nothing in either config depends on the total budget: schedules follow env
@@ -50,6 +52,7 @@ BUDGETS = (120, 300)
 CURVE_EVERY = 30
 SEED = 1234
 EVAL_ENVS, EVAL_EPISODES = 400, 2
+SNAPSHOT = "{mark}s_{tag}.state_dict"  # <framework folder>/<SNAPSHOT>: flat, so copies of $OUT keep it
 SOURCES = ("ours-2min", "ours-5min", "reference-2min", "reference-5min", "published-1e9", "random")
 TAG_PENALTY, END_REWARD = -10.0, 1.0
 ANCHOR_SITE = "/tmp/anchor_site"
@@ -157,7 +160,7 @@ def release(trainer) -> None:
 
 
 def train_ours(cfg: dict, marks: list[int], out: Path) -> dict:
-    """Train for ``max(marks)`` seconds, writing ``<out>/<mark>/<tag>.state_dict`` at each mark."""
+    """Train for ``max(marks)`` seconds, writing ``<out>/<mark>s_<tag>.state_dict`` at each mark."""
     import torch
 
     from warp_drive.training.checkpoint import policy_file_state
@@ -174,10 +177,10 @@ def train_ours(cfg: dict, marks: list[int], out: Path) -> dict:
         elapsed = time.perf_counter() - start
         while pending and elapsed >= pending[0]:
             mark = pending.pop(0)
-            (out / str(mark)).mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
             for tag, policy in trainer.policies.items():
                 torch.save({k: v.detach().cpu() for k, v in policy_file_state(policy.model).items()},
-                           out / str(mark) / f"{tag}.state_dict")
+                           out / SNAPSHOT.format(mark=mark, tag=tag))
             steps = int(trainer.perf["steps"])
             snapshots.append({"mark_s": mark, "elapsed_s": round(elapsed, 2), "env_steps": steps})
             logger.info("ours: %d s, %.1f M env steps", mark, steps / 1e6)
@@ -191,7 +194,7 @@ def train_reference(cfg: dict, marks: list[int], out: Path) -> dict:
     if not Path(ANCHOR_SITE, "warp_drive").is_dir():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
                         ANCHOR_SITE, *map(str, anchor.glob("*.whl"))], check=True)
-    spec = {"config": cfg, "marks": marks, "out": str(out)}
+    spec = {"config": cfg, "marks": marks, "out": str(out), "snapshot": SNAPSHOT}
     env = dict(os.environ, PYTHONPATH=f"{ANCHOR_SITE}:/tmp/site")
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("reference_tag_training.py")), json.dumps(spec)],
                           capture_output=True, text=True, env=env, cwd="/tmp", check=False, timeout=max(marks) + 240)
@@ -231,16 +234,18 @@ class Evaluator:
         half = 1.96 * frac.std(ddof=1) / np.sqrt(len(frac))
         return {"mean": float(frac.mean()), "ci95": float(half), "n": int(len(frac))}
 
-    def versus_published(self, folder: Path) -> dict:
+    def versus_published(self, folder: Path, mark: int) -> dict:
         """A snapshot's taggers against the published runners, and the published taggers against its runners."""
-        return {"taggers_vs_published_runners": self.tagged(folder / "tagger.state_dict", "published-1e9"),
-                "published_taggers_vs_runners": self.tagged("published-1e9", folder / "runner.state_dict")}
+        return {"taggers_vs_published_runners": self.tagged(folder / SNAPSHOT.format(mark=mark, tag="tagger"),
+                                                            "published-1e9"),
+                "published_taggers_vs_runners": self.tagged("published-1e9",
+                                                            folder / SNAPSHOT.format(mark=mark, tag="runner"))}
 
 
 def curve(ev: Evaluator, run: dict, folder: Path) -> list[dict]:
     rows = []
     for snap in run["snapshots"]:
-        rows.append({**snap, **ev.versus_published(folder / str(snap["mark_s"]))})
+        rows.append({**snap, **ev.versus_published(folder, snap["mark_s"])})
         logger.info("%s %s s: %s", folder.name, snap["mark_s"], rows[-1])
     return rows
 
@@ -249,7 +254,7 @@ def source_path(source: str, tag: str) -> str | Path:
     if source in ("random", "published-1e9"):
         return source
     framework, budget = source.split("-")
-    return SIDE / framework / str(int(budget.rstrip("min")) * 60) / f"{tag}.state_dict"
+    return SIDE / framework / SNAPSHOT.format(mark=int(budget.rstrip("min")) * 60, tag=tag)
 
 
 def crossplay(ev: Evaluator) -> dict:
@@ -280,27 +285,33 @@ def copy_to_out(folder: Path) -> None:
         shutil.copytree(folder, Path(os.environ["OUT"]) / "side_by_side" / folder.name, dirs_exist_ok=True)
 
 
-def cmd_ours(_args) -> None:
-    cfg = ours_config()
-    run = train_ours(cfg, marks(), SIDE / "ours")
+def train_and_curve(framework: str) -> None:
+    """Train one framework for the budgets, evaluate its snapshots against the published policies,
+    write ``<framework>/run.json``; if the other framework's run is there, finish (cross-play, JSON)."""
+    cfg = ours_config() if framework == "ours" else published_config()
+    train = train_ours if framework == "ours" else train_reference
+    run = train(cfg, marks(), SIDE / framework)
     ev = Evaluator()
-    run["curve"] = curve(ev, run, SIDE / "ours")
-    (SIDE / "ours" / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
-    copy_to_out(SIDE / "ours")
+    run["curve"] = curve(ev, run, SIDE / framework)
+    (SIDE / framework / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
+    other = SIDE / ("reference" if framework == "ours" else "ours") / "run.json"
+    if other.is_file():
+        runs = {framework: {"config": cfg, **run}, other.parent.name: json.loads(other.read_text())}
+        payload = {"budgets_s": list(BUDGETS), "seed": SEED, "env_seed": cfg["env"]["seed"],
+                   "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
+                   "ours": runs["ours"], "reference": runs["reference"], "crossplay": crossplay(ev)}
+        print("written", save("learning_side_by_side", payload))
+    else:
+        logger.info("%s not there yet: run the other framework's command to finish", other)
+    copy_to_out(SIDE / framework)
+
+
+def cmd_ours(_args) -> None:
+    train_and_curve("ours")
 
 
 def cmd_reference(_args) -> None:
-    ours = json.loads((SIDE / "ours" / "run.json").read_text())
-    cfg = published_config()
-    run = train_reference(cfg, marks(), SIDE / "reference")
-    ev = Evaluator()
-    run["curve"] = curve(ev, run, SIDE / "reference")
-    (SIDE / "reference" / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
-    copy_to_out(SIDE / "reference")
-    payload = {"budgets_s": list(BUDGETS), "seed": SEED, "env_seed": cfg["env"]["seed"],
-               "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
-               "ours": ours, "reference": {"config": cfg, **run}, "crossplay": crossplay(ev)}
-    print("written", save("learning_side_by_side", payload))
+    train_and_curve("reference")
 
 
 def cmd_sweep(args) -> None:
@@ -317,7 +328,7 @@ def cmd_sweep(args) -> None:
             apply_override(cfg, o)
         checkpoints = sorted({args.seconds // 2, args.seconds})
         run = train_ours(cfg, checkpoints, Path("/tmp/sweep") / name)
-        score = {str(m): ev.versus_published(Path("/tmp/sweep") / name / str(m)) for m in checkpoints}
+        score = {str(m): ev.versus_published(Path("/tmp/sweep") / name, m) for m in checkpoints}
         rows[name] = {"overrides": expand(SWEEP[name]), **run, "scores": score}
         print(name, json.dumps(score), flush=True)
     print("written", save("learning_sweep", {"seconds": args.seconds, "seed": SEED, "candidates": rows}))
@@ -326,7 +337,7 @@ def cmd_sweep(args) -> None:
 def cmd_refcheck(_args) -> None:
     """A 20-second run of the reference and its snapshot loaded here: the driver works."""
     run = train_reference(published_config(), [20], Path("/tmp/refcheck"))
-    print("reference", json.dumps(run), json.dumps(Evaluator(200).versus_published(Path("/tmp/refcheck/20"))))
+    print("reference", json.dumps(run), json.dumps(Evaluator(200).versus_published(Path("/tmp/refcheck"), 20)))
 
 
 def cmd_plot(_args) -> None:

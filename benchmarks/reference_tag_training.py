@@ -6,9 +6,10 @@ wraps its per-iteration update call to read the clock. Its import name is also `
 it runs in its own process with the reference first on ``PYTHONPATH`` (see
 ``learning_side_by_side.py``). Usage::
 
-    python reference_tag_training.py '<json: {"config": {...}, "marks": [30, 60, ...], "out": dir}>'
+    python reference_tag_training.py '<json: {"config": {...}, "marks": [30, 60, ...], "out": dir,
+                                              "snapshot": "{mark}s_{tag}.state_dict"}>'
 
-Writes ``<out>/<mark>/<tag>.state_dict`` (the reference's own ``state_dict()``; 2.7.1's format)
+Writes ``<out>/<spec["snapshot"] with mark and tag>`` (the reference's own ``state_dict()``; 2.7.1's format)
 and prints one ``RESULT {json}`` line: per mark, the elapsed seconds and env steps.
 """
 
@@ -51,11 +52,10 @@ def main(spec: dict) -> dict:
         elapsed = time.perf_counter() - state["start"]
         while pending and elapsed >= pending[0]:
             mark = pending.pop(0)
-            folder = os.path.join(out, str(mark))
-            os.makedirs(folder, exist_ok=True)
+            os.makedirs(out, exist_ok=True)
             for tag, model in trainer.models.items():
                 torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
-                           os.path.join(folder, f"{tag}.state_dict"))
+                           os.path.join(out, spec["snapshot"].format(mark=mark, tag=tag)))
             snapshots.append({"mark_s": mark, "elapsed_s": round(elapsed, 2), "iterations": state["iters"],
                               "env_steps": state["iters"] * batch})
         if not pending:

@@ -66,22 +66,22 @@ def test_training_to_marks_writes_snapshots_that_cross_play(lsbs):
     assert first["env_steps"] % 40 == 0
     for mark in (1, 2):
         for tag in ("tagger", "runner"):
-            assert (lsbs.SIDE / "ours" / str(mark) / f"{tag}.state_dict").is_file()
+            assert (lsbs.SIDE / "ours" / f"{mark}s_{tag}.state_dict").is_file()
 
     ev = lsbs.Evaluator(num_envs=4)
-    row = ev.tagged(lsbs.SIDE / "ours" / "2" / "tagger.state_dict", "random", episodes=2)
+    row = ev.tagged(lsbs.SIDE / "ours" / "2s_tagger.state_dict", "random", episodes=2)
     assert row["n"] == 8 and 0.0 <= row["mean"] <= 1.0 and np.isfinite(row["ci95"])
     # every tagged fraction is a multiple of 1/3 (3 runners): the return -> fraction map is exact
     ret = ev.trainer.evaluate(deterministic=False, num_episodes=1)["runner"]["episode_return"]
     frac = (lsbs.END_REWARD - ret) / (lsbs.END_REWARD - lsbs.TAG_PENALTY)
     assert np.allclose(frac * 3, np.round(frac * 3), atol=1e-5)
-    versus = ev.versus_published(lsbs.SIDE / "ours" / "1")
+    versus = ev.versus_published(lsbs.SIDE / "ours", 1)
     assert set(versus) == {"taggers_vs_published_runners", "published_taggers_vs_runners"}
 
 
 def test_reference_paths_and_sources(lsbs):
-    assert lsbs.source_path("ours-2min", "tagger") == lsbs.SIDE / "ours" / "120" / "tagger.state_dict"
-    assert lsbs.source_path("reference-5min", "runner") == lsbs.SIDE / "reference" / "300" / "runner.state_dict"
+    assert lsbs.source_path("ours-2min", "tagger") == lsbs.SIDE / "ours" / "120s_tagger.state_dict"
+    assert lsbs.source_path("reference-5min", "runner") == lsbs.SIDE / "reference" / "300s_runner.state_dict"
     assert lsbs.source_path("random", "runner") == "random"
     assert lsbs.marks()[:2] == [30, 60] and set(lsbs.BUDGETS) <= set(lsbs.marks())
     assert lsbs.expand(["policy.{p}.lr=0.1", "trainer.num_envs=3"]) == [
