@@ -257,10 +257,10 @@ def source_path(source: str, tag: str) -> str | Path:
     return SIDE / framework / SNAPSHOT.format(mark=int(budget.rstrip("min")) * 60, tag=tag)
 
 
-def crossplay(ev: Evaluator) -> dict:
+def crossplay(ev: Evaluator, sources: tuple[str, ...] = SOURCES) -> dict:
     matrix = {}
-    for tagger in SOURCES:
-        for runner in SOURCES:
+    for tagger in sources:
+        for runner in sources:
             matrix[f"{tagger} | {runner}"] = ev.tagged(source_path(tagger, "tagger"), source_path(runner, "runner"))
             logger.info("taggers %s vs runners %s: %s", tagger, runner, matrix[f"{tagger} | {runner}"])
     return matrix
@@ -279,13 +279,15 @@ def save(name: str, payload: dict) -> Path:
 
 
 def copy_to_out(folder: Path) -> None:
+    """One tar of a framework's snapshots and run.json into $OUT (the lending tool returns 8 files)."""
     if os.environ.get("OUT"):
-        import shutil
+        import tarfile
 
-        shutil.copytree(folder, Path(os.environ["OUT"]) / "side_by_side" / folder.name, dirs_exist_ok=True)
+        with tarfile.open(Path(os.environ["OUT"]) / f"side_by_side_{folder.name}.tar", "w") as tar:
+            tar.add(folder, arcname=folder.name)
 
 
-def train_and_curve(framework: str) -> None:
+def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES) -> None:
     """Train one framework for the budgets, evaluate its snapshots against the published policies,
     write ``<framework>/run.json``; if the other framework's run is there, finish (cross-play, JSON)."""
     cfg = ours_config() if framework == "ours" else published_config()
@@ -299,19 +301,20 @@ def train_and_curve(framework: str) -> None:
         runs = {framework: {"config": cfg, **run}, other.parent.name: json.loads(other.read_text())}
         payload = {"budgets_s": list(BUDGETS), "seed": SEED, "env_seed": cfg["env"]["seed"],
                    "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
-                   "ours": runs["ours"], "reference": runs["reference"], "crossplay": crossplay(ev)}
+                   "ours": runs["ours"], "reference": runs["reference"], "sources": list(sources),
+                   "crossplay": crossplay(ev, sources)}
         print("written", save("learning_side_by_side", payload))
     else:
         logger.info("%s not there yet: run the other framework's command to finish", other)
     copy_to_out(SIDE / framework)
 
 
-def cmd_ours(_args) -> None:
-    train_and_curve("ours")
+def cmd_ours(args) -> None:
+    train_and_curve("ours", tuple(args.sources))
 
 
-def cmd_reference(_args) -> None:
-    train_and_curve("reference")
+def cmd_reference(args) -> None:
+    train_and_curve("reference", tuple(args.sources))
 
 
 def cmd_sweep(args) -> None:
@@ -350,8 +353,11 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("ours", help="train ours for the budgets, evaluate its snapshots").set_defaults(fn=cmd_ours)
-    sub.add_parser("reference", help="train the reference, evaluate, cross-play, write JSON").set_defaults(fn=cmd_reference)
+    for name, fn in (("ours", cmd_ours), ("reference", cmd_reference)):
+        sp = sub.add_parser(name, help=f"train {name} for the budgets, evaluate its snapshots; cross-play if both ran")
+        sp.add_argument("--sources", nargs="+", default=list(SOURCES),
+                        help="cross-play sources: <ours|reference>-<N>min (the snapshot at N*60 s), published-1e9, random")
+        sp.set_defaults(fn=fn)
     sub.add_parser("refcheck", help="20 s of the reference's trainer, its snapshot evaluated").set_defaults(fn=cmd_refcheck)
     sub.add_parser("plot", help="heatmap and curves from the results JSON").set_defaults(fn=cmd_plot)
     sw = sub.add_parser("sweep", help="score candidate Tag settings for a short budget each")
