@@ -58,7 +58,9 @@ def make_trainer_for_rank(ctx):
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 
-    cfg = load_run_config(get_default_config_path("tag_continuous"), ["trainer.env_backend=pycuda", "saving.metrics_log_freq=100000000",
+    from common import TAG_TUTORIAL_A2C
+
+    cfg = load_run_config(get_default_config_path("tag_continuous"), [*TAG_TUTORIAL_A2C, "trainer.env_backend=pycuda", "saving.metrics_log_freq=100000000",
                                                                       "saving.model_params_save_freq=100000000", *PER_GPU])
     env = get_example_env_class("tag_continuous")(**cfg.env)
     w = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend="pycuda", device_id=ctx.local_rank, process_id=ctx.rank)

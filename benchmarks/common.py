@@ -52,15 +52,29 @@ def write_results(name: str, payload: dict[str, Any]) -> Path:
     return paths[-1]
 
 
+#: The 2.7.1 tutorial's training settings for Tag continuous (A2C, 100 envs): what the speed benchmarks
+#: measure side by side with the reference. The bundled config now carries this project's measured
+#: defaults (PPO, 1,000 envs; benchmarks/learning_side_by_side.py), so speed runs pin these.
+TAG_TUTORIAL_A2C = [
+    "trainer.num_envs=100", "trainer.train_batch_size=25000",
+    *(f"policy.{p}.{k}" for p in ("runner", "tagger") for k in (
+        "algorithm=A2C", "vf_loss_coeff=1", "entropy_coeff=0.05", "normalize_advantage=false", "gae_lambda=1.0",
+        "num_epochs=null", "num_minibatches=1", "clip_grad_norm=true", "max_grad_norm=0.5")),
+    "policy.runner.lr=0.005", "policy.tagger.lr=0.001",
+]
+
+
 def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", results_dir: str = "/tmp/wd_bench") -> Any:
-    """Trainer for a bundled example config with dotted overrides."""
+    """Trainer for a bundled example config with dotted overrides (Tag continuous: on top of
+    :data:`TAG_TUTORIAL_A2C`)."""
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
     from warp_drive.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 
-    cfg = load_run_config(get_default_config_path(env_name), [f"trainer.env_backend={backend}",
+    tutorial = TAG_TUTORIAL_A2C if env_name == "tag_continuous" else []
+    cfg = load_run_config(get_default_config_path(env_name), [*tutorial, f"trainer.env_backend={backend}",
                           "saving.metrics_log_freq=1000000", "saving.model_params_save_freq=100000000", *overrides])
     env = get_example_env_class(env_name)(**cfg.env)
     wrapper = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend=backend)

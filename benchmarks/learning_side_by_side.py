@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(os.environ.get("WARP_DRIVE_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 SIDE = RESULTS / "side_by_side"
 FILES = {"tagger": "tagger_1000010000.state_dict", "runner": "runner_1000010000.state_dict"}
 BUDGETS = (120, 300)
@@ -53,7 +53,19 @@ CURVE_EVERY = 30
 SEED = 1234
 EVAL_ENVS, EVAL_EPISODES = 400, 2
 SNAPSHOT = "{mark}s_{tag}.state_dict"  # <framework folder>/<SNAPSHOT>: flat, so copies of $OUT keep it
-SOURCES = ("ours-2min", "ours-5min", "reference-2min", "reference-5min", "published-1e9", "random")
+FIXED_SOURCES = ("published-1e9", "random")
+
+
+def label(framework: str, seconds: int) -> str:
+    """``ours-2min`` for 120 s, ``ours-45s`` for 45 s."""
+    return f"{framework}-{seconds // 60}min" if seconds % 60 == 0 else f"{framework}-{seconds}s"
+
+
+def default_sources(budgets=BUDGETS) -> tuple[str, ...]:
+    return (*(label(f, b) for f in ("ours", "reference") for b in budgets), *FIXED_SOURCES)
+
+
+SOURCES = default_sources()  # ours-2min, ours-5min, reference-2min, reference-5min, published-1e9, random
 TAG_PENALTY, END_REWARD = -10.0, 1.0
 ANCHOR_SITE = "/tmp/anchor_site"
 BACKEND = "pycuda"  # the CPU smoke test sets "cpu"
@@ -254,7 +266,8 @@ def source_path(source: str, tag: str) -> str | Path:
     if source in ("random", "published-1e9"):
         return source
     framework, budget = source.split("-")
-    return SIDE / framework / SNAPSHOT.format(mark=int(budget.rstrip("min")) * 60, tag=tag)
+    seconds = int(budget[:-3]) * 60 if budget.endswith("min") else int(budget.rstrip("s"))
+    return SIDE / framework / SNAPSHOT.format(mark=seconds, tag=tag)
 
 
 def crossplay(ev: Evaluator, sources: tuple[str, ...] = SOURCES) -> dict:
@@ -267,8 +280,8 @@ def crossplay(ev: Evaluator, sources: tuple[str, ...] = SOURCES) -> dict:
 
 
 # ----------------------------------------------------------------------------- commands
-def marks() -> list[int]:
-    return sorted(set(range(CURVE_EVERY, max(BUDGETS) + 1, CURVE_EVERY)) | set(BUDGETS))
+def marks(budgets=BUDGETS, every: int = CURVE_EVERY) -> list[int]:
+    return sorted(set(range(every, max(budgets) + 1, every)) | set(budgets))
 
 
 def save(name: str, payload: dict) -> Path:
@@ -287,19 +300,20 @@ def copy_to_out(folder: Path) -> None:
             tar.add(folder, arcname=folder.name)
 
 
-def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES) -> None:
+def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=BUDGETS,
+                    every: int = CURVE_EVERY) -> None:
     """Train one framework for the budgets, evaluate its snapshots against the published policies,
     write ``<framework>/run.json``; if the other framework's run is there, finish (cross-play, JSON)."""
     cfg = ours_config() if framework == "ours" else published_config()
     train = train_ours if framework == "ours" else train_reference
-    run = train(cfg, marks(), SIDE / framework)
+    run = train(cfg, marks(budgets, every), SIDE / framework)
     ev = Evaluator()
     run["curve"] = curve(ev, run, SIDE / framework)
     (SIDE / framework / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
     other = SIDE / ("reference" if framework == "ours" else "ours") / "run.json"
     if other.is_file():
         runs = {framework: {"config": cfg, **run}, other.parent.name: json.loads(other.read_text())}
-        payload = {"budgets_s": list(BUDGETS), "seed": SEED, "env_seed": cfg["env"]["seed"],
+        payload = {"budgets_s": list(budgets), "seed": SEED, "env_seed": cfg["env"]["seed"],
                    "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
                    "ours": runs["ours"], "reference": runs["reference"], "sources": list(sources),
                    "crossplay": crossplay(ev, sources)}
@@ -310,11 +324,11 @@ def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES) -> None:
 
 
 def cmd_ours(args) -> None:
-    train_and_curve("ours", tuple(args.sources))
+    train_and_curve("ours", tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
 
 
 def cmd_reference(args) -> None:
-    train_and_curve("reference", tuple(args.sources))
+    train_and_curve("reference", tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
 
 
 def cmd_sweep(args) -> None:
@@ -346,7 +360,8 @@ def cmd_refcheck(_args) -> None:
 def cmd_plot(_args) -> None:
     from plot_learning import plot_all
 
-    plot_all(RESULTS)
+    for path in plot_all(RESULTS):
+        print("written", path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -355,8 +370,11 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, fn in (("ours", cmd_ours), ("reference", cmd_reference)):
         sp = sub.add_parser(name, help=f"train {name} for the budgets, evaluate its snapshots; cross-play if both ran")
-        sp.add_argument("--sources", nargs="+", default=list(SOURCES),
-                        help="cross-play sources: <ours|reference>-<N>min (the snapshot at N*60 s), published-1e9, random")
+        sp.add_argument("--sources", nargs="+", default=None,
+                        help="cross-play sources: <ours|reference>-<N>min or -<N>s (the snapshot at that time), "
+                             "published-1e9, random (default: both frameworks at each budget, published, random)")
+        sp.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="seconds (default: 120 300)")
+        sp.add_argument("--curve-every", type=int, default=CURVE_EVERY, help="seconds between curve snapshots")
         sp.set_defaults(fn=fn)
     sub.add_parser("refcheck", help="20 s of the reference's trainer, its snapshot evaluated").set_defaults(fn=cmd_refcheck)
     sub.add_parser("plot", help="heatmap and curves from the results JSON").set_defaults(fn=cmd_plot)

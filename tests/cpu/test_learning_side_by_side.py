@@ -86,3 +86,18 @@ def test_reference_paths_and_sources(lsbs):
     assert lsbs.marks()[:2] == [30, 60] and set(lsbs.BUDGETS) <= set(lsbs.marks())
     assert lsbs.expand(["policy.{p}.lr=0.1", "trainer.num_envs=3"]) == [
         "policy.tagger.lr=0.1", "policy.runner.lr=0.1", "trainer.num_envs=3"]
+
+
+def test_bundled_tag_config_carries_the_chosen_settings(lsbs):
+    """example_envs/tag_continuous/run_config.yaml holds the sweep's chosen settings (README and
+    the run config's comment cite the benchmark that chose them)."""
+    import copy
+
+    from warp_drive.config.load import apply_override
+
+    bundled = yaml.safe_load((BENCH.parent / "example_envs/tag_continuous/run_config.yaml").read_text())
+    applied = copy.deepcopy(bundled)
+    for override in [o for o in lsbs.COMMON if o.startswith("trainer.")] + lsbs.expand(lsbs.SWEEP[lsbs.CHOSEN]):
+        apply_override(applied, override)
+    assert applied["policy"] == bundled["policy"] and applied["trainer"] == bundled["trainer"]
+    assert bundled["policy"]["runner"]["algorithm"] == "PPO"
