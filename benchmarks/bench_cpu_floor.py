@@ -22,14 +22,19 @@ load (recorded, with the load average); ``cpu_time_ratio`` (the iteration's proc
 floor x threads) does not count time the process waited for a core. With ``--threads 1`` it is
 the contention-free version of the time ratio.
 
+The rollout runs as the trainer runs it: on two or more torch threads, in env parts, one thread
+each (:mod:`warp_drive.training.cpu_pipeline`); ``--rollout plain`` turns the env's opt-in off
+for the plain loop (to compare). Each entry records which one ran (``rollout_mode``).
+
 Usage::
 
     python benchmarks/bench_cpu_floor.py                     # the small config (< 1 min)
     python benchmarks/bench_cpu_floor.py --configs small tutorial
     python benchmarks/bench_cpu_floor.py --label before      # results/cpu_floor_before.json
+    python benchmarks/bench_cpu_floor.py --out /tmp/x.json   # anywhere else
 
-Writes ``benchmarks/results/cpu_floor[_<label>].json`` with the machine (CPU model, cores, torch
-version and threads, load average), the commit and one entry per config.
+Writes ``benchmarks/results/cpu_floor[_<label>].json`` (or ``--out``) with the machine (CPU model,
+cores, torch version and threads, load average), the commit and one entry per config.
 """
 
 from __future__ import annotations
@@ -202,9 +207,22 @@ def rollout_buffer_bytes(trainer: Any) -> int:
     return total
 
 
+def rollout_mode(trainer: Any) -> str:
+    """How the trainer's rollouts run: ``"<n> env parts"`` (one thread each) or ``"plain loop (<why>)"``."""
+    import torch
+
+    from warp_drive.training.cpu_pipeline import why_not_parts
+
+    reason = why_not_parts(trainer.rollout)
+    if reason is None:
+        return f"{min(torch.get_num_threads(), trainer.env_wrapper.n_envs)} env parts"
+    return f"plain loop ({reason})"
+
+
 # ---------------------------------------------------------------------------------- one config
-def measure(name: str, iters: int) -> dict[str, Any]:
-    """Runs in the child process: build, warm up, time ``iters`` iterations."""
+def measure(name: str, iters: int, rollout: str = "auto") -> dict[str, Any]:
+    """Runs in the child process: build, warm up, time ``iters`` iterations (``rollout``: "auto",
+    as the trainer runs it, or "plain": the plain loop even where env parts apply)."""
     import numpy as np  # noqa: F401  (loaded before the baseline: not the trainer's memory)
     import torch
 
@@ -227,6 +245,10 @@ def measure(name: str, iters: int) -> dict[str, Any]:
     base_rss = _status_mib("VmRSS")
     peak_ok = _reset_peak()
     t = make_trainer("tag_continuous", overrides + ["trainer.seed=0"], backend="cpu", results_dir="/tmp/wd_bench_cpu_floor")
+    from warp_drive.training.cpu_pipeline import SEPARABLE
+
+    if rollout == "plain":
+        setattr(type(t.env_wrapper.env), SEPARABLE, False)
     t.env_wrapper.reset_all_envs()
     t._begin_episodes()
     t.started = True
@@ -236,6 +258,7 @@ def measure(name: str, iters: int) -> dict[str, Any]:
     w0 = time.perf_counter()
     t.update(t.generate_rollout())  # warm-up iteration
     warm = time.perf_counter() - w0
+    mode = rollout_mode(t)
     rollout_s, update_s, cpu_s = [], [], []
     for _ in range(iters):
         c0, r0 = time.process_time(), time.perf_counter()
@@ -263,6 +286,7 @@ def measure(name: str, iters: int) -> dict[str, Any]:
         "num_envs": t.env_wrapper.n_envs,
         "num_agents": t.env_wrapper.n_agents,
         "steps_per_env": t.steps_per_iter,
+        "rollout_mode": mode,
         "agent_samples": t.steps_per_iter * t.env_wrapper.n_envs * t.env_wrapper.n_agents,
         "warmup_iteration_s": warm,
         "rollout_s": rollout_s,
@@ -292,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=1, help="timed iterations per config (after one warm-up)")
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     ap.add_argument("--label", default="", help="suffix of the results file name")
+    ap.add_argument("--out", default=None, help="results file (default: results/cpu_floor[_<label>].json)")
+    ap.add_argument("--rollout", default="auto", choices=("auto", "plain"),
+                    help="auto: as the trainer runs it (env parts on >= 2 threads); plain: the plain loop")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     import torch
@@ -299,11 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.child:
-        print(json.dumps(measure(args.child, args.iters)))
+        print(json.dumps(measure(args.child, args.iters, args.rollout)))
         return 0
     results = []
     for name in args.configs:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--iters", str(args.iters)]
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--iters", str(args.iters),
+               "--rollout", args.rollout]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         load = os.getloadavg()
@@ -314,12 +342,14 @@ def main(argv: list[str] | None = None) -> int:
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         r["load_average_before"], r["load_average_after"] = load, os.getloadavg()
         results.append(r)
-        print(f"{name}: iteration {r['iteration_s']:.2f} s (rollout {min(r['rollout_s']):.2f} + update "
+        print(f"{name} ({r['rollout_mode']}): iteration {r['iteration_s']:.2f} s "
+              f"(rollout {min(r['rollout_s']):.2f} + update "
               f"{min(r['update_s']):.2f}), floor {r['time_floor_s']:.2f} s at {r['gemm_flops_per_s'] / 1e9:.1f} GFLOP/s "
               f"-> {r['time_ratio']:.2f}x (CPU time {r['cpu_time_ratio']:.2f}x); peak +{r['peak_added_bytes'] / 2**20:.0f} MiB vs rollout buffers "
               f"{r['rollout_buffer_bytes'] / 2**20:.0f} MiB -> {r['memory_ratio']:.2f}x", flush=True)
     doc = {"benchmark": "cpu_floor", "machine": machine_info(), "results": results}
-    path = HERE / "results" / (f"cpu_floor_{args.label}.json" if args.label else "cpu_floor.json")
+    file_name = f"cpu_floor_{args.label}.json" if args.label else "cpu_floor.json"
+    path = Path(args.out) if args.out else HERE / "results" / file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
     if os.environ.get("OUT"):

@@ -60,8 +60,8 @@ def measure_plain_loop(engine, iters: int) -> dict:
     _sync(engine.device)
     start = time.perf_counter()
     for _ in range(iters):
-        engine.update(engine.generate_rollout())
-        engine.iteration += 1
+        engine.update_policies(engine.collect())
+        engine.end_iteration()
     _sync(engine.device)
     wall = time.perf_counter() - start
     return {"iterations": iters, "wall_s": wall, "env_steps_per_s": iters * engine.config.trainer.train_batch_size / wall}

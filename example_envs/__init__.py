@@ -1,12 +1,17 @@
-"""Example environments shipped with warp_drive, looked up by name.
+"""Example environments shipped with warp_drive; importing this package registers them by name.
 
-Classes are imported lazily (by import string), so ``import example_envs`` costs nothing and an env
-whose module is missing fails only when it is asked for::
+``import example_envs`` registers every example env in warp_drive's module-level env registrar
+(:data:`warp_drive.env.env_registrar`, also :data:`example_envs.registrar`) by import path, so
+classes are imported only when asked for and an env whose module is missing fails only then. The
+library finds them there (the interop adapters, ``EnvWrapper(env_name=...)``, the training
+scripts), or in any registrar you pass::
 
-    from example_envs import get_example_env_class, get_default_config_path
+    import example_envs
+    from warp_drive.interop import WarpDriveVectorEnv
 
-    TagContinuous = get_example_env_class("tag_continuous")
-    config_path = get_default_config_path("tag_continuous")
+    envs = WarpDriveVectorEnv("cartpole", num_envs=8)
+    TagContinuous = example_envs.get_example_env_class("tag_continuous")
+    config_path = example_envs.get_default_config_path("tag_continuous")
 
 The bottom half holds the small argument checks the example envs share: each raises
 :class:`~warp_drive.errors.ConfigError` naming the env, the argument, the value seen and the fix.
@@ -14,22 +19,30 @@ The bottom half holds the small argument checks the example envs share: each rai
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import importlib.util
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from warp_drive.errors import ConfigError
+from warp_drive.config._checks import closest_match
+from warp_drive.env.backends import canonical_backend
+from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
+from warp_drive.errors import ConfigError, UnknownEnvError
+
+_HERE = Path(__file__).resolve().parent
 
 
 class ExampleEnvSpec(NamedTuple):
-    """Where an example env lives: ``"package.module:Class"`` and its run config file name."""
+    """Where an example env lives: ``"package.module:Class"`` and its run config file name (next to
+    the module)."""
 
     import_path: str
     config_file: str = "run_config.yaml"
+
+    def config_path(self) -> Path:
+        """The run config: ``config_file`` in the folder of the env's module."""
+        module = self.import_path.partition(":")[0]
+        return _HERE.joinpath(*module.split(".")[1:-1], self.config_file)
 
 
 _EXAMPLE_ENVS: dict[str, ExampleEnvSpec] = {
@@ -40,11 +53,7 @@ _EXAMPLE_ENVS: dict[str, ExampleEnvSpec] = {
         "run_config_with_reset_pool.yaml",
     ),
     "dummy_env": ExampleEnvSpec("example_envs.dummy_env.dummy_env:DummyEnv"),
-}
-
-# Hook for the single-agent classic-control envs (example_envs/classic_control/<env>/<env>.py).
-# Nothing is imported until asked; a run config is looked up as run_config.yaml next to the module.
-_CLASSIC_CONTROL_ENVS: dict[str, ExampleEnvSpec] = {
+    # the single-agent classic-control envs (example_envs/classic_control/<env>/<env>.py)
     "cartpole": ExampleEnvSpec("example_envs.classic_control.cartpole.cartpole:ClassicControlCartPoleEnv"),
     "acrobot": ExampleEnvSpec("example_envs.classic_control.acrobot.acrobot:ClassicControlAcrobotEnv"),
     "mountain_car": ExampleEnvSpec(
@@ -58,36 +67,42 @@ _CLASSIC_CONTROL_ENVS: dict[str, ExampleEnvSpec] = {
 }
 
 
+def register_example_envs(target: EnvironmentRegistrar) -> EnvironmentRegistrar:
+    """Register every example env (by import path, with its run config) in ``target``; returns it."""
+    for name, spec in _EXAMPLE_ENVS.items():
+        target.register(name, spec.import_path, run_config=spec.config_path())
+    return target
+
+
+#: The registrar the example envs registered in: warp_drive's module-level one.
+registrar = register_example_envs(env_registrar)
+
+
 def example_env_names() -> list[str]:
     """Every name :func:`get_example_env_class` accepts."""
-    return sorted({**_EXAMPLE_ENVS, **_CLASSIC_CONTROL_ENVS})
+    return sorted(_EXAMPLE_ENVS)
 
 
-def _spec(name: str) -> ExampleEnvSpec:
-    table = {**_EXAMPLE_ENVS, **_CLASSIC_CONTROL_ENVS}
+def _check_name(name: str) -> str:
     key = str(name).lower()
-    if key not in table:
-        match = difflib.get_close_matches(key, table, n=1)
-        hint = f"did you mean '{match[0]}'? " if match else ""
-        raise ConfigError(f"unknown example env '{name}'; {hint}known: {', '.join(sorted(table))}")
-    return table[key]
+    if key not in _EXAMPLE_ENVS:
+        match = closest_match(key, _EXAMPLE_ENVS)
+        hint = f"did you mean '{match}'? " if match else ""
+        raise UnknownEnvError(f"unknown example env '{name}'; {hint}known: {', '.join(sorted(_EXAMPLE_ENVS))}")
+    if not registrar.has_env(key):  # an entry added to the table after import
+        spec = _EXAMPLE_ENVS[key]
+        registrar.register(key, spec.import_path, run_config=spec.config_path())
+    return key
 
 
 def get_example_env_class(name: str) -> type:
-    """The env class registered under ``name`` (imported on first use).
+    """The example env class registered under ``name`` (imported on first use).
 
     Raises:
-        ConfigError: ``name`` is unknown, or its module cannot be imported.
+        ConfigError: ``name`` is unknown (:class:`~warp_drive.errors.UnknownEnvError`), or its
+            module cannot be imported.
     """
-    module_name, _, class_name = _spec(name).import_path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ConfigError(f"example env '{name}' lives in {module_name}, which failed to import: {err}") from err
-    try:
-        return getattr(module, class_name)
-    except AttributeError:
-        raise ConfigError(f"example env '{name}': {module_name} has no class {class_name}") from None
+    return registrar.get(_check_name(name))
 
 
 def get_default_config_path(name: str) -> Path:
@@ -96,15 +111,7 @@ def get_default_config_path(name: str) -> Path:
     Raises:
         ConfigError: ``name`` is unknown or the config file does not exist.
     """
-    spec = _spec(name)
-    module_name = spec.import_path.partition(":")[0]
-    found = importlib.util.find_spec(module_name)
-    if found is None or found.origin is None:
-        raise ConfigError(f"example env '{name}': module {module_name} was not found")
-    path = Path(found.origin).with_name(spec.config_file)
-    if not path.is_file():
-        raise ConfigError(f"example env '{name}' has no run config at {path}")
-    return path
+    return registrar.run_config_path(_check_name(name))
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -112,8 +119,8 @@ def reject_unknown_kwargs(env_name: str, unknown: Mapping[str, Any], accepted: I
     """Raise ConfigError for the first unknown keyword argument, with a did-you-mean hint."""
     accepted = list(accepted)
     for key, value in unknown.items():
-        match = difflib.get_close_matches(key, accepted, n=1)
-        hint = f"did you mean '{match[0]}'?" if match else f"accepted: {', '.join(accepted)}"
+        match = closest_match(key, accepted)
+        hint = f"did you mean '{match}'?" if match else f"accepted: {', '.join(accepted)}"
         raise ConfigError(f"{env_name}: unknown argument {key}={value!r}; {hint}")
 
 
@@ -166,20 +173,17 @@ def check_choice(env_name: str, key: str, value: Any, choices: Iterable[str]) ->
     """One of ``choices`` (strings), with a did-you-mean hint otherwise."""
     choices = list(choices)
     if value not in choices:
-        match = difflib.get_close_matches(str(value), choices, n=1)
-        hint = f"did you mean '{match[0]}'? " if match else ""
+        match = closest_match(str(value), choices)
+        hint = f"did you mean '{match}'? " if match else ""
         raise ConfigError(f"{env_name}: {key}={value!r} is unknown; {hint}use one of {', '.join(map(repr, choices))}")
     return str(value)
 
 
 def check_backend(env_name: str, value: Any) -> str:
-    """``"cpu"`` or ``"pycuda"`` (the wrapper sets the real backend later). 2.7.1's ``"numba"``
-    is accepted and means ``"pycuda"``: the env's CUDA kernels stand in for its Numba ones."""
-    if value == "numba":
-        return "pycuda"
-    if value not in ("cpu", "pycuda"):
-        raise ConfigError(f"{env_name}: env_backend={value!r} is unknown; use 'cpu' or 'pycuda'")
-    return str(value)
+    """``"cpu"`` or ``"pycuda"`` from any accepted spelling (:mod:`warp_drive.env.backends`; the
+    wrapper sets the real backend later). 2.7.1's ``"numba"`` means ``"pycuda"``: the env's CUDA
+    kernels stand in for its Numba ones."""
+    return canonical_backend(value, f"{env_name}: env_backend")
 
 
 def _is_numpy_int(value: Any) -> bool:

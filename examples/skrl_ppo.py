@@ -32,6 +32,7 @@ from torch import nn
 if __package__ in (None, ""):  # run as a script from a checkout: make warp_drive importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import example_envs  # noqa: E402,F401 - registers the example envs (by name) in warp_drive's env registrar
 from warp_drive.interop import WarpDriveVectorEnv
 
 try:

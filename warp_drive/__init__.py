@@ -13,10 +13,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "EnvWrapper": "warp_drive.env_wrapper",
-    "DataFeed": "warp_drive.utils.data_feed",
-    "Constants": "warp_drive.utils.constants",
-    "CUDAEnvironmentContext": "warp_drive.utils.gpu_environment_context",
-    "EnvironmentRegistrar": "warp_drive.utils.env_registrar",
+    "DataFeed": "warp_drive.env.data_feed",
+    "Constants": "warp_drive.env.constants",
+    "CUDAEnvironmentContext": "warp_drive.env.context",
+    "EnvironmentRegistrar": "warp_drive.env.registrar",
     "DataManager": "warp_drive.managers.data_manager",
     "CPUDataManager": "warp_drive.managers.data_manager",
     "FunctionManager": "warp_drive.managers.function_manager",

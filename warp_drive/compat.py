@@ -12,7 +12,11 @@ from __future__ import annotations
 COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.pytorch_lightning": "WarpDriveModule, CUDACallback, PerfStatsCallback (+ data module, WarpDriveDataset) bound to pytorch_lightning (tutorial 7)",
     "warp_drive.env_cpu_gpu_consistency_checker": "EnvironmentCPUvsGPU, generate_random_actions (warp_drive.utils.env_cpu_gpu_consistency_checker)",
-    "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.utils.placeholders)",
+    "warp_drive.utils.gpu_environment_context": "CUDAEnvironmentContext, the env base class (warp_drive.env.context)",
+    "warp_drive.utils.data_feed": "DataFeed (warp_drive.env.data_feed)",
+    "warp_drive.utils.constants": "Constants, the reserved data names (warp_drive.env.constants)",
+    "warp_drive.utils.env_registrar": "EnvironmentRegistrar, env_registrar (warp_drive.env.registrar)",
+    "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.env.placeholders)",
     "warp_drive.managers.pycuda_managers": "package of the 2.7.1 PyCUDA manager modules (warp_drive.managers)",
     "warp_drive.managers.pycuda_managers.pycuda_data_manager": "PyCUDADataManager, CudaTensorHolder, CUDADataManager (warp_drive.managers.pycuda_data_manager)",
     "warp_drive.managers.pycuda_managers.pycuda_function_manager": "PyCUDAFunctionManager, PyCUDASampler, PyCUDAEnvironmentReset, PyCUDALogController, CUDAFunctionFeed and base names (warp_drive.managers.*)",
@@ -53,5 +57,5 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.training.setup_and_train)",
     "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.training.setup_and_train)",
-    "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (warp_drive.utils.rollout_animation)",
+    "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
 }

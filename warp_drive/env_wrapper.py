@@ -34,41 +34,40 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from warp_drive.errors import ConfigError
+from warp_drive.env.backends import canonical_backend, is_numba
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.env.data_feed import DataFeed
+from warp_drive.env.placeholders import placeholder_feed
+from warp_drive.env.registrar import EnvironmentRegistrar
+from warp_drive.env.registrar import env_registrar as default_registrar
+from warp_drive.env.schema import check_array_schema
+from warp_drive.errors import ConfigError, UsageError
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.function_manager import FunctionFeed
 from warp_drive.utils.argument_fix import Argfix
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.env_registrar import EnvironmentRegistrar
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext, has_vectorised_cpu_step
 from warp_drive.utils.obs_checks import check_reset_observations
-from warp_drive.utils.placeholders import placeholder_feed
 from warp_drive.utils.recursive_obs_dict_to_spaces_dict import recursive_obs_dict_to_spaces_dict
 from warp_drive.utils.spaces import agent_spaces_to_gymnasium
 
 logger = logging.getLogger(__name__)
 
-_BACKEND_ALIASES = {"pycuda": "pycuda", "cuda": "pycuda", "gpu": "pycuda", "cpu": "cpu"}
 DEFAULT_TESTING_BIN = "test_build.fatbin"
 
 
 def resolve_backend(env_backend: Any) -> str:
-    """'pycuda' or 'cpu' from a backend name or a bool (``use_cuda``). ``"numba"`` runs on pycuda,
-    with a warning (warp_drive has no Numba backend; envs run their CUDA kernels instead)."""
+    """'pycuda' or 'cpu' from a backend name (:mod:`warp_drive.env.backends`) or a bool
+    (``use_cuda``). ``"numba"`` runs on pycuda, with a warning (warp_drive has no Numba backend;
+    envs run their CUDA kernels instead)."""
     if isinstance(env_backend, (bool, np.bool_)):
         return "pycuda" if env_backend else "cpu"
-    if isinstance(env_backend, str) and env_backend.lower() == "numba":
+    if is_numba(env_backend):
         warnings.warn(
             "env_backend='numba': warp_drive has no Numba backend; the env's CUDA kernels run on pycuda instead",
             UserWarning,
             stacklevel=2,
         )
-        return "pycuda"
-    try:
-        return _BACKEND_ALIASES[str(env_backend).lower()]
-    except KeyError:
-        raise ConfigError(f"env_backend={env_backend!r} is unknown; use 'pycuda' or 'cpu'") from None
+    return canonical_backend(env_backend)
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -89,7 +88,9 @@ class EnvWrapper:
         blocks_per_env: CUDA blocks per env (default: enough for num_agents on this device).
         env_backend: ``"pycuda"`` (GPU), ``"cpu"``, ``"numba"`` (runs on pycuda) or a bool.
         testing_mode, testing_bin_filename: see the module docstring.
-        env_registrar: an :class:`EnvironmentRegistrar` for ``env_name`` and registered sources.
+        env_registrar: an :class:`EnvironmentRegistrar` for ``env_name`` and registered sources
+            (default for ``env_name``: :data:`warp_drive.env.env_registrar`, where env packages such
+            as ``example_envs`` register themselves).
         event_messenger: 2.7.1's build signal (a multiprocessing Event), set once the build is
             loaded; every process builds (builds are cached by content and safe across processes).
         process_id: rank of this process.
@@ -120,10 +121,12 @@ class EnvWrapper:
         requested = env_backend
         self.env_backend = resolve_backend(env_backend)
         if env_obj is None:
-            if env_name is None or env_registrar is None:
-                raise ConfigError("pass env_obj, or env_name together with env_registrar (and env_config)")
+            if env_name is None:
+                raise ConfigError("pass env_obj, or env_name (with env_config; looked up in env_registrar, by default "
+                                  "warp_drive.env.env_registrar)")
+            env_registrar = env_registrar or default_registrar
             table = self.env_backend
-            if isinstance(requested, str) and requested.lower() == "numba" and env_registrar.has_env(env_name, "numba"):
+            if is_numba(requested) and env_registrar.has_env(env_name, "numba"):
                 table = "numba"
             env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
         self.n_envs = _positive_int("num_envs", num_envs)
@@ -139,7 +142,7 @@ class EnvWrapper:
         self.process_id = process_id
         self.env.env_backend = self.env_backend
 
-        self._host_obs = self.obs_at_reset()
+        self._host_obs = self.env.reset()
         if not isinstance(self._host_obs, Mapping) or not self._host_obs:
             raise ConfigError(
                 f"{type(env_obj).__name__}.reset() must return a dict {{agent_id: observation}}, got "
@@ -228,7 +231,7 @@ class EnvWrapper:
         if source is not None or testing_mode:
             return source
         hint = ""
-        if isinstance(requested, str) and requested.lower() == "numba":
+        if is_numba(requested):
             hint = " (env_backend='numba': warp_drive has no Numba backend and runs the env's CUDA kernels on pycuda"
             numba_module = registrar.get_cuda_env_src_path(self.name, "numba") if registrar is not None else None
             hint += f"; the registered Numba module {numba_module!r} cannot run here)" if numba_module else ")"
@@ -258,15 +261,6 @@ class EnvWrapper:
                 f"on the cpu backend (call reset() / step(actions)); use env_backend='pycuda'"
             )
 
-    # ------------------------------------------------------------------ manager aliases
-    @property
-    def data_manager(self) -> Any:
-        return self.cuda_data_manager
-
-    @property
-    def function_manager(self) -> Any:
-        return self.cuda_function_manager
-
     @property
     def reset_observations(self) -> dict:
         """The observations of the host reset whose state was pushed to every replica."""
@@ -279,15 +273,19 @@ class EnvWrapper:
         on the cpu backend: its observations). Gym-style cpu passthrough: ``env.reset()``."""
         self.env.timestep = 0
         if self._passthrough:
-            return self.obs_at_reset()
+            return self.env.reset()
         if not self.reset_on_host:
             self.env_resetter.reset_when_done(self.cuda_data_manager, mode="force_reset")
             return self._env0_obs() if self._gym_style_cpu else {}
         dm = self.cuda_data_manager
-        pools = self.env.get_reset_pool_dictionary()
-        dm.push_data_to_device(self._with_env_axis(self.env.get_data_dictionary(), pools), torch_accessible=False)
-        dm.push_data_to_device(self._with_env_axis(self.env.get_tensor_dictionary(), pools), torch_accessible=True)
+        data, tensors, pools = (self.env.get_data_dictionary(), self.env.get_tensor_dictionary(),
+                                self.env.get_reset_pool_dictionary())
+        check_array_schema(self.env, (data, tensors, pools))
+        dm.push_data_to_device(self._with_env_axis(data, pools), torch_accessible=False)
+        dm.push_data_to_device(self._with_env_axis(tensors, pools), torch_accessible=True)
         dm.push_data_to_device(pools)
+        if getattr(self.env, "writes_truncation", False):
+            dm.add_truncation_flag()
         dm.push_data_to_device(
             placeholder_feed(self._host_obs, self.env.action_space, self.n_envs, set(dm.names())),
             torch_accessible=True,
@@ -319,7 +317,7 @@ class EnvWrapper:
         """Reset, on the device, every replica whose ``_done_`` flag is set."""
         self._require_store("reset_only_done_envs()")
         if self.reset_on_host:
-            raise ConfigError("call reset_all_envs() once before reset_only_done_envs()")
+            raise UsageError("call reset_all_envs() once before reset_only_done_envs()")
         self.env_resetter.reset_when_done(self.cuda_data_manager, mode="if_done", undo_done_after_reset=undo_done_after_reset)
         return {}
 
@@ -354,7 +352,7 @@ class EnvWrapper:
                 )
             return self.env.step(actions)
         if self.reset_on_host:
-            raise ConfigError("call reset_all_envs() before step_all_envs()")
+            raise UsageError("call reset_all_envs() before step_all_envs()")
         gym_style = isinstance(actions, Mapping)
         if gym_style:
             if not self._gym_style_cpu:
@@ -399,10 +397,6 @@ class EnvWrapper:
         keys = list(self._host_obs[ids[0]])  # dict observations: one array per key
         arrays = {k: dm.pull_data_from_device(f"{Constants.OBSERVATIONS}_{k}")[0] for k in keys}
         return {a: {k: v[i] for k, v in arrays.items()} for i, a in enumerate(ids)}
-
-    def obs_at_reset(self) -> dict:
-        """The env's host reset (``env.reset()``)."""
-        return self.env.reset()
 
     def reset(self) -> dict:
         """Alias of :meth:`reset_all_envs` (gym style)."""

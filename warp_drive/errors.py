@@ -65,3 +65,15 @@ class GeometryError(WarpDriveError, ValueError):
 
 class CheckpointError(ConfigError):
     """A checkpoint or weights file is missing, corrupt, unsafe to load, or does not fit the run."""
+
+
+class UsageError(WarpDriveError, RuntimeError):
+    """A call made out of order or on an object that cannot do it (e.g. ``step()`` before the
+    first reset, or rendering an env that has no renderer)."""
+
+
+class UnknownEnvError(ConfigError, DataNotFoundError):
+    """No env is registered under a name (the message lists the registered names)."""
+
+    def __str__(self) -> str:  # DataNotFoundError's plain message, not KeyError's quoted one
+        return str(self.args[0]) if self.args else ""

@@ -6,9 +6,10 @@ Its NumPy step (:meth:`ClassicControlEnv.numpy_step`, the spec) and its CUDA ste
 row in the precision gymnasium uses (float64 for CartPole, Acrobot, MountainCar and Pendulum;
 float32 for ContinuousMountainCar, whose gymnasium state is float32), then store it as float32.
 
-Episode bookkeeping (both backends): ``_timestep_`` += 1; ``_done_`` = ``TERMINAL_DONE_VALUE``
-(1, or 2 for the MountainCars: goal reached) on termination, even at the time limit, else 1 when
-``_timestep_ >= episode_length`` (truncation), else 0.
+Episode bookkeeping (both backends; CUDA: ``classic_control.cuh``): ``_timestep_`` += 1;
+``_done_`` = ``TERMINAL_DONE_VALUE`` (1, or 2 for the MountainCars: goal reached) on termination,
+even at the time limit, else 1 when ``_timestep_ >= episode_length``, else 0; ``_truncated_`` = 1
+when the time limit ends an episode that did not terminate, else 0.
 
 Initial states follow gymnasium's reset distribution, drawn by a numpy Generator seeded with
 ``seed``: :meth:`reset` uses ``Generator(PCG64(SeedSequence(seed)))``, the generator gymnasium's
@@ -19,7 +20,6 @@ their observations, aligned row by row) is drawn once from a child of that seed 
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -28,16 +28,15 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from gymnasium import spaces
 
+from example_envs import check_backend
+from warp_drive.config._checks import closest_match
+from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.errors import ConfigError
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 
 #: Name of the per-env state array (E, 1, state_dim) in the data store.
 STATE = "state"
 #: Threads per block of the flat-grid step kernels (one thread per env).
 THREADS_PER_BLOCK = 128
-ENV_BACKENDS = ("cpu", "pycuda")
 
 
 class PhysicsParam(NamedTuple):
@@ -200,9 +199,18 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         Constants.ACTIONS,
         Constants.REWARDS,
         Constants.DONE,
+        Constants.TRUNCATED,
         Constants.TIMESTEP,
         ("episode_length", "meta"),
     )
+    writes_truncation = True  # _truncated_: the time limit ended an episode that did not terminate
+    array_schema: ClassVar[Mapping[str, ArraySpec]] = MappingProxyType({
+        STATE: ArraySpec((1, "STATE_DIM")),
+        # with reset_pool_size P >= 2 only
+        Constants.OBSERVATIONS: ArraySpec((1, "OBS_DIM"), optional=True),
+        f"{STATE}_reset_pool": ArraySpec(("reset_pool_size", 1, "STATE_DIM"), optional=True),
+        f"{Constants.OBSERVATIONS}_reset_pool": ArraySpec(("reset_pool_size", 1, "OBS_DIM"), optional=True),
+    })
 
     def __init__(
         self,
@@ -221,12 +229,7 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
             )
         if seed is not None:
             seed = _check_int(env, "seed", seed, 0)
-        if env_backend == "numba":
-            env_backend = "pycuda"  # 2.7.1's Numba classes: the CUDA kernel runs instead
-        if env_backend not in ENV_BACKENDS:
-            raise ConfigError(
-                f"{env}: env_backend={env_backend!r} is unknown; use one of {list(ENV_BACKENDS)}"
-            )
+        env_backend = check_backend(env, env_backend)  # 2.7.1's "numba": the CUDA kernel runs instead
         super().__init__(episode_length, env_backend, reset_pool_size, seed)
         self.timestep = 0
         self.params: Mapping[str, Any] = MappingProxyType(self._resolve_physics(physics))
@@ -267,8 +270,8 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         params = {key: p.default for key, p in self.PHYSICS.items()}
         for key, value in overrides.items():
             if key not in self.PHYSICS:
-                match = difflib.get_close_matches(key, list(self.PHYSICS), n=1)
-                hint = f"did you mean {match[0]!r}? " if match else ""
+                match = closest_match(key, self.PHYSICS)
+                hint = f"did you mean {match!r}? " if match else ""
                 raise ConfigError(
                     f"{env} got an unknown argument {key!r}; {hint}physics keys: {', '.join(self.PHYSICS)}"
                 )
@@ -378,9 +381,9 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         data[Constants.REWARDS][:, 0] = result.reward
         timestep = data[Constants.TIMESTEP]
         timestep += 1
-        done = data[Constants.DONE]
-        truncated = timestep >= int(data["episode_length"])
-        done[:] = np.where(result.terminated, self.TERMINAL_DONE_VALUE, truncated.astype(np.int32))
+        time_up = timestep >= int(data["episode_length"])
+        data[Constants.DONE][:] = np.where(result.terminated, self.TERMINAL_DONE_VALUE, time_up.astype(np.int32))
+        data[Constants.TRUNCATED][:] = time_up & ~result.terminated  # the CUDA twin: ClassicControlEndStep
 
     def cuda_step_kernel(self) -> None:
         """Launch the step kernel on a flat grid: one thread per env, 128 threads per block."""

@@ -19,9 +19,7 @@ from gymnasium import spaces
 
 from example_envs import check_backend, check_float, check_int, reject_unknown_kwargs
 from example_envs.dummy_env import constants as C
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
+from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 
 F32 = np.float32
 
@@ -51,6 +49,14 @@ class DummyEnv(CUDAEnvironmentContext):
         "target",
         ("episode_length", "meta"),
     )
+    # writes only _done_ (truncation then follows the time limit rule): any agent may end the
+    # episode, and with several blocks per env no thread sees them all within one launch.
+    array_schema = {
+        "x": ArraySpec(("num_agents",)),
+        "y": ArraySpec(("num_agents",)),
+        "multiplier": ArraySpec(()),
+        "target": ArraySpec(()),
+    }
 
     def __init__(
         self,

@@ -17,7 +17,8 @@ One step (every env replica, all agents at once):
    ``tag_reward_for_tagger``; a tagged runner gets ``tag_penalty_for_runner`` and leaves the game
    (if ``runner_exits_game_after_tagged``). At t == T runners still in the game and *not tagged on
    this step* get ``end_of_game_reward_for_runner``.
-4. ``_done_`` = 1 when t >= T or no runner is left.
+4. ``_done_`` = 1 when t >= T or no runner is left; ``_truncated_`` = 1 when t >= T and runners
+   are left (the time limit ended the episode), else 0.
 """
 
 from __future__ import annotations
@@ -40,10 +41,8 @@ from example_envs import (
     reject_unknown_kwargs,
 )
 from example_envs.tag_continuous import constants as C
+from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.errors import ConfigError
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 
 F32 = np.float32
 #: Pairs (env-rows x agents x agents) handled at once by the NumPy nearest-neighbour search: its
@@ -55,8 +54,30 @@ _SCRATCH = threading.local()  # per-thread reusable scratch arrays of the neighb
 STATE_FLOAT = ("loc_x", "loc_y", "speed", "direction", "acceleration", "edge_hit_reward_penalty")
 STATE_INT = ("still_in_the_game", "tag_counts")
 LOGGED = ("loc_x", "loc_y", "still_in_the_game")
+#: Float parameters passed to the kernels by value.
+SCALAR_PARAMS = (
+    "grid_length", "max_speed", "edge_hit_penalty", "distance_margin_for_reward",
+    "tag_reward_for_tagger", "tag_penalty_for_runner", "end_of_game_reward_for_runner",
+)
 
-PHASE_KERNELS = ("CudaTagContinuousMove", "CudaTagContinuousObserveAndTag", "CudaTagContinuousFinish")
+#: Phase kernels (several blocks per env), in launch order, each with only the arguments it uses.
+PHASE_KERNELS: dict[str, tuple[Any, ...]] = {
+    "CudaTagContinuousMove": (
+        "loc_x", "loc_y", "speed", "direction", "acceleration", "still_in_the_game", "edge_hit_reward_penalty",
+        "tag_counts", "skill_levels", "step_rewards", "acceleration_actions", "turn_actions", Constants.ACTIONS,
+        Constants.REWARDS, Constants.TIMESTEP, "grid_length", "max_speed", "edge_hit_penalty",
+    ),
+    "CudaTagContinuousObserveAndTag": (
+        "loc_x", "loc_y", "speed", "direction", "acceleration", "still_in_the_game", "tag_counts", "num_runners",
+        "agent_types", "tagger_ids", Constants.OBSERVATIONS, Constants.REWARDS, Constants.TIMESTEP, "grid_length",
+        "max_speed", "distance_margin_for_reward", "tag_penalty_for_runner", ("episode_length", "meta"),
+    ),
+    "CudaTagContinuousFinish": (
+        "still_in_the_game", "tag_counts", "num_runners", "agent_types", Constants.REWARDS, Constants.DONE,
+        Constants.TRUNCATED, Constants.TIMESTEP, "tag_reward_for_tagger", "end_of_game_reward_for_runner",
+        ("episode_length", "meta"),
+    ),
+}
 
 
 class TagContinuous(CUDAEnvironmentContext):
@@ -98,6 +119,22 @@ class TagContinuous(CUDAEnvironmentContext):
     name = "TagContinuous"
     cuda_source = Path(__file__).with_name("tag_continuous_step.cu")
     phase_kernels = PHASE_KERNELS  # used when an env spans several blocks
+    writes_truncation = True  # _truncated_: the time limit ended the episode with runners left
+    numpy_step_is_env_separable = True  # numpy_step can step any block of envs alone (cpu rollout in env parts)
+    active_agent_flag = "still_in_the_game"  # a tagged runner leaves the episode alone
+    render_state_names = ("loc_x", "loc_y", "still_in_the_game")
+    array_schema = {
+        **{name: ArraySpec(("num_agents",)) for name in STATE_FLOAT},
+        **{name: ArraySpec(("num_agents",), "int32") for name in STATE_INT},
+        "num_runners": ArraySpec((), "int32"),
+        "agent_types": ArraySpec(("num_agents",), "int32"),
+        "tagger_ids": ArraySpec(("num_taggers",), "int32"),
+        "skill_levels": ArraySpec(("num_agents",)),
+        "step_rewards": ArraySpec(("num_agents",)),
+        "acceleration_actions": ArraySpec(("num_acceleration_actions",)),
+        "turn_actions": ArraySpec(("num_turn_actions",)),
+        **{name: ArraySpec(()) for name in SCALAR_PARAMS},
+    }
     step_kernel_args = (
         "loc_x",
         "loc_y",
@@ -118,6 +155,7 @@ class TagContinuous(CUDAEnvironmentContext):
         Constants.OBSERVATIONS,
         Constants.REWARDS,
         Constants.DONE,
+        Constants.TRUNCATED,
         Constants.TIMESTEP,
         "grid_length",
         "max_speed",
@@ -317,6 +355,29 @@ class TagContinuous(CUDAEnvironmentContext):
         """(N,) True for taggers."""
         return self.agent_types == C.TAGGER
 
+    @property
+    def num_acceleration_actions(self) -> int:
+        """Entries of the acceleration table (index 0 is the no-op)."""
+        return len(self.acceleration_actions)
+
+    @property
+    def num_turn_actions(self) -> int:
+        """Entries of the turn table (index 0 is the no-op)."""
+        return len(self.turn_actions)
+
+    def agent_groups(self) -> dict[str, list[int]]:
+        """``{"tagger": [...], "runner": [...]}``: a policy map naming the roles maps them here."""
+        return {"tagger": sorted(self.taggers), "runner": sorted(self.runners)}
+
+    def render_rollout(self, states: Mapping[str, Any], **kwargs: Any) -> Any:
+        """Animation of recorded ``loc_x``, ``loc_y``, ``still_in_the_game`` (frames, N) (see
+        :func:`example_envs.tag_continuous.rendering.tag_rollout_animation` for ``kwargs``)."""
+        from example_envs.tag_continuous.rendering import tag_rollout_animation
+
+        kwargs.setdefault("title", "Continuous Tag")
+        return tag_rollout_animation(states["loc_x"], states["loc_y"], self.is_tagger, states.get("still_in_the_game"),
+                                     grid_length=float(self.grid_length), gridworld=False, **kwargs)
+
     # ------------------------------------------------------------------ host reset and data
     def reset(self) -> dict[int, npt.NDArray[np.float32]]:
         """Draw one env's start state on the host; returns ``{agent_id: obs}`` at t = 0."""
@@ -364,10 +425,7 @@ class TagContinuous(CUDAEnvironmentContext):
         feed.add_data("step_rewards", self.step_rewards.copy())
         feed.add_data("acceleration_actions", self.acceleration_actions.copy())
         feed.add_data("turn_actions", self.turn_actions.copy())
-        for name in (
-            "grid_length", "max_speed", "edge_hit_penalty", "distance_margin_for_reward",
-            "tag_reward_for_tagger", "tag_penalty_for_runner", "end_of_game_reward_for_runner",
-        ):
+        for name in SCALAR_PARAMS:
             feed.add_data(name, float(getattr(self, name)))
         return feed
 
@@ -432,7 +490,9 @@ class TagContinuous(CUDAEnvironmentContext):
         if self.runner_exits_game_after_tagged:
             still[tagged] = 0
             num_runners -= tagged.sum(axis=1, dtype=np.int32)
-        done[(timestep >= episode_length) | (num_runners == 0)] = 1
+        time_up = timestep >= episode_length
+        done[time_up | (num_runners == 0)] = 1
+        data[Constants.TRUNCATED][...] = time_up & (num_runners > 0)  # the CUDA twin: TagEndStep
 
 
 # ============================================================================ NumPy reference

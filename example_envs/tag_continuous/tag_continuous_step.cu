@@ -18,7 +18,8 @@
 // Tag credits and runner counts use integer atomics, so results do not depend on thread order.
 // Float arithmetic uses explicit round-to-nearest intrinsics (no FMA contraction) in the same
 // order as NumPy; cos/sin are evaluated in double and rounded once to float, like the NumPy side.
-// All four kernels take the same argument list (TagContinuous.step_kernel_args).
+// The fused kernel takes TagContinuous.step_kernel_args; each phase kernel takes only the
+// arguments it uses (TagContinuous.phase_kernels), in the same relative order.
 
 static_assert(kNumObsFeatures == 7, "the observation has 7 features per observed agent");
 static_assert(kFeatureRelX == 0 && kFeatureRelY == 1 && kFeatureRelSpeed == 2 &&
@@ -301,6 +302,15 @@ __device__ void TagFinishAgent(int row, bool is_tagger, int tag_count, bool last
   if (kRunnerExitsGameAfterTagged && tag_count != 0) still_in_the_game_arr[row] = 0;
 }
 
+// End of one env's step (the last lines of TagContinuous.numpy_step): the episode ends at the
+// time limit or when no runner is left; it is truncated when the time limit ends it with runners
+// still in the game (written every step).
+__device__ __forceinline__ void TagEndStep(int env, int t, int episode_length, int runners_left,
+                                           int* done_arr, int* truncated_arr) {
+  if (t >= episode_length || runners_left == 0) done_arr[env] = 1;
+  truncated_arr[env] = (t >= episode_length && runners_left > 0) ? 1 : 0;
+}
+
 __device__ __forceinline__ float TagTimeFraction(int t, int episode_length) {
   return __fdiv_rn(static_cast<float>(t), static_cast<float>(episode_length));
 }
@@ -315,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
     const int* tagger_ids_arr, const float* skill_levels_arr, const float* step_rewards_arr,
     const float* acceleration_actions_arr, const float* turn_actions_arr,
     const int* sampled_actions_arr, float* observations_arr, float* rewards_arr, int* done_arr,
-    int* timestep_arr, float grid_length, float max_speed, float edge_hit_penalty,
+    int* truncated_arr, int* timestep_arr, float grid_length, float max_speed, float edge_hit_penalty,
     float distance_margin_for_reward, float tag_reward_for_tagger, float tag_penalty_for_runner,
     float end_of_game_reward_for_runner, int episode_length) {
   if (wkBlocksPerEnv != 1) return;  // the host launches the phase kernels instead
@@ -456,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   if (threadIdx.x == 0) {
     const int runners_left = num_runners_arr[env] - sh_runners_out;
     num_runners_arr[env] = runners_left;
-    if (t >= episode_length || runners_left == 0) done_arr[env] = 1;
+    TagEndStep(env, t, episode_length, runners_left, done_arr, truncated_arr);
   }
 }
 
@@ -466,14 +476,11 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
 // Phase 1: move every agent, write its step reward, clear its tag count; agent 0 advances time.
 extern "C" __global__ void CudaTagContinuousMove(
     float* loc_x_arr, float* loc_y_arr, float* speed_arr, float* direction_arr,
-    float* acceleration_arr, int* still_in_the_game_arr, float* edge_hit_reward_penalty_arr,
-    int* tag_counts_arr, int* num_runners_arr, const int* agent_types_arr,
-    const int* tagger_ids_arr, const float* skill_levels_arr, const float* step_rewards_arr,
+    float* acceleration_arr, const int* still_in_the_game_arr, float* edge_hit_reward_penalty_arr,
+    int* tag_counts_arr, const float* skill_levels_arr, const float* step_rewards_arr,
     const float* acceleration_actions_arr, const float* turn_actions_arr,
-    const int* sampled_actions_arr, float* observations_arr, float* rewards_arr, int* done_arr,
-    int* timestep_arr, float grid_length, float max_speed, float edge_hit_penalty,
-    float distance_margin_for_reward, float tag_reward_for_tagger, float tag_penalty_for_runner,
-    float end_of_game_reward_for_runner, int episode_length) {
+    const int* sampled_actions_arr, float* rewards_arr, int* timestep_arr, float grid_length,
+    float max_speed, float edge_hit_penalty) {
   const int env = wkEnvId();
   const int agent = wkAgentId();
   if (env >= wkNumberEnvs || agent >= wkNumberAgents) return;
@@ -489,15 +496,12 @@ extern "C" __global__ void CudaTagContinuousMove(
 // tagger's count and the env's runner count change by integer atomics; the runner's own
 // still_in_the_game flag changes only in phase 3, so every observer reads the same flags.
 extern "C" __global__ void CudaTagContinuousObserveAndTag(
-    float* loc_x_arr, float* loc_y_arr, float* speed_arr, float* direction_arr,
-    float* acceleration_arr, int* still_in_the_game_arr, float* edge_hit_reward_penalty_arr,
-    int* tag_counts_arr, int* num_runners_arr, const int* agent_types_arr,
-    const int* tagger_ids_arr, const float* skill_levels_arr, const float* step_rewards_arr,
-    const float* acceleration_actions_arr, const float* turn_actions_arr,
-    const int* sampled_actions_arr, float* observations_arr, float* rewards_arr, int* done_arr,
-    int* timestep_arr, float grid_length, float max_speed, float edge_hit_penalty,
-    float distance_margin_for_reward, float tag_reward_for_tagger, float tag_penalty_for_runner,
-    float end_of_game_reward_for_runner, int episode_length) {
+    const float* loc_x_arr, const float* loc_y_arr, const float* speed_arr, const float* direction_arr,
+    const float* acceleration_arr, const int* still_in_the_game_arr, int* tag_counts_arr,
+    int* num_runners_arr, const int* agent_types_arr, const int* tagger_ids_arr,
+    float* observations_arr, float* rewards_arr, const int* timestep_arr, float grid_length,
+    float max_speed, float distance_margin_for_reward, float tag_penalty_for_runner,
+    int episode_length) {
   const int env = wkEnvId();
   if (env >= wkNumberEnvs) return;
   const int agent = wkAgentId();
@@ -536,15 +540,10 @@ extern "C" __global__ void CudaTagContinuousObserveAndTag(
 
 // Phase 3: tagger credit, end-of-game reward, runners leave the game, done flag.
 extern "C" __global__ void CudaTagContinuousFinish(
-    float* loc_x_arr, float* loc_y_arr, float* speed_arr, float* direction_arr,
-    float* acceleration_arr, int* still_in_the_game_arr, float* edge_hit_reward_penalty_arr,
-    int* tag_counts_arr, int* num_runners_arr, const int* agent_types_arr,
-    const int* tagger_ids_arr, const float* skill_levels_arr, const float* step_rewards_arr,
-    const float* acceleration_actions_arr, const float* turn_actions_arr,
-    const int* sampled_actions_arr, float* observations_arr, float* rewards_arr, int* done_arr,
-    int* timestep_arr, float grid_length, float max_speed, float edge_hit_penalty,
-    float distance_margin_for_reward, float tag_reward_for_tagger, float tag_penalty_for_runner,
-    float end_of_game_reward_for_runner, int episode_length) {
+    int* still_in_the_game_arr, const int* tag_counts_arr, const int* num_runners_arr,
+    const int* agent_types_arr, float* rewards_arr, int* done_arr, int* truncated_arr,
+    const int* timestep_arr, float tag_reward_for_tagger, float end_of_game_reward_for_runner,
+    int episode_length) {
   const int env = wkEnvId();
   const int agent = wkAgentId();
   if (env >= wkNumberEnvs || agent >= wkNumberAgents) return;
@@ -553,5 +552,5 @@ extern "C" __global__ void CudaTagContinuousFinish(
   TagFinishAgent(row, agent_types_arr[agent] == kTaggerType, tag_counts_arr[row],
                  t >= episode_length, still_in_the_game_arr, rewards_arr, tag_reward_for_tagger,
                  end_of_game_reward_for_runner);
-  if (agent == 0 && (t >= episode_length || num_runners_arr[env] == 0)) done_arr[env] = 1;
+  if (agent == 0) TagEndStep(env, t, episode_length, num_runners_arr[env], done_arr, truncated_arr);
 }

@@ -12,7 +12,8 @@ One step:
 3. Rewards: tagged -> taggers ``+tag_reward_for_tagger``, runner ``-tag_penalty_for_runner``;
    otherwise taggers ``-step_cost_for_tagger``, runner ``+step_cost_for_tagger``; a wall hit adds
    ``-wall_hit_penalty``.
-4. Observations of the new state; ``_done_`` = 1 when tagged or t >= T.
+4. Observations of the new state; ``_done_`` = 1 when tagged or t >= T; ``_truncated_`` = 1 when
+   t >= T and the runner was not tagged (the time limit ended the episode), else 0.
 """
 
 from __future__ import annotations
@@ -33,13 +34,22 @@ from example_envs import (
     reject_unknown_kwargs,
 )
 from example_envs.tag_gridworld import constants as C
+from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.errors import ConfigError
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 
 F32 = np.float32
-PHASE_KERNELS = ("CudaTagGridWorldMove", "CudaTagGridWorldTag", "CudaTagGridWorldFinish")
+#: Phase kernels (several blocks per env), in launch order, each with only the arguments it uses.
+PHASE_KERNELS: dict[str, tuple[Any, ...]] = {
+    "CudaTagGridWorldMove": ("loc_x", "loc_y", "num_taggers_on_runner", Constants.ACTIONS, Constants.REWARDS,
+                             Constants.TIMESTEP, "wall_hit_penalty", "world_boundary"),
+    "CudaTagGridWorldTag": ("loc_x", "loc_y", "num_taggers_on_runner"),
+    "CudaTagGridWorldFinish": ("loc_x", "loc_y", "num_taggers_on_runner", Constants.OBSERVATIONS, Constants.REWARDS,
+                               Constants.DONE, Constants.TRUNCATED, Constants.TIMESTEP, "tag_reward_for_tagger",
+                               "tag_penalty_for_runner", "step_cost_for_tagger", "world_boundary",
+                               ("episode_length", "meta")),
+}
+#: Reward magnitudes passed to the kernels by value.
+REWARD_PARAMS = ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner", "step_cost_for_tagger")
 _DX = np.asarray(C.ACTION_DX, np.int32)
 _DY = np.asarray(C.ACTION_DY, np.int32)
 
@@ -66,6 +76,15 @@ class TagGridWorld(CUDAEnvironmentContext):
     name = "TagGridWorld"
     cuda_source = Path(__file__).with_name("tag_gridworld_step.cu")
     phase_kernels = PHASE_KERNELS  # used when an env spans several blocks
+    writes_truncation = True  # _truncated_: the time limit ended the episode before a tag
+    render_state_names = ("loc_x", "loc_y")
+    array_schema = {
+        "loc_x": ArraySpec(("num_agents",), "int32"),
+        "loc_y": ArraySpec(("num_agents",), "int32"),
+        "num_taggers_on_runner": ArraySpec((), "int32"),
+        **{name: ArraySpec(()) for name in REWARD_PARAMS},
+        "world_boundary": ArraySpec((), "int32"),
+    }
     step_kernel_args = (
         "loc_x",
         "loc_y",
@@ -74,6 +93,7 @@ class TagGridWorld(CUDAEnvironmentContext):
         Constants.OBSERVATIONS,
         Constants.REWARDS,
         Constants.DONE,
+        Constants.TRUNCATED,
         Constants.TIMESTEP,
         "wall_hit_penalty",
         "tag_reward_for_tagger",
@@ -176,6 +196,19 @@ class TagGridWorld(CUDAEnvironmentContext):
         """(N,) True for taggers."""
         return self.agent_types == C.TAGGER
 
+    def agent_groups(self) -> dict[str, list[int]]:
+        """``{"tagger": [...], "runner": [N - 1]}``: a policy map naming the roles maps them here."""
+        return {"tagger": sorted(self.taggers), "runner": sorted(self.runners)}
+
+    def render_rollout(self, states: Mapping[str, Any], **kwargs: Any) -> Any:
+        """Animation of recorded ``loc_x``, ``loc_y`` (frames, N) on the grid (see
+        :func:`example_envs.tag_continuous.rendering.tag_rollout_animation` for ``kwargs``)."""
+        from example_envs.tag_continuous.rendering import tag_rollout_animation
+
+        kwargs.setdefault("title", "Tag (grid world)")
+        return tag_rollout_animation(states["loc_x"], states["loc_y"], self.is_tagger, None,
+                                     grid_length=float(self.grid_length), gridworld=True, **kwargs)
+
     # ------------------------------------------------------------------ host reset and data
     def default_start(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         """Start cells: the given ones, else taggers at (L // 2, L // 2) and the runner at (0, 0)."""
@@ -207,7 +240,7 @@ class TagGridWorld(CUDAEnvironmentContext):
         feed = DataFeed()
         self._add_positions(feed)
         feed.add_data("num_taggers_on_runner", 0, save_copy_and_apply_at_reset=True)
-        for name in ("wall_hit_penalty", "tag_reward_for_tagger", "tag_penalty_for_runner", "step_cost_for_tagger"):
+        for name in REWARD_PARAMS:
             feed.add_data(name, float(getattr(self, name)))
         feed.add_data("world_boundary", int(self.grid_length))
         return feed
@@ -258,7 +291,9 @@ class TagGridWorld(CUDAEnvironmentContext):
         data[Constants.OBSERVATIONS][...] = compute_observations(
             x, y, timestep, episode_length, length, self.use_full_observation
         )
-        done[tagged[:, 0] | (timestep >= episode_length)] = 1
+        time_up = timestep >= episode_length
+        done[tagged[:, 0] | time_up] = 1
+        data[Constants.TRUNCATED][...] = time_up & ~tagged[:, 0]  # the CUDA twin: GridEndStep
 
 
 class TagGridWorldWithResetPool(TagGridWorld):
@@ -273,6 +308,11 @@ class TagGridWorldWithResetPool(TagGridWorld):
     """
 
     _accepted = (*C.DEFAULTS, *C.POOL_DEFAULTS)
+    array_schema = {
+        **TagGridWorld.array_schema,
+        "loc_x_reset_pool": ArraySpec(("reset_pool_size", "num_agents"), "int32"),
+        "loc_y_reset_pool": ArraySpec(("reset_pool_size", "num_agents"), "int32"),
+    }
 
     def __init__(self, *, reset_pool_size: int = 5, **kwargs: Any) -> None:
         super().__init__(**kwargs)

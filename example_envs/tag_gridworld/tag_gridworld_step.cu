@@ -9,7 +9,8 @@
 //     atomic tag counter, phases separated by __syncthreads()).
 //   * wkBlocksPerEnv > 1: CudaTagGridWorldMove, CudaTagGridWorldTag, CudaTagGridWorldFinish in
 //     this order (kernel boundaries are the barriers; the counter is num_taggers_on_runner[env]).
-// All kernels take the same arguments (TagGridWorld.step_kernel_args).
+// The fused kernel takes TagGridWorld.step_kernel_args; each phase kernel takes only the arguments
+// it uses (TagGridWorld.phase_kernels), in the same relative order.
 
 constexpr int kRunnerId = wkNumberAgents - 1;
 constexpr int kGridSharedAgents = (wkBlocksPerEnv == 1) ? wkNumberAgents : 1;
@@ -118,6 +119,15 @@ __device__ void GridWriteObservations(int env, int agent, const int* x, const in
   }
 }
 
+// End of one env's step (the last lines of TagGridWorld.numpy_step): the episode ends with a tag
+// or at the time limit; it is truncated when the time limit ends it without a tag (written every
+// step).
+__device__ __forceinline__ void GridEndStep(int env, int t, int episode_length, bool tagged, int* done_arr,
+                                            int* truncated_arr) {
+  if (tagged || t >= episode_length) done_arr[env] = 1;
+  truncated_arr[env] = (t >= episode_length && !tagged) ? 1 : 0;
+}
+
 __device__ __forceinline__ float GridTimeFraction(int t, int episode_length) {
   return __fdiv_rn(static_cast<float>(t), static_cast<float>(episode_length));
 }
@@ -125,7 +135,7 @@ __device__ __forceinline__ float GridTimeFraction(int t, int episode_length) {
 // ------------------------------------------------------------------------------------------
 extern "C" __global__ void CudaTagGridWorldStep(
     int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
-    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* truncated_arr, int* timestep_arr,
     float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
     float step_cost_for_tagger, int world_boundary, int episode_length) {
   if (wkBlocksPerEnv != 1) return;  // the host launches the phase kernels instead
@@ -166,7 +176,7 @@ extern "C" __global__ void CudaTagGridWorldStep(
                         observations_arr);
   if (threadIdx.x == 0) {
     num_taggers_on_runner_arr[env] = sh_on_runner;
-    if (tagged || t >= episode_length) done_arr[env] = 1;
+    GridEndStep(env, t, episode_length, tagged, done_arr, truncated_arr);
   }
 }
 
@@ -174,9 +184,7 @@ extern "C" __global__ void CudaTagGridWorldStep(
 // Phase 1: move; the wall part of the reward is parked in rewards_arr until phase 3.
 extern "C" __global__ void CudaTagGridWorldMove(
     int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
-    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
-    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
-    float step_cost_for_tagger, int world_boundary, int episode_length) {
+    float* rewards_arr, int* timestep_arr, float wall_hit_penalty, int world_boundary) {
   const int env = wkEnvId();
   const int agent = wkAgentId();
   if (env >= wkNumberEnvs || agent >= wkNumberAgents) return;
@@ -195,10 +203,7 @@ extern "C" __global__ void CudaTagGridWorldMove(
 
 // Phase 2: every tagger on the runner's cell adds 1 to the env's counter.
 extern "C" __global__ void CudaTagGridWorldTag(
-    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
-    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
-    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
-    float step_cost_for_tagger, int world_boundary, int episode_length) {
+    const int* loc_x_arr, const int* loc_y_arr, int* num_taggers_on_runner_arr) {
   const int env = wkEnvId();
   const int agent = wkAgentId();
   if (env >= wkNumberEnvs || agent >= kRunnerId) return;
@@ -211,9 +216,9 @@ extern "C" __global__ void CudaTagGridWorldTag(
 
 // Phase 3: rewards, observations, done.
 extern "C" __global__ void CudaTagGridWorldFinish(
-    int* loc_x_arr, int* loc_y_arr, int* num_taggers_on_runner_arr, const int* sampled_actions_arr,
-    float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr,
-    float wall_hit_penalty, float tag_reward_for_tagger, float tag_penalty_for_runner,
+    const int* loc_x_arr, const int* loc_y_arr, const int* num_taggers_on_runner_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* truncated_arr,
+    const int* timestep_arr, float tag_reward_for_tagger, float tag_penalty_for_runner,
     float step_cost_for_tagger, int world_boundary, int episode_length) {
   const int env = wkEnvId();
   if (env >= wkNumberEnvs) return;
@@ -228,5 +233,5 @@ extern "C" __global__ void CudaTagGridWorldFinish(
   }
   GridWriteObservations(env, agent, loc_x_arr + base, loc_y_arr + base, world_boundary,
                         GridTimeFraction(t, episode_length), observations_arr);
-  if (agent == 0 && (tagged || t >= episode_length)) done_arr[env] = 1;
+  if (agent == 0) GridEndStep(env, t, episode_length, tagged, done_arr, truncated_arr);
 }

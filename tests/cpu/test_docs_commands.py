@@ -40,10 +40,13 @@ HANDLERS: list[tuple[str, str]] = [
     (re.escape(SCRIPT) + r" --env my_env", "test_adding_an_env_command_runs"),
     (r"torchrun --nproc_per_node N( -m warp_drive\.training\.example_training_script \.\.\.)?", "test_torchrun_command_runs"),
     (r'python -m pytest -m "not gpu"', 'ci:pytest -m "not gpu"'),
-    (r"python -m warp_drive\.cuda\.check_build( --arch sm_90)?", "ci:python -m warp_drive.cuda.check_build --arch sm_90"),
+    (r"python -m warp_drive\.cuda\.check_build( --arch sm_90)?( --envs example_envs)?",
+     "ci:python -m warp_drive.cuda.check_build --arch sm_90 --envs example_envs"),
     (r"python -m pytest -m gpu", "gpu:test_gpu_suite_commands_run"),
     (r"bash tools/gpu_suite\.sh", "gpu:test_gpu_suite_commands_run"),
     (r"bash tools/run_reference_tutorials\.sh", "gpu:test_reference_tutorials_command_runs"),
+    (r"python benchmarks/learning_side_by_side\.py (reference|ours)", "gpu:test_learning_side_by_side_commands_run"),
+    (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
 ]
 
 
@@ -215,3 +218,16 @@ def test_torchrun_command_runs(tmp_path):
     run_ok([sys.executable, "-m", "torch.distributed.run", "--standalone", *argv[1:], *tiny], cwd=tmp_path, timeout=600)
     state_files = sorted(p.name for p in (tmp_path / "run").glob("checkpoint_latest*.pt"))
     assert state_files == ["checkpoint_latest.pt", "checkpoint_latest.rank1.pt"]  # one run folder for both ranks
+
+
+def test_learning_plot_command_runs(tmp_path):
+    """README's ``learning_side_by_side.py plot`` draws the heatmap and the curves from the committed
+    results (copied, so the committed PNGs stay as they are)."""
+    (command,) = commands_for("test_learning_plot_command_runs")
+    results = ROOT / "benchmarks" / "results"
+    shutil.copy2(results / "learning_side_by_side_H100.json", tmp_path)
+    shutil.copytree(results / "side_by_side", tmp_path / "side_by_side",
+                    ignore=shutil.ignore_patterns("*.state_dict"))
+    run_ok(python_argv(command), cwd=ROOT, WARP_DRIVE_BENCH_RESULTS=str(tmp_path))
+    for name in ("learning_crossplay_H100.png", "learning_curves_H100.png"):
+        assert (tmp_path / name).stat().st_size > 10_000

@@ -14,6 +14,7 @@ class _StubFM:
         self.initialized: list[str] = []
         self.checked: list[str] = []
         self.launched: list[str] = []
+        self.args: list[tuple] = []
 
     def initialize_functions(self, names):
         self.initialized += list(names)
@@ -26,6 +27,7 @@ class _StubFM:
 
     def launch(self, name, args, grid=None, block=None):
         self.launched.append(name)
+        self.args.append(tuple(args))
 
 
 def _bind(env, bpe):
@@ -41,6 +43,8 @@ def test_phase_kernels_are_loaded_checked_and_launched_only_for_multi_block_envs
         assert one.initialized == kernels and one.checked == kernels
         env.cuda_step_kernel()
         assert one.launched == [env.step_function_name]
+        assert one.args == [tuple(env.step_kernel_args)]
         several = _bind(env, 3)
         env.cuda_step_kernel()
         assert several.launched == list(env.phase_kernels)
+        assert several.args == [tuple(a) for a in env.phase_kernels.values()]  # each phase: its own arguments

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -28,8 +30,10 @@ def _feeds(env) -> dict[str, np.ndarray]:
 def test_reseed_equals_building_with_the_seed(name):
     cls = get_example_env_class(name)
     config = SMALL.get(name, {})
-    if not hasattr(cls, "reseed"):  # an env that draws nothing at random (DummyEnv)
+    takes_seed = any("seed" in inspect.signature(k.__init__).parameters for k in cls.__mro__ if "__init__" in vars(k))
+    if not takes_seed:  # an env that draws nothing at random (DummyEnv)
         a, b = cls(**config), cls(**config)
+        a.reseed(7)  # the contract's default: nothing to re-seed
         assert not hasattr(a, "rng") and all(np.array_equal(x, y) for x, y in zip(a.reset().values(), b.reset().values()))
         return
     env = cls(**config)  # no seed: fresh entropy
@@ -66,3 +70,21 @@ def test_reseed_start_states_keeps_classic_control_pools():
     env.reseed_start_states(3)
     np.testing.assert_array_equal(env.reset_pool()[0], pool)
     np.testing.assert_array_equal(env.reset()[0], cls(seed=3).reset()[0])
+
+
+def test_default_reseed_replaces_a_public_rng_and_reseed_start_states_follows():
+    """The env contract's defaults (envs written like tutorial 4's Gather): ``reseed`` replaces a
+    public ``rng`` Generator, ``reseed_start_states`` calls ``reseed``; bad seeds are refused."""
+    from warp_drive.env import CUDAEnvironmentContext
+
+    class Drawn(CUDAEnvironmentContext):
+        def __init__(self, seed=None):
+            self.rng = np.random.default_rng(seed)
+
+    env = Drawn()
+    env.reseed(3)
+    assert env.rng.random() == np.random.default_rng(3).random()
+    env.reseed_start_states(4)
+    assert env.rng.random() == np.random.default_rng(4).random()
+    with pytest.raises(ConfigError, match="non-negative"):
+        env.reseed(True)

@@ -8,7 +8,7 @@ import torch
 
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.errors import ConfigError, DataShapeError, DataTypeError, SamplerError
+from warp_drive.errors import ConfigError, DataShapeError, DataTypeError, SamplerError, UsageError
 from warp_drive.managers.log_controller import LogController
 from warp_drive.managers.sampler import Sampler
 from warp_drive.utils.constants import Constants
@@ -62,7 +62,7 @@ def test_backend_and_order_errors():
     with pytest.raises(ConfigError, match="unknown"):
         EnvWrapper(ToyLine(), env_backend="tpu")
     w = EnvWrapper(ToyLine(), env_backend="cpu")
-    with pytest.raises(ConfigError, match="reset_all_envs"):
+    with pytest.raises(UsageError, match="reset_all_envs"):  # call order: a usage error, not a config one
         w.step_all_envs()
     with pytest.raises(ConfigError, match="num_envs"):
         EnvWrapper(ToyLine(), num_envs=0)

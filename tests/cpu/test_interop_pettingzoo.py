@@ -14,7 +14,7 @@ pytest.importorskip("pettingzoo")
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from example_envs import example_env_names, get_example_env_class
+from example_envs import example_env_names, get_example_env_class  # importing example_envs registers the envs by name
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.interop import InteropError, WarpDrivePettingZooEnv
@@ -342,7 +342,7 @@ def test_construction_from_instance_and_env_wrapper():
         WarpDrivePettingZooEnv(EnvWrapper(get_example_env_class("cartpole")(**CARTPOLE), num_envs=2))
     with pytest.raises(ConfigError, match="env_config"):
         WarpDrivePettingZooEnv(get_example_env_class("cartpole")(), {"episode_length": 3})
-    with pytest.raises(ConfigError, match="unknown example env"):
+    with pytest.raises(ConfigError, match="no env named 'no_such_env'"):
         WarpDrivePettingZooEnv("no_such_env")
     with pytest.raises(ConfigError, match="render_mode"):
         WarpDrivePettingZooEnv("cartpole", CARTPOLE, render_mode="human")

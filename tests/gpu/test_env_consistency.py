@@ -64,3 +64,27 @@ def test_classic_control_cuda_matches_numpy(name, pool):
 def test_dummy_env_cuda_matches_numpy(blocks_per_env):
     cls = get_example_env_class("dummy_env")
     EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={"default": {}}, num_envs=4, blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0, 1))
+
+
+# ----------------------------------------------------------------------------- issue 16
+@pytest.mark.parametrize("name,config", [
+    ("tag_continuous", dict(TAG_CONFIGS["2 taggers 3 runners, full obs, exit"])),
+    ("tag_gridworld", dict(GRID, use_full_observation=True)),
+])
+@pytest.mark.parametrize("blocks_per_env", [1, 2])
+def test_truncation_flag_and_per_phase_arguments_match_numpy(name, config, blocks_per_env):
+    """``_truncated_`` is compared like every per-env array, for the fused kernel (1 block per env)
+    and the phase kernels, which now take only the arguments each uses (2 blocks per env)."""
+    cls = get_example_env_class(name)
+    report = EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={name: config}, num_envs=4,
+                                 blocks_per_env=blocks_per_env).test_env_reset_and_step(seeds=(0,))
+    assert "_truncated_" in report.arrays and report.episodes_completed >= 8
+
+
+@pytest.mark.parametrize("name", ["cartpole", "mountain_car", "pendulum"])
+def test_classic_control_truncation_flag_matches_numpy(name):
+    """The shared header's ClassicControlEndStep writes the flag the NumPy step writes."""
+    cls = get_example_env_class(name)
+    report = EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={name: {"episode_length": 20, "seed": 1}},
+                                 num_envs=64).test_env_reset_and_step(seeds=(0,))
+    assert "_truncated_" in report.arrays

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.gpu
 
 torch = pytest.importorskip("torch")
 
+import example_envs  # noqa: E402,F401 - registers the example envs by name (the adapters look names up there)
 from warp_drive.interop._common import split_done
 from warp_drive.utils.constants import Constants
 

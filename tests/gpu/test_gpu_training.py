@@ -76,6 +76,28 @@ def test_cuda_graph_rollout_matches_eager(tmp_path):
     assert runs["statsFalse"] == pytest.approx(runs["statsTrue"])
 
 
+def test_engine_calls_train_what_trainer_train_trains(tmp_path):
+    """collect -> update_policies -> end_iteration (the calls the Lightning module makes) with CUDA
+    graphs train the weights Trainer.train trains."""
+    runs = []
+    for manual in (False, True):
+        t = _trainer("tag_continuous", ["trainer.num_envs=8", "trainer.train_batch_size=400", "trainer.seed=4",
+                                        "env.num_runners=20", "env.episode_length=100", "trainer.use_cuda_graph=true"],
+                     tmp_path / str(manual))
+        if manual:
+            t.start_episodes()
+            for _ in range(4):
+                t.update_policies(t.collect())
+                t.end_iteration()
+            assert t.graphed_rollout is not None and t.graphed_rollout.captured
+        else:
+            t.train(4)
+        assert t.iteration == 4 and t.perf["steps"] == 4 * 400
+        runs.append([q.detach().clone() for p in t.policies.values() for q in p.model.parameters()])
+    for a, b in zip(*runs):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_two_gpu_nccl_training(tmp_path):
     """The distributed worker on 2 GPUs with NCCL (skipped with fewer GPUs)."""
     import subprocess

@@ -219,7 +219,8 @@ ax.set_title("env 0: taggers (red) and runners (blue); x = tagged")
 plt.show()
 
 # %% [markdown]
-# Tutorial 5 turns such logs into an animated GIF with `warp_drive.utils.rollout_animation`.
+# Tutorial 5 turns such logs into an animated GIF with the env's render hook
+# (`warp_drive.utils.rollout_animation`).
 #
 # ## Summary
 #

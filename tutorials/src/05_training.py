@@ -211,15 +211,15 @@ for tag, result in tag_trainer.evaluate().items():
 # %% [markdown]
 # ## 7. An animation of one episode
 #
-# `warp_drive.utils.rollout_animation` plays one episode of a Tag env on its NumPy reference (on
-# the host, so it works with either backend) with any policy `policy(observations, t) -> actions`,
-# and draws it into a GIF (or an MP4 when ffmpeg is installed). Here the actions are sampled from
-# the trained models. We draw every fifth step to keep the file small.
+# `warp_drive.utils.rollout_animation` plays one episode of an env on its NumPy reference (on the
+# host, so it works with either backend) with any policy `policy(observations, t) -> actions`, and
+# draws it with the env's own render hook (`render_rollout`; Tag's renderer lives with Tag in
+# `example_envs/tag_continuous/rendering.py`) into a GIF (or an MP4 when ffmpeg is installed).
+# Here the actions are sampled from the trained models. We draw every fifth step to keep the file
+# small.
 
 # %%
-import dataclasses
-
-from warp_drive.utils.rollout_animation import collect_tag_episode, render_episode
+from warp_drive.utils.rollout_animation import collect_episode, render_episode
 
 generator = torch.Generator(device=tag_trainer.device).manual_seed(0)
 
@@ -236,17 +236,17 @@ def trained_policy(observations: np.ndarray, t: int) -> np.ndarray:
     return actions
 
 
-episode = collect_tag_episode(TagContinuous(**tag_config.env), trained_policy, seed=0)
-print("episode of", episode.rewards.shape[0], "steps;", int((~episode.still_in_the_game[-1].astype(bool)).sum()),
-      "runners tagged")
-every_5th = dataclasses.replace(episode, loc_x=episode.loc_x[::5], loc_y=episode.loc_y[::5],
-                                still_in_the_game=episode.still_in_the_game[::5])
-gif = render_episode(every_5th, "tag_episode.gif", fps=5, dpi=60, title="Tag (1 frame per 5 steps)")
+host_env = TagContinuous(**tag_config.env)
+episode = collect_episode(host_env, trained_policy, seed=0)  # records host_env.render_state_names
+print("episode of", episode.rewards.shape[0], "steps;",
+      int((~episode.states["still_in_the_game"][-1].astype(bool)).sum()), "runners tagged")
+every_5th = episode.frames(slice(None, None, 5))
+gif = render_episode(host_env, every_5th, "tag_episode.gif", fps=5, dpi=60, title="Tag (1 frame per 5 steps)")
 show(gif)
 
 # %% [markdown]
-# Logs recorded on the device (tutorial 3's `LogController`) can be animated the same way with
-# `render_tag_rollout(loc_x_for_log, loc_y_for_log, is_tagger, path)`.
+# Logs recorded on the device (tutorial 3's `LogController`) can be animated the same way:
+# `host_env.render_rollout({"loc_x": loc_x_for_log, "loc_y": loc_y_for_log, ...})`.
 #
 # ## Summary
 #
@@ -254,6 +254,6 @@ show(gif)
 #   `train()`.
 # * Metrics in `results_dir/metrics.jsonl`; `warp_drive.training.plot` draws them.
 # * `evaluate`, `save_checkpoint` / `load_checkpoint`.
-# * `rollout_animation.collect_tag_episode` + `render_episode` for a GIF.
+# * `rollout_animation.collect_episode` + `render_episode` (the env's render hook) for a GIF.
 #
 # Next: [tutorial 6](06_scaling_up.ipynb), more envs, more agents, more GPUs.

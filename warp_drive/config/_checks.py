@@ -18,9 +18,12 @@ from warp_drive.errors import ConfigError
 Schedule = tuple[tuple[float, float], ...]
 
 
-def closest_match(word: str, choices: Iterable[str]) -> str | None:
-    """Returns the closest of ``choices`` to ``word`` (difflib), or None if none is close."""
-    matches = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+def closest_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """Returns the closest of ``choices`` to ``word`` (difflib ratio >= ``cutoff``), or None.
+
+    The one did-you-mean helper of the package: every "unknown name" error uses it.
+    """
+    matches = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 

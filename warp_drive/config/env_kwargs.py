@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -63,11 +62,11 @@ def check_env_kwargs(
                 f"argument `{key}`; {hint} Accepted: {', '.join(accepted) or '(none)'}."
             )
         # **kwargs takes any name, but a near miss of a named parameter is a typo
-        match = difflib.get_close_matches(str(key), accepted, n=1, cutoff=VAR_KW_TYPO_CUTOFF)
+        match = chk.closest_match(key, accepted, cutoff=VAR_KW_TYPO_CUTOFF)
         if match:
             raise ConfigError(
                 f"unknown key `env.{key}` (value {env_dict[key]!r}) for {cls_name}: did you mean "
-                f"`env.{match[0]}`? (its **kwargs would take `{key}` as an extra argument)"
+                f"`env.{match}`? (its **kwargs would take `{key}` as an extra argument)"
             )
     missing = [
         p.name

@@ -21,14 +21,13 @@ from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults
+from warp_drive.env.backends import BACKENDS, canonical_backend, is_numba
 from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
 ALGORITHMS = ("A2C", "PPO")
-ENV_BACKENDS = ("pycuda", "cpu")
-#: 2.7.1 backend names accepted in ``trainer.env_backend`` and what they run on here.
-BACKEND_ALIASES = {"numba": "pycuda"}
+ENV_BACKENDS = BACKENDS
 #: 2.7.1 ``sampler.params`` that drive the Ornstein-Uhlenbeck exploration noise of DDPG policies.
 OU_NOISE_PARAMS = ("damping", "stddev", "scale")
 INIT_METHODS = ("default", "xavier", "orthogonal")
@@ -88,18 +87,14 @@ class TrainerConfig:
                 f"`{key('num_envs')}`={num_envs}; expected train_batch_size = B * num_envs. "
                 f"Set `{key('train_batch_size')}` to e.g. {max(1, batch // num_envs) * num_envs}."
             )
-        backend = chk.as_str(d["env_backend"], key("env_backend")).lower()
-        if backend in BACKEND_ALIASES:
-            logger.info(
-                "`%s`=%r: there is no Numba backend here; the envs run their CUDA kernels on %s.",
-                key("env_backend"), backend, BACKEND_ALIASES[backend],
-            )
-            backend = BACKEND_ALIASES[backend]
-        if backend not in ENV_BACKENDS:
-            raise ConfigError(
-                f"`{key('env_backend')}`={d['env_backend']!r} is not supported; expected one of "
-                f"{', '.join(ENV_BACKENDS)} (the numba backend was dropped; use pycuda)."
-            )
+        backend = chk.as_str(d["env_backend"], key("env_backend"))
+        if is_numba(backend):
+            logger.info("`%s`=%r: there is no Numba backend here; the envs run their CUDA kernels on pycuda.",
+                        key("env_backend"), backend)
+        try:
+            backend = canonical_backend(backend, f"`{key('env_backend')}`")
+        except ConfigError as err:
+            raise ConfigError(f"{err} (the numba backend was dropped: 'numba' runs on pycuda).") from None
         seed = d["seed"]
         if seed is not None:
             seed = chk.as_int(seed, key("seed"), minimum=0)

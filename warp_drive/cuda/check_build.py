@@ -1,36 +1,52 @@
-"""Compile every CUDA source of the package and of every example env with nvcc (no GPU needed).
+"""Compile every CUDA source of the package and of every registered env with nvcc (no GPU needed).
 
-Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90]``. Exits non-zero when a kernel
-does not compile. Each env is rendered with its default constants, for one block per env and for
-several blocks per env; the self-contained units of ``warp_drive/cuda_includes`` are built as
-they are.
+Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90] [--envs example_envs ...]``. Exits
+non-zero when a kernel does not compile. ``--envs`` names packages whose import registers envs in
+warp_drive's env registrar (``example_envs`` for the bundled examples); without it only the core
+layer is built. Each registered env is rendered with its default constants, for one block per
+env and for several blocks per env; the self-contained units of ``warp_drive/cuda_includes`` are
+built as they are.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple, Sequence
 
 from warp_drive.cuda import project_root
-from warp_drive.cuda.compiler import compile_cubin, compile_main_file, render_source
-from warp_drive.errors import CUDACompileError
+from warp_drive.cuda.compiler import compile_cubin, compile_main_file, env_include_dirs, render_source
+from warp_drive.errors import ConfigError, CUDACompileError
 
 logger = logging.getLogger(__name__)
 
+class BuildCase(NamedTuple):
+    """One translation unit to build: a label, the env source (None: core layer only), the
+    prelude constants, the agent count and the include directories."""
 
-def sources_to_check() -> list[tuple[str, object, dict, int]]:
-    """(label, env source or None, constants, num_agents) for the core layer and every example env."""
-    out: list[tuple[str, object, dict, int]] = [("core service layer", None, {}, 2500)]
-    try:
-        from example_envs import example_env_names, get_example_env_class
-    except ImportError:  # example envs are not installed
-        return out
-    for name in example_env_names():
-        env = get_example_env_class(name)()
-        out.append((name, env.cuda_source, env.cuda_constants(), int(env.num_agents)))
+    label: str
+    source: Path | None
+    constants: dict
+    num_agents: int
+    include_dirs: list[Path]
+
+
+def sources_to_check(registrar: Any = None) -> list[BuildCase]:
+    """The core layer, then every env registered in ``registrar`` (default: warp_drive's
+    module-level env registrar) that has a CUDA source, built with its default arguments."""
+    from warp_drive.env.registrar import env_registrar
+
+    registrar = registrar or env_registrar
+    out = [BuildCase("core service layer", None, {}, 2500, [])]
+    for name in registrar.env_names("pycuda"):
+        env = registrar.get(name, "pycuda")()
+        source = getattr(env, "cuda_source", None)
+        if source is not None:
+            out.append(BuildCase(name, Path(source), env.cuda_constants(), int(env.num_agents), env_include_dirs(source)))
     return out
 
 
@@ -39,23 +55,41 @@ def main_files_to_check() -> list[Path]:
     return sorted((project_root() / "warp_drive" / "cuda_includes").glob("*.cu"))
 
 
+def register_env_packages(packages: Sequence[str]) -> None:
+    """Import each package (its import registers its envs).
+
+    Raises:
+        ConfigError: a package cannot be imported.
+    """
+    for package in packages:
+        try:
+            importlib.import_module(package)
+        except ImportError as err:
+            raise ConfigError(f"--envs {package}: cannot import it ({err}); name an importable package") from err
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--envs", nargs="*", default=[],
+                        help="packages whose import registers the envs to build, e.g. example_envs")
     args = parser.parse_args(argv)
+    register_env_packages(args.envs)
+    if not args.envs:
+        print("no --envs given: building the core layer only (--envs example_envs adds the example envs)")
     failures = 0
-    for label, source, constants, agents in sources_to_check():
-        for envs, bpe in ((4, 1), (2, min(3, agents))):
+    for case in sources_to_check():
+        for envs, bpe in ((4, 1), (2, min(3, case.num_agents))):
             start = time.perf_counter()
             try:
-                text = render_source(envs, agents, bpe, env_source=source, constants=constants)
-                dirs = [source.parent] if source is not None else []
-                compile_cubin(text, args.arch, include_dirs=dirs)
+                text = render_source(envs, case.num_agents, bpe, env_source=case.source, constants=case.constants)
+                compile_cubin(text, args.arch, include_dirs=case.include_dirs)
                 status = "ok"
             except CUDACompileError as err:
                 failures += 1
                 status = f"FAILED\n{err}"
-            print(f"{label:<34} E={envs} N={agents} BPE={bpe} {args.arch}: {status} ({time.perf_counter() - start:.1f} s)")
+            print(f"{case.label:<34} E={envs} N={case.num_agents} BPE={bpe} {args.arch}: {status} "
+                  f"({time.perf_counter() - start:.1f} s)")
     for main_file in main_files_to_check():
         start = time.perf_counter()
         try:

@@ -365,6 +365,19 @@ def quoted_includes(main_file: str | os.PathLike[str], include_dirs: Sequence[st
     return list(seen)
 
 
+def env_include_dirs(env_source: str | os.PathLike[str],
+                     include_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Include directories for an env's source: ``include_dirs``, the source's folder, and the
+    folder of every header it reaches through ``#include "..."`` (e.g. ``"../shared.cuh"``), so the
+    build's cache key covers those headers too."""
+    folder = Path(env_source).resolve().parent
+    dirs = [*(Path(d) for d in include_dirs), folder]
+    for header in quoted_includes(env_source, dirs):
+        if header.parent not in dirs and core_dir().resolve() != header.parent:
+            dirs.append(header.parent)
+    return dirs
+
+
 @dataclass(frozen=True)
 class BuiltBinary:
     """A binary built from a user's main file: where it lives in the cache, and the text of the

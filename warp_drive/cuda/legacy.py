@@ -28,19 +28,24 @@ _BUILD_HELP = (
     "fm._compile(main_file=..., cubin_file=...) then fm.load_cuda_from_binary_file(cubin_file)"
 )
 
-#: 2.7.1's env names -> example env whose CUDA source stands in for its default table.
-_DEFAULT_ENVS = {"TagGridWorld": "tag_gridworld", "TagContinuous": "tag_continuous"}
+#: 2.7.1's default table: env name -> its CUDA step source, relative to the project root (2.7.1
+#: looked these paths up the same way; nothing is imported).
+_DEFAULT_ENV_SOURCES = {
+    "TagGridWorld": "example_envs/tag_gridworld/tag_gridworld_step.cu",
+    "TagContinuous": "example_envs/tag_continuous/tag_continuous_step.cu",
+}
 
 
 def get_default_env_directory(env_name: str) -> str | None:
-    """Path of the CUDA step source of a built-in example env (``TagGridWorld``,
-    ``TagContinuous``), or None for any other name."""
-    key = _DEFAULT_ENVS.get(env_name)
-    if key is None:
-        return None
-    from example_envs import get_example_env_class
+    """Path of the CUDA step source of one of 2.7.1's built-in envs (``TagGridWorld``,
+    ``TagContinuous``), or None for any other name (or when the example envs are not installed)."""
+    from warp_drive.cuda import project_root
 
-    return str(get_example_env_class(key).cuda_source)
+    relative = _DEFAULT_ENV_SOURCES.get(env_name)
+    if relative is None:
+        return None
+    path = project_root() / relative
+    return str(path) if path.is_file() else None
 
 
 def update_env_header(template_header_file: Any = None, path: Any = None, num_envs: int = 1, num_agents: int = 1,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from warp_drive.errors import KernelSignatureError
+
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 # string and character literals other than the "C" of extern "C" (their braces would confuse a scan)
 _LITERALS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)+\'')
@@ -67,7 +69,7 @@ class KernelParam:
         try:
             return _SCALAR_CODES[self.ctype]
         except KeyError:
-            raise ValueError(f"unsupported kernel parameter type '{self.ctype} {self.name}'") from None
+            raise KernelSignatureError(f"unsupported kernel parameter type '{self.ctype} {self.name}'") from None
 
     @property
     def base_kind(self) -> str:
@@ -91,7 +93,7 @@ def _parse_param(text: str, position: int) -> KernelParam:
     text = " ".join(text.replace("*", " * ").replace("&", " & ").split())
     tokens = [t for t in text.split(" ") if t not in _QUALIFIERS]
     if not tokens:
-        raise ValueError(f"cannot parse kernel parameter '{text}'")
+        raise KernelSignatureError(f"cannot parse kernel parameter '{text}'")
     is_pointer = "*" in tokens
     words = [t for t in tokens if t not in ("*", "&")]
     # the last word is the name unless the parameter is unnamed (a declaration: `float*`, `int`)

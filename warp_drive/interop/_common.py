@@ -11,21 +11,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext, check_seed
+from warp_drive.env.data_feed import DataFeed
+from warp_drive.env.done import split_done
+from warp_drive.env.placeholders import stack_agent_obs
+from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
 from warp_drive.env_wrapper import EnvWrapper, resolve_backend
-from warp_drive.errors import ConfigError, DataShapeError, WarpDriveError
+from warp_drive.errors import ConfigError, DataShapeError, UsageError
 from warp_drive.managers.data_manager import to_device_array
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 from warp_drive.utils.obs_checks import check_reset_observations
-from warp_drive.utils.placeholders import stack_agent_obs
+
+__all__ = ["check_seed", "split_done"]  # re-exported for the adapters
 
 logger = logging.getLogger(__name__)
 
 
-class InteropError(WarpDriveError, RuntimeError):
+class InteropError(UsageError):
     """An adapter was used out of order (``step()`` before ``reset()``, after the episode ended, or after
     ``close()``)."""
 
@@ -34,32 +37,34 @@ def make_env(
     env: str | CUDAEnvironmentContext,
     env_config: Mapping[str, Any] | None,
     backend: str,
+    registrar: EnvironmentRegistrar | None = None,
 ) -> CUDAEnvironmentContext:
     """The env instance an adapter wraps.
 
     Args:
-        env: an env instance, or the name of an example env (``example_envs.get_example_env_class``).
-        env_config: keyword arguments of the example env class (only with a name).
-        backend: resolved backend name; passed to the example env as ``env_backend``.
+        env: an env instance, or the name of an env registered in ``registrar``.
+        env_config: keyword arguments of the registered env class (only with a name).
+        backend: resolved backend name; passed to the registered env as ``env_backend``.
+        registrar: where names are looked up; default: :data:`warp_drive.env.env_registrar`
+            (where ``import example_envs`` registers the example envs).
 
     Raises:
-        ConfigError: unknown name, bad arguments, or ``env_config`` given with an instance.
+        ConfigError: unknown name (:class:`~warp_drive.errors.UnknownEnvError`), bad arguments,
+            or ``env_config`` given with an instance.
     """
     if isinstance(env, str):
-        from example_envs import get_example_env_class
-
         kwargs = dict(env_config or {})
         kwargs.setdefault("env_backend", backend)
-        return get_example_env_class(env)(**kwargs)
+        return (registrar or env_registrar).get(env, backend)(**kwargs)
     if isinstance(env, CUDAEnvironmentContext):
         if env_config:
             raise ConfigError(
-                "env_config only applies when env is an example env name; configure the instance "
+                "env_config only applies when env is a registered env name; configure the instance "
                 f"{type(env).__name__} before passing it"
             )
         return env
     raise ConfigError(
-        f"env must be an example env name or a CUDAEnvironmentContext instance, got {type(env).__name__}"
+        f"env must be a registered env name or a CUDAEnvironmentContext instance, got {type(env).__name__}"
     )
 
 
@@ -70,6 +75,7 @@ def build_wrapper(
     num_envs: int | None,
     device_id: int | None,
     blocks_per_env: int | None,
+    registrar: EnvironmentRegistrar | None = None,
 ) -> EnvWrapper:
     """An :class:`EnvWrapper` whose data is already pushed (``reset_all_envs()`` was called once)."""
     if isinstance(env, EnvWrapper):
@@ -83,7 +89,7 @@ def build_wrapper(
     else:
         backend = resolve_backend(backend)
         wrapper = EnvWrapper(
-            make_env(env, env_config, backend),
+            make_env(env, env_config, backend, registrar),
             num_envs=1 if num_envs is None else num_envs,
             env_backend=backend,
             device_id=device_id,
@@ -105,66 +111,38 @@ def agent_ids(env: Any) -> list[Any]:
 
 
 # ----------------------------------------------------------------------------- seeding
-# Env hooks (all optional; the example envs define both):
-#   reseed(seed)               re-seed everything random, as if the env had been built with `seed`:
-#                              data drawn once per env (Tag's roles, reset pools) and the RNG that
-#                              reset() draws start states from.
-#   reseed_start_states(seed)  re-seed only the RNG of reset(); data drawn once is kept.
-# Without hooks the attribute conventions below are used (classic-control `_reset_rng`, `rng`).
+# Envs re-seed through the env contract (warp_drive.env.context.CUDAEnvironmentContext):
+#   reseed(seed)               everything random, as if the env had been built with `seed`: data
+#                              drawn once per env (Tag's roles, reset pools) and what reset() draws.
+#   reseed_start_states(seed)  only what reset() draws; data drawn once is kept.
 
 
 def reseed_env_rng(env: Any, seed: int) -> list[str]:
-    """Re-seed the host RNG an env draws its initial states from (``reset()``), keeping data drawn
-    once per env (roles, reset pools).
-
-    Tried in order: the env method ``reseed_start_states(seed)``; the classic-control
-    ``_reset_rng`` (rebuilt as ``Generator(PCG64(SeedSequence(seed)))``, the generator gymnasium's
-    ``reset(seed=seed)`` builds); an ``rng`` attribute (``np.random.default_rng(seed)``); the env
-    method ``reseed(seed)`` (which may redraw data drawn once: an env whose ``reseed`` does should
-    define ``reseed_start_states`` too).
+    """Re-seed what an env draws its initial states from (``reset()``), keeping data drawn once
+    per env (roles, reset pools): ``env.reseed_start_states(seed)``.
 
     Returns:
-        What was re-seeded (empty when the env exposes no RNG this function knows).
+        What was re-seeded (empty for an env without the method).
     """
-    hook = getattr(env, "reseed_start_states", None)
-    if callable(hook):
-        hook(seed)
-        return ["reseed_start_states()"]
-    done = []
-    if isinstance(getattr(env, "_reset_rng", None), np.random.Generator):
-        env._reset_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
-        done.append("_reset_rng")
-    if isinstance(getattr(env, "rng", None), np.random.Generator):
-        env.rng = np.random.default_rng(seed)
-        done.append("rng")
-    if not done:
-        hook = getattr(env, "reseed", None)
-        if callable(hook):
-            hook(seed)
-            return ["reseed()"]
-        logger.debug("%s exposes no host RNG; reset(seed=...) only re-seeds reset-pool draws", type(env).__name__)
-    return done
+    return _reseed_hook(env, "reseed_start_states", seed)
 
 
 def reseed_env(env: Any, seed: int) -> list[str]:
-    """Re-seed everything random in an env, as if it had been built with ``seed``: the env method
-    ``reseed(seed)`` when it has one, else :func:`reseed_env_rng`.
+    """Re-seed everything random in an env, as if it had been built with ``seed``: ``env.reseed(seed)``.
 
     Returns:
-        What was re-seeded.
+        What was re-seeded (empty for an env without the method).
     """
-    hook = getattr(env, "reseed", None)
-    if callable(hook):
-        hook(seed)
-        return ["reseed()"]
-    return reseed_env_rng(env, seed)
+    return _reseed_hook(env, "reseed", seed)
 
 
-def check_seed(seed: Any, what: str = "seed") -> int:
-    """A non-negative Python int (bools refused)."""
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"{what}={seed!r} must be a non-negative integer or None")
-    return int(seed)
+def _reseed_hook(env: Any, method: str, seed: int) -> list[str]:
+    hook = getattr(env, method, None)
+    if not callable(hook):
+        logger.debug("%s has no %s(); nothing re-seeded", type(env).__name__, method)
+        return []
+    hook(seed)
+    return [f"{method}()"]
 
 
 def _feed_values(feed: DataFeed) -> dict[str, Any]:
@@ -291,15 +269,8 @@ def install_start_states(
 
 
 # ----------------------------------------------------------------------------- done flags
-def split_done(done: torch.Tensor, timestep: torch.Tensor, episode_length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(terminated, truncated)`` bool tensors from ``_done_`` and ``_timestep_`` (device ops only).
-
-    ``_done_ > 0`` ends the episode. It was truncated by the time limit when ``_done_ == 1`` and
-    ``_timestep_ >= episode_length``; any other end is a termination (``_done_ == 2`` is the
-    MountainCars' goal, always a termination). An env whose natural end falls exactly on the last
-    step and that reports it as ``_done_ == 1`` is indistinguishable from a truncation and is
-    reported truncated (the rule the trainer's rollout uses as well).
-    """
-    ended = done > 0
-    truncated = (done == 1) & (timestep >= episode_length)
-    return ended & ~truncated, truncated
+def done_tensors(dm: Any) -> tuple[Any, Any, Any]:
+    """The live ``(_done_, _timestep_, _truncated_ or None)`` tensors of a data store (the
+    truncation flag exists when the env writes it)."""
+    truncated = dm.data_on_device_via_torch(Constants.TRUNCATED) if dm.is_data_on_device(Constants.TRUNCATED) else None
+    return dm.data_on_device_via_torch(Constants.DONE), dm.data_on_device_via_torch(Constants.TIMESTEP), truncated

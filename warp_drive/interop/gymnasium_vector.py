@@ -3,6 +3,7 @@
 Example::
 
     import torch
+    import example_envs  # the example envs register themselves (by name) in warp_drive's env registrar
     from warp_drive.interop import WarpDriveVectorEnv
 
     envs = WarpDriveVectorEnv("cartpole", num_envs=1024, backend="pycuda",
@@ -104,6 +105,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext
+from warp_drive.env.placeholders import action_layout
+from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env_wrapper import EnvWrapper, resolve_backend
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
 from warp_drive.interop._common import (
@@ -111,14 +116,12 @@ from warp_drive.interop._common import (
     agent_ids,
     build_wrapper,
     check_seed,
+    done_tensors,
     install_start_states,
     make_env,
     shared_host_values,
     split_done,
 )
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
-from warp_drive.utils.placeholders import action_layout
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
@@ -131,10 +134,11 @@ class WarpDriveVectorEnv(VectorEnv):
     """All replicas of a warp_drive env as a Gymnasium ``VectorEnv`` (see the module docstring).
 
     Args:
-        env: an env instance, an example env name (``"cartpole"``, ...), or an
-            :class:`~warp_drive.env_wrapper.EnvWrapper` (its ``num_envs`` is used).
+        env: an env instance, the name of an env in ``env_registrar`` (``"cartpole"``, ... once
+            ``example_envs`` is imported), or an :class:`~warp_drive.env_wrapper.EnvWrapper` (its
+            ``num_envs`` is used).
         num_envs: env replicas E (default 1; omit with an EnvWrapper).
-        env_config: keyword arguments of the example env class (with a name only).
+        env_config: keyword arguments of the registered env class (with a name only).
         backend: ``"cpu"`` or ``"pycuda"``.
         flatten_agents: treat each (replica, agent) pair as a sub-env (multi-agent envs).
         copy: return copies of observations and rewards instead of views of the store.
@@ -146,6 +150,7 @@ class WarpDriveVectorEnv(VectorEnv):
             or only restores the saved ones on the device (False).
         check_actions: range-check actions on every step (costs one host sync per step).
         device_id: CUDA device of the pycuda backend.
+        env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
         blocks_per_env: CUDA blocks per env.
 
     Raises:
@@ -171,6 +176,7 @@ class WarpDriveVectorEnv(VectorEnv):
         check_actions: bool = False,
         device_id: int | None = None,
         blocks_per_env: int | None = None,
+        env_registrar: EnvironmentRegistrar | None = None,
     ) -> None:
         if output not in OUTPUTS:
             raise ConfigError(f"output={output!r} is unknown; use one of {', '.join(map(repr, OUTPUTS))}")
@@ -182,7 +188,7 @@ class WarpDriveVectorEnv(VectorEnv):
                 f"{', '.join(repr(m.value) for m in AutoresetMode)} or gymnasium.vector.AutoresetMode"
             ) from None
         if isinstance(env, str):  # build the instance first: refuse before compiling anything
-            env, env_config = make_env(env, env_config, resolve_backend(backend)), None
+            env, env_config = make_env(env, env_config, resolve_backend(backend), env_registrar), None
         inner: Any = env.env if isinstance(env, EnvWrapper) else env
         if getattr(inner, "num_agents", None) is not None:
             self._check_agents(int(inner.num_agents), flatten_agents, type(inner).__name__)
@@ -244,8 +250,7 @@ class WarpDriveVectorEnv(VectorEnv):
         self._obs = obs_store.view(self.num_envs, *obs_shape)
         self._rewards = dm.data_on_device_via_torch(Constants.REWARDS).view(self.num_envs)
         self._actions = dm.data_on_device_via_torch(Constants.ACTIONS)  # (E, N, heads)
-        self._done = dm.data_on_device_via_torch(Constants.DONE)
-        self._timestep = dm.data_on_device_via_torch(Constants.TIMESTEP)
+        self._done, self._timestep, self._truncated = done_tensors(dm)
         if tuple(self._actions.shape) != (self.num_replicas, n_agents, self._heads):
             raise DataShapeError(
                 f"'{Constants.ACTIONS}' has shape {tuple(self._actions.shape)}; expected "
@@ -280,7 +285,7 @@ class WarpDriveVectorEnv(VectorEnv):
                 one seed (or None) per replica, or None (see the module docstring).
             options: ``{"reset_mask": bool array (num_envs,)}`` resets only the masked sub-envs
                 (with ``flatten_agents`` the mask must select whole replicas). Other keys are
-                ignored.
+                refused (ConfigError).
 
         Returns:
             ``(observations, {})``: observations ``(num_envs, *obs_shape)`` on the device (a NumPy
@@ -294,7 +299,12 @@ class WarpDriveVectorEnv(VectorEnv):
         options = dict(options or {})
         mask = self._replica_mask(options.pop("reset_mask", None))
         if options:
-            logger.debug("WarpDriveVectorEnv.reset ignores options %s", sorted(options))
+            from warp_drive.config._checks import closest_match
+
+            key = sorted(options, key=str)[0]
+            match = closest_match(str(key), ["reset_mask"])
+            raise ConfigError(f"reset(options=...) got the unknown key {key!r}" + (f"; did you mean {match!r}?" if match else "")
+                              + "; the only option is 'reset_mask'")
         rows = list(range(self.num_replicas)) if mask is None else [int(i) for i in np.flatnonzero(mask)]
         seeds = self._replica_seeds(seed)
         pool_seed = next((s for s in seeds if s is not None), None)
@@ -343,7 +353,7 @@ class WarpDriveVectorEnv(VectorEnv):
             self._refuse_ended_replicas()
         self._write_actions(actions)
         self.wrapper.step_all_envs()
-        terminated, truncated = split_done(self._done, self._timestep, self._episode_length)
+        terminated, truncated = split_done(self._done, self._timestep, self._episode_length, self._truncated)
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
             return self._finish_next_step(terminated, truncated)
         terminated, truncated = self._per_sub_env(terminated), self._per_sub_env(truncated)

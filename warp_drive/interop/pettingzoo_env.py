@@ -7,6 +7,7 @@ PettingZoo tooling, tests and evaluation, not for throughput; use
 
 Example::
 
+    import example_envs  # the example envs register themselves (by name) in warp_drive's env registrar
     from warp_drive.interop import WarpDrivePettingZooEnv
 
     env = WarpDrivePettingZooEnv("tag_gridworld", {"num_taggers": 3, "episode_length": 50})
@@ -19,11 +20,12 @@ Semantics:
 
 * ``possible_agents`` are ``"agent_<id>"`` for the env's agent ids in data-store order.
 * **Termination / truncation.** The replica's ``_done_`` flag ends the episode for every agent
-  still in the game: truncated when ``_done_ == 1`` and ``_timestep_ >= episode_length`` (the time
-  limit), terminated otherwise (see :func:`~warp_drive.interop._common.split_done`).
+  still in the game: truncated where the env's step says so (``_truncated_``), or, for envs that
+  write only ``_done_``, when ``_done_ == 1`` and ``_timestep_ >= episode_length`` (the time
+  limit); terminated otherwise (see :func:`warp_drive.env.done.split_done`).
 * **Agents that leave early.** If the env has a per-agent "in the game" flag (``active_flag``;
-  by default ``still_in_the_game`` when the data store holds it with shape ``(1, N)``, as
-  TagContinuous does), an agent whose flag drops to 0 is *terminated* on that step and removed
+  by default the env's ``active_agent_flag`` when the data store holds it with shape ``(1, N)``,
+  as TagContinuous's ``still_in_the_game``), an agent whose flag drops to 0 is *terminated* on that step and removed
   from ``agents``; later steps neither expect nor report it (the env itself ignores agents out
   of the game). Envs without such a flag (TagGridWorld, the classic-control envs, DummyEnv) end
   all agents together.
@@ -59,6 +61,9 @@ except ImportError as err:  # pragma: no cover - depends on the install
         "clone of warp_drive `pip install -e '.[interop]'`"
     ) from err
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext
+from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.interop._common import (
@@ -66,27 +71,25 @@ from warp_drive.interop._common import (
     agent_ids,
     build_wrapper,
     check_seed,
+    done_tensors,
     install_start_states,
     shared_host_values,
     split_done,
 )
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
 
-#: Data name TagContinuous uses for its per-agent "still in the game" flag.
-DEFAULT_ACTIVE_FLAG = "still_in_the_game"
 
 
 class WarpDrivePettingZooEnv(ParallelEnv):
     """One replica of a warp_drive env as a PettingZoo ``ParallelEnv`` (see the module docstring).
 
     Args:
-        env: an env instance, the name of an example env (``"tag_gridworld"``, ``"cartpole"``, ...),
-            or an :class:`~warp_drive.env_wrapper.EnvWrapper` built with ``num_envs=1``.
-        env_config: keyword arguments of the example env class (with a name only).
+        env: an env instance, the name of an env in ``env_registrar`` (``"tag_gridworld"``, ...
+            once ``example_envs`` is imported), or an :class:`~warp_drive.env_wrapper.EnvWrapper`
+            built with ``num_envs=1``.
+        env_config: keyword arguments of the registered env class (with a name only).
         backend: ``"cpu"`` (NumPy reference step) or ``"pycuda"`` (CUDA kernels).
         device_id: CUDA device of the pycuda backend (default: the current device).
         blocks_per_env: CUDA blocks per env (default: enough for the env's agents).
@@ -94,7 +97,8 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         redraw_start_states: ``reset()`` without a seed draws a new initial state on the host (True)
             or restores the saved one on the device (False).
         active_flag: data name of a per-agent ``(1, N)`` int flag that is 0 once an agent left the
-            game; ``"auto"`` uses ``still_in_the_game`` when present, None disables.
+            game; ``"auto"`` uses the env's ``active_agent_flag`` when present, None disables.
+        env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
 
     Raises:
         ConfigError: bad arguments, an EnvWrapper with several replicas, an unknown active flag,
@@ -119,6 +123,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         render_mode: str | None = None,
         redraw_start_states: bool = True,
         active_flag: str | None = "auto",
+        env_registrar: EnvironmentRegistrar | None = None,
     ) -> None:
         if isinstance(env, EnvWrapper) and env.n_envs != 1:
             raise ConfigError(
@@ -127,7 +132,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             )
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode={render_mode!r} is not supported; use None or 'ansi'")
-        self.wrapper = build_wrapper(env, env_config, backend, 1, device_id, blocks_per_env)
+        self.wrapper = build_wrapper(env, env_config, backend, 1, device_id, blocks_per_env, env_registrar)
         self.backend = self.wrapper.env_backend
         self.render_mode = render_mode
         self.redraw_start_states = bool(redraw_start_states)
@@ -241,10 +246,8 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         dm = self._dm
         obs = dm.pull_data_from_device(Constants.OBSERVATIONS)[0]
         rewards = dm.pull_data_from_device(Constants.REWARDS)[0]
-        terminated_t, truncated_t = split_done(
-            dm.data_on_device_via_torch(Constants.DONE), dm.data_on_device_via_torch(Constants.TIMESTEP),
-            self._episode_length,
-        )
+        done_t, timestep_t, cut_t = done_tensors(dm)
+        terminated_t, truncated_t = split_done(done_t, timestep_t, self._episode_length, cut_t)
         env_terminated, env_truncated = bool(terminated_t[0]), bool(truncated_t[0])
         active = None
         if self._active_flag is not None:
@@ -311,8 +314,8 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         if active_flag is None:
             return None
         if active_flag == "auto":
-            name = DEFAULT_ACTIVE_FLAG
-            if not self._dm.is_data_on_device(name) or self._dm.get_shape(name) != (1, n):
+            name = getattr(self.wrapper.env, "active_agent_flag", None)
+            if not name or not self._dm.is_data_on_device(name) or self._dm.get_shape(name) != (1, n):
                 return None
             return name
         if not self._dm.is_data_on_device(active_flag) or self._dm.get_shape(active_flag) != (1, n):

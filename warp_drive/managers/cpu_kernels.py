@@ -15,12 +15,14 @@ registered entries.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from warp_drive.errors import DataShapeError
 from warp_drive.utils.philox import (
     box_muller,
     philox_words,
@@ -41,6 +43,9 @@ __all__ = [
     "reset_when_done",
     "sample_actions",
     "sample_gaussian_actions",
+    "sample_action_rows",
+    "sample_gaussian_action_rows",
+    "reset_env_rows",
     "undo_done_flag_and_reset_timestep",
     "update_log_mask",
     "reset_in_float_when_done_2d",
@@ -79,13 +84,13 @@ def _words(arr: Any, dtype: type[np.generic]) -> np.ndarray:
         A 1-D view sharing memory with ``arr``.
 
     Raises:
-        ValueError: If ``arr`` is not C-contiguous or its items are not 4 bytes.
+        DataShapeError: If ``arr`` is not C-contiguous or its items are not 4 bytes.
     """
     a = np.asarray(arr)
     if not a.flags.c_contiguous:
-        raise ValueError("kernel arguments must be C-contiguous (writes would be lost)")
+        raise DataShapeError("kernel arguments must be C-contiguous (writes would be lost); pass np.ascontiguousarray(x)")
     if a.dtype.itemsize != 4:
-        raise ValueError(f"kernel arguments must have 4-byte items, got {a.dtype}")
+        raise DataShapeError(f"kernel arguments must have 4-byte items, got {a.dtype}; cast to float32 or int32")
     flat = a.reshape(-1)
     return flat if flat.dtype == dtype else flat.view(dtype)
 
@@ -93,6 +98,11 @@ def _words(arr: Any, dtype: type[np.generic]) -> np.ndarray:
 def _rows(arr: Any, dtype: type[np.generic], num_rows: int, row_size: int) -> np.ndarray:
     """``(num_rows, row_size)`` view of the first ``num_rows * row_size`` words of ``arr``."""
     return _words(arr, dtype)[: num_rows * row_size].reshape(num_rows, row_size)
+
+
+def _row_ids(first: int, count: int) -> np.ndarray:
+    """uint32 row indices ``first .. first + count - 1`` (counter word 0 of the rows' draws)."""
+    return np.arange(first, first + count, dtype=np.uint32)
 
 
 def _or_error_flag(error_flag: Any, bits: int) -> None:
@@ -111,12 +121,20 @@ def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
 
     Returns:
         ``(total, bits, running)``: per-row float32 sums (summed left to right, as on the
-        device), the ORed error bits over all rows, and the running sums ``(rows, actions)``
-        (``total`` is their last column; pass 2 reuses them).
+        device), the ORed error bits over all rows, and the running sums, column-major:
+        ``running[i, r]`` is row ``r``'s sum of its first ``i + 1`` probabilities
+        (``(actions, rows)``; ``total`` is its last row; pass 2 reuses them).
     """
-    # np.cumsum accumulates left to right in float32: running[:, i] is the device's running sum.
-    running = np.cumsum(p, axis=1, dtype=np.float32)
-    total = running[:, -1] if p.shape[1] else np.zeros(p.shape[0], dtype=np.float32)
+    # One column at a time over every row (the rows are the vectorised axis): running[i] =
+    # running[i - 1] + p[:, i] in float32, the device's left-to-right order, exactly. (np.cumsum
+    # along either axis loops per row here: several times slower.)
+    rows, n = p.shape
+    running = np.empty((n, rows), dtype=np.float32)
+    if n:
+        np.copyto(running[0], p[:, 0])
+    for i in range(1, n):
+        np.add(running[i - 1], p[:, i], out=running[i])
+    total = running[-1] if n else np.zeros(rows, dtype=np.float32)
     bits = 0
     with np.errstate(invalid="ignore", over="ignore"):
         if not (p >= np.float32(0.0)).all():  # NaN or negative
@@ -139,14 +157,18 @@ def _argmax_rows(p: np.ndarray) -> np.ndarray:
     return index
 
 
-def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray | None = None) -> np.ndarray:
+def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray | None = None,
+                 monotone: bool = False) -> np.ndarray:
     """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
 
     Args:
         p: ``(rows, actions)`` float32 probabilities.
         total: Per-row float32 sums from pass 1.
         u: Per-row float32 uniforms in ``[0, 1)``.
-        running: The running sums from pass 1 (computed here when None).
+        running: The column-major ``(actions, rows)`` running sums from pass 1 (computed here
+            when None).
+        monotone: Every probability is a finite number >= 0 (pass 1 found no error), so each
+            row's running sums never decrease.
 
     Returns:
         int32 action per row: first ``i`` with running sum ``> u * total``,
@@ -156,11 +178,16 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
     if n == 0:
         return np.zeros(rows, dtype=np.int32)
     if running is None:
-        running = np.cumsum(p, axis=1, dtype=np.float32)
+        running = _categorical_errors(p)[2]
     x = u * total  # float32 multiply, round to nearest
-    hit = running > x[:, None]
-    action = hit.argmax(axis=1).astype(np.int32)  # first hit (0 when none)
-    missed = ~hit[np.arange(rows), action]
+    if monotone:
+        # the running sums passed are a prefix: the first hit is the count of those <= x (n: none)
+        action = np.add.reduce(running <= x, axis=0, dtype=np.int32)
+        missed = action == n
+    else:
+        hit = running > x
+        action = hit.argmax(axis=0).astype(np.int32)  # first hit (0 when none)
+        missed = ~hit[action, np.arange(rows)]
     if missed.any():  # no running sum passed x (rounding, NaN): last positive probability, else 0
         positive = p[missed] > np.float32(0.0)
         last = (n - 1 - positive[:, ::-1].argmax(axis=1)).astype(np.int32)
@@ -171,7 +198,8 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
 # --------------------------------------------------------------------------- samplers
 
 
-def sample_actions(
+def sample_action_rows(
+    row_offset: int,
     probs: np.ndarray,
     actions: np.ndarray,
     counters: np.ndarray,
@@ -186,12 +214,15 @@ def sample_actions(
     use_argmax: int,
     log_prob_mode: int = 0,
 ) -> None:
-    """Categorical sampling; twin of the ``sample_actions`` kernel (``sampler.cuh``).
+    """Categorical sampling of rows ``row_offset .. row_offset + num_rows - 1`` of a batch.
 
-    Row ``r`` draws ``u`` from Philox(key=(seed, stream_id), ctr=(r, counters[r], 0, 0))
+    :data:`sample_actions` (this from row 0: a whole batch) is the twin of the ``sample_actions``
+    kernel (``sampler.cuh``). Row ``r`` draws ``u`` from Philox(key=(seed, stream_id), ctr=(r, counters[r], 0, 0))
     word 0 and writes ``actions[r * action_stride + action_offset]``.
 
     Args:
+        row_offset: Index of the first row in the whole batch (counter word 0 of its draw); every
+            array argument starts at that row, so a block of rows draws what the whole batch would.
         probs: ``(num_rows, num_actions)`` float32 probabilities (any shape, flat order).
         actions: int32 action buffer, ``num_rows * action_stride`` words.
         counters: uint32 (or int32) per-row call counters, advanced by one unless argmax.
@@ -213,8 +244,8 @@ def sample_actions(
         chosen = _argmax_rows(p)
     else:
         calls = _words(counters, np.uint32)[:num_rows]
-        words = philox_words(seed, stream_id, np.arange(num_rows, dtype=np.uint32), calls)
-        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]), running)
+        words = philox_words(seed, stream_id, _row_ids(row_offset, num_rows), calls)
+        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]), running, monotone=not bits)
         calls += np.uint32(1)
     out[: num_rows * action_stride].reshape(num_rows, action_stride)[:, action_offset] = chosen
     if log_prob_mode:
@@ -225,7 +256,12 @@ def sample_actions(
     _or_error_flag(error_flag, bits)
 
 
-def sample_gaussian_actions(
+#: Twin of the ``sample_actions`` kernel: :func:`sample_action_rows` of a whole batch (rows from 0).
+sample_actions = functools.partial(sample_action_rows, 0)
+
+
+def sample_gaussian_action_rows(
+    row_offset: int,
     mean: np.ndarray,
     std: np.ndarray,
     actions: np.ndarray,
@@ -239,13 +275,17 @@ def sample_gaussian_actions(
     deterministic: int,
     log_prob_mode: int = 0,
 ) -> None:
-    """Diagonal Gaussian sampling; twin of ``sample_gaussian_actions`` (``sampler.cuh``).
+    """Diagonal Gaussian sampling of rows ``row_offset ..`` of a batch (as :func:`sample_action_rows`).
+
+    :data:`sample_gaussian_actions` (from row 0) is the twin of the ``sample_gaussian_actions``
+    kernel (``sampler.cuh``).
 
     ``actions[r, j] = mean[r, j] + std[r, j] * z_j`` in float32, where dims
     ``2k, 2k+1`` take Box-Muller normals from words 0, 1 of
     Philox(key=(seed, stream_id), ctr=(r, counters[r], k, 0)).
 
     Args:
+        row_offset: Index of the first row in the whole batch (counter word 0 of its draws).
         mean: ``(num_rows, action_dim)`` float32.
         std: ``(num_rows, action_dim)`` float32.
         actions: ``(num_rows, action_dim)`` float32 output.
@@ -269,7 +309,7 @@ def sample_gaussian_actions(
         words = philox_words(
             seed,
             stream_id,
-            np.arange(num_rows, dtype=np.uint32)[:, None],
+            _row_ids(row_offset, num_rows)[:, None],
             calls[:, None],
             np.arange(blocks, dtype=np.uint32)[None, :],
         )  # (rows, blocks, 4)
@@ -286,10 +326,15 @@ def sample_gaussian_actions(
     _or_error_flag(error_flag, bits)
 
 
+#: Twin of the ``sample_gaussian_actions`` kernel: :func:`sample_gaussian_action_rows` from row 0.
+sample_gaussian_actions = functools.partial(sample_gaussian_action_rows, 0)
+
+
 # --------------------------------------------------------------------------- resets
 
 
-def reset_when_done(
+def reset_env_rows(
+    env_offset: int,
     dst: Sequence[np.ndarray],
     src: Sequence[np.ndarray],
     sizes: Sequence[int],
@@ -302,9 +347,10 @@ def reset_when_done(
     force_reset: int,
     undo_done: int,
 ) -> None:
-    """Restores every registered array of every done env.
+    """Restores every registered array of every done env of envs ``env_offset ..`` of a batch.
 
-    Twin of the ``reset_when_done`` kernel (``reset.cuh``).
+    :data:`reset_when_done` (from env 0: a whole batch) is the twin of the ``reset_when_done``
+    kernel (``reset.cuh``).
 
     Env ``e`` resets when ``force_reset`` or ``done[e] > 0``. For entry ``k``,
     ``sizes[k]`` 4-byte words are copied: ``dst[k][e] = src[k][row]`` with
@@ -316,6 +362,9 @@ def reset_when_done(
     are cleared.
 
     Args:
+        env_offset: Index of the first env in the whole batch (counter word 0 of its pool draw);
+            ``dst``, the saved copies, ``done``, ``timestep`` and ``pool_counters`` start at that
+            env (pools are whole), so a block of envs resets as the whole batch would.
         dst: Live arrays, ``num_envs * sizes[k]`` words each (float32 or int32).
         src: Saved copies (``num_envs`` rows) or pools (``pool_sizes[k]`` rows).
         sizes: Words per env row of each entry.
@@ -334,13 +383,17 @@ def reset_when_done(
     if envs.size == 0:
         return
     calls = _words(pool_counters, np.uint32)[:num_envs]
-    pool_bits = philox_words(seed, POOL_STREAM, envs.astype(np.uint32), calls[envs])[:, 0]
+    pool_bits = philox_words(seed, POOL_STREAM, (envs + env_offset).astype(np.uint32), calls[envs])[:, 0]
     for k in range(num_entries):
         _reset_entry(dst[k], src[k], int(sizes[k]), int(pool_sizes[k]), num_envs, envs, pool_bits)
     calls[envs] += np.uint32(1)
     if undo_done:
         done_w[envs] = 0
         _words(timestep, np.int32)[envs] = 0
+
+
+#: Twin of the ``reset_when_done`` kernel: :func:`reset_env_rows` of a whole batch (envs from 0).
+reset_when_done = functools.partial(reset_env_rows, 0)
 
 
 def _reset_entry(

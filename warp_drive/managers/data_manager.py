@@ -28,9 +28,10 @@ from warp_drive.errors import (
     DataShapeError,
     DataTypeError,
     DuplicateDataError,
+    UsageError,
 )
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
+from warp_drive.env.constants import Constants
+from warp_drive.env.data_feed import DataFeed
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +261,12 @@ class DataManager:
                     log=attrs.get("log_data_across_episode", False),
                 )
 
+    def add_truncation_flag(self) -> None:
+        """Create ``Constants.TRUNCATED`` (E,) int32 zeros, torch-visible, for an env whose step writes
+        it (``writes_truncation``); nothing when it exists."""
+        if Constants.TRUNCATED not in self._host_data:
+            self._push_array(Constants.TRUNCATED, np.zeros(self.num_envs, np.int32), torch_accessible=True)
+
     def _check_new(self, name: str) -> None:
         if name in self._host_data:
             raise DuplicateDataError(
@@ -404,7 +411,7 @@ class DataManager:
     def host_view(self) -> dict[str, Any]:
         """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
         if self.device.type != "cpu":
-            raise RuntimeError("host_view() is only available on the cpu backend")
+            raise UsageError("host_view() is only available on the cpu backend; use pull_data_from_device()")
         view: dict[str, Any] = dict(self._meta_info)
         view.update({n: self._host_data[n] for n in self._scalar_data_list})
         view.update(self._numpy_views)

@@ -316,11 +316,3 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-def make_function_manager(backend: str, **kwargs: Any) -> FunctionManager:
-    """Construct the function manager of ``backend`` ('cpu' or 'pycuda')."""
-    if backend == "cpu":
-        return CPUFunctionManager(**kwargs)
-    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-
-    return PyCUDAFunctionManager(**kwargs)

@@ -25,6 +25,7 @@ from warp_drive.cuda.compiler import (
     binary_source,
     compile_cubin,
     compile_main_file,
+    env_include_dirs,
     render_source,
     shipped_main_file,
 )
@@ -445,6 +446,20 @@ def _occupancy_blocks_per_sm(binary: str | os.PathLike[str] | None, kernel: str,
         lib.cuModuleUnload(module)
 
 
+#: 2.7.1's template files (its EnvWrapper passed these names); nothing is generated from them here.
+_TEMPLATES_271 = {"template_header_file": "template_env_config.h", "template_runner_file": "template_env_runner.cu"}
+
+
+def _check_templates(header: Any, runner: Any, path: Any) -> None:
+    """Refuse custom 2.7.1 templates: the prelude is rendered in memory, so they would be ignored."""
+    for key, value in (("template_header_file", header), ("template_runner_file", runner)):
+        if value is not None and str(value) != _TEMPLATES_271[key]:
+            raise ConfigError(f"{key}={value!r}: warp_drive renders the launch constants in memory and generates no "
+                              f"files from templates; drop the argument (2.7.1's default {_TEMPLATES_271[key]!r} is accepted)")
+    if path is not None:
+        raise ConfigError(f"template_path={path!r}: warp_drive generates no files from templates; drop the argument")
+
+
 class PyCUDAFunctionManager(FunctionManager):
     """Compiles the core service layer together with an env's kernels and launches them.
 
@@ -527,7 +542,8 @@ class PyCUDAFunctionManager(FunctionManager):
 
         The positional parameters are 2.7.1's. Its template files are not needed (the prelude
         with ``wkNumberEnvs``, ``wkNumberAgents``, ``wkBlocksPerEnv`` is rendered in memory and
-        nothing is written into the package); ``template_*`` are accepted and ignored. Every
+        nothing is written into the package): ``template_*`` are accepted with 2.7.1's default
+        values and refused otherwise (custom templates cannot be honoured). Every
         process compiles (the cache serialises identical builds), so ``event_messenger`` is only
         set when given.
 
@@ -544,6 +560,7 @@ class PyCUDAFunctionManager(FunctionManager):
         Returns:
             Path of the cached cubin.
         """
+        _check_templates(template_header_file, template_runner_file, template_path)
         if env_source is None and env_name is not None:
             found = None
             if customized_env_registrar is not None:
@@ -554,9 +571,7 @@ class PyCUDAFunctionManager(FunctionManager):
                     f"registrar.add_cuda_env_src_path('{env_name}', path) and pass customized_env_registrar=registrar"
                 )
             env_source = found
-        dirs = list(include_dirs)
-        if env_source is not None:
-            dirs.append(Path(env_source).resolve().parent)
+        dirs = env_include_dirs(env_source, include_dirs) if env_source is not None else list(include_dirs)
         source = render_source(
             self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants,
             max_shared_bytes=self.max_shared_bytes,
@@ -709,7 +724,7 @@ class PyCUDAFunctionManager(FunctionManager):
             raise DataNotFoundError(f"cannot find the signature of kernel '{name}' in the rendered source")
         try:
             codes = "".join(p.code for p in params)
-        except ValueError as err:
+        except KernelSignatureError as err:
             raise KernelSignatureError(f"kernel '{name}': {err}; use int, float, pointers or other scalars") from None
         barrier = self._check_barrier if name in self._barrier_kernels and self._module_bpe > 1 else None
         kernel = _Kernel(name, function, codes, self._dynamic_shared_bytes(name, function), params, barrier)

@@ -23,7 +23,6 @@ import os
 import pickle
 import re
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,29 +82,31 @@ def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoi
     """
     path = Path(path)
     if not path.is_file():
-        raise _error(f"{what} {str(path)!r} does not exist; check the path", "missing", path)
+        raise checkpoint_error(f"{what} {str(path)!r} does not exist; check the path", "missing", path)
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         if "weights only" in str(err).lower() or "weights_only" in str(err).lower():
-            raise _error(
+            raise checkpoint_error(
                 f"refused to load {what} {str(path)!r}: it holds Python objects other than tensors, numbers, "
                 "strings and containers (it is not a plain state_dict or checkpoint), and unpickling them could run "
                 "code. Load only files written by "
                 "warp_drive (or re-save the tensors of a file you trust with torch.save(model.state_dict()))",
                 "unsafe", path) from err
-        raise _error(f"{what} {str(path)!r} is corrupt or truncated ({_first_line(err)})", "corrupt", path) from err
+        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated ({first_line(err)})", "corrupt", path) from err
     except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, AttributeError, TypeError) as err:
-        raise _error(f"{what} {str(path)!r} is corrupt or truncated ({type(err).__name__}: {_first_line(err)})",
+        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated ({type(err).__name__}: {first_line(err)})",
                      "corrupt", path) from err
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """The first line of an error message (at most 200 characters)."""
     text = str(err).strip()
     return text.splitlines()[0][:200] if text else type(err).__name__
 
 
-def _error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
+def checkpoint_error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
+    """A :class:`CheckpointError` with ``reason`` (missing, corrupt, unsafe, format, mismatch) and ``path``."""
     err = CheckpointError(message)
     err.reason = reason  # type: ignore[attr-defined]
     err.path = path  # type: ignore[attr-defined]
@@ -134,10 +135,6 @@ def plain(obj: Any) -> Any:
     raise TypeError(f"cannot store a {type(obj).__name__} in a checkpoint")  # internal invariant
 
 
-def _model(m: torch.nn.Module) -> torch.nn.Module:
-    return getattr(m, "module", m)  # unwrap DistributedDataParallel: no 'module.' prefixes
-
-
 def rank_path(path: Path, rank: int) -> Path:
     """Where rank ``rank`` (> 0) keeps its own state next to the checkpoint ``path``."""
     return path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
@@ -154,67 +151,29 @@ def numbered_checkpoints(folder: Path) -> list[tuple[int, Path]]:
 
 
 # ----------------------------------------------------------------------------- saving
-def _rank_state(trainer: Any) -> dict:
-    """What differs between ranks: env replicas, reset-pool and sampler counters, episode statistics."""
-    return {
-        "sampler_counters": trainer.sampler.counters_state(),
-        # the env replicas themselves, so a resumed run continues the same episodes
-        "data_store": trainer.env_wrapper.cuda_data_manager.state_dict(),
-        "env_resetter": trainer.env_wrapper.env_resetter.state_dict(),
-        "episode_carry": {tag: [p.stats.running_return, p.stats.running_length] for tag, p in trainer.policies.items()},
-        # episodes completed since the last metrics row (a checkpoint between logging iterations)
-        "episode_sums": {tag: [p.stats.return_sum, p.stats.length_sum, p.stats.count] for tag, p in trainer.policies.items()},
-        "started": trainer.started,
-    }
+def write_checkpoint(path: Path, save_dir: Path, state: Mapping[str, Any],
+                     policy_files: Mapping[str, tuple[int, torch.nn.Module]]) -> Path:
+    """Rank 0: write an engine's state (:meth:`Engine.state_dict`, its own env state included) and
+    its policy files; in its run folder also refresh ``checkpoint_latest.pt``.
 
-
-def save_trainer(trainer: Any, path: str | Path | None = None) -> Path:
-    """Write the trainer's full state; in its run folder also refresh ``checkpoint_latest.pt``.
-
-    Call it between iterations, on every rank: rank 0 writes the shared state (weights,
-    optimizers, counters, RNG) and its own env state; every other rank writes only its env state
-    to ``<name>.rank<r>.pt``.
+    Call it between iterations; every other rank calls :func:`write_rank_state` at the same time.
     """
-    save_dir = Path(trainer.save_dir)
-    path = Path(path) if path else save_dir / f"checkpoint_{trainer.iteration:08d}.pt"
-    trainer._last_checkpoint_time = time.monotonic()
-    if trainer.rank != 0:
-        own = plain(_rank_state(trainer))
-        atomic_save(own, rank_path(path, trainer.rank))
-        if path.parent == save_dir:
-            atomic_save(own, rank_path(save_dir / LATEST, trainer.rank))
-        return path
-    state = plain({
-        "format_version": FORMAT_VERSION,
-        "iteration": trainer.iteration,
-        "seed": trainer.seed,
-        "world_size": trainer.num_devices,
-        "config": trainer.config.to_dict(),
-        "run_dir": str(save_dir),
-        "policies": {
-            tag: {
-                "model": _model(p.model).state_dict(),
-                "optimizer": p.optimizer.state_dict(),
-                "algorithm": p.algorithm.state_dict(),
-                "timestep": p.timestep,
-                "agent_ids": p.agent_ids,
-            }
-            for tag, p in trainer.policies.items()
-        },
-        "sampler": {"seed": trainer.sampler.seed},
-        "rank_state": _rank_state(trainer),
-        "rng": {
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "generator": trainer.generator.get_state(),
-        },
-        "perf": dict(trainer.perf),
-    })
-    atomic_save(state, path)
+    data = plain(state)
+    atomic_save(data, path)
     if path.parent == save_dir:
-        atomic_save(state, save_dir / LATEST)
-    write_policy_files(trainer)
+        atomic_save(data, save_dir / LATEST)
+    write_policy_files(save_dir, policy_files)
     logger.info("checkpoint written: %s", path)
+    return path
+
+
+def write_rank_state(path: Path, save_dir: Path, rank: int, rank_state: Mapping[str, Any]) -> Path:
+    """Rank ``rank`` > 0: write its own env state (:meth:`Engine.rank_state_dict`) to
+    ``<name>.rank<r>.pt`` next to rank 0's checkpoint ``path``."""
+    own = plain(rank_state)
+    atomic_save(own, rank_path(path, rank))
+    if path.parent == save_dir:
+        atomic_save(own, rank_path(save_dir / LATEST, rank))
     return path
 
 
@@ -224,19 +183,21 @@ def policy_file_state(model: torch.nn.Module) -> dict:
     from warp_drive.training.models.fully_connected import FullyConnected
     from warp_drive.training.models.reference_format import to_reference_state_dict
 
-    model = _model(model)
+    from warp_drive.training.engine import unwrap
+
+    model = unwrap(model)
     if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian:
         return to_reference_state_dict(model)
     return model.state_dict()
 
 
-def write_policy_files(trainer: Any) -> list[Path]:
-    """Writes ``<save_dir>/<tag>_<timestep>.state_dict`` for every policy (2.7.1's names and layout)."""
-    save_dir = Path(trainer.save_dir)
+def write_policy_files(save_dir: Path, policy_files: Mapping[str, tuple[int, torch.nn.Module]]) -> list[Path]:
+    """Writes ``<save_dir>/<tag>_<timestep>.state_dict`` for every ``{tag: (timestep, model)}``
+    (2.7.1's names and layout)."""
     paths = []
-    for tag, p in trainer.policies.items():
-        path = save_dir / f"{tag}_{p.timestep}.state_dict"
-        atomic_save({k: v.detach().cpu() for k, v in policy_file_state(p.model).items()}, path)  # loads anywhere
+    for tag, (timestep, model) in policy_files.items():
+        path = Path(save_dir) / f"{tag}_{timestep}.state_dict"
+        atomic_save({k: v.detach().cpu() for k, v in policy_file_state(model).items()}, path)  # loads anywhere
         paths.append(path)
     return paths
 
@@ -252,10 +213,10 @@ def timestep_from_filename(path: str | Path) -> int | None:
 def _read_trainer_state(path: Path) -> dict:
     state = safe_load(path, "cpu", "checkpoint")
     if not isinstance(state, Mapping) or "policies" not in state:
-        raise _error(f"{str(path)!r} is not a trainer checkpoint (no 'policies'); policy weights files "
+        raise checkpoint_error(f"{str(path)!r} is not a trainer checkpoint (no 'policies'); policy weights files "
                      "(<tag>_<timestep>.state_dict) load through policy.<tag>.model.model_ckpt_filepath", "corrupt", path)
     if state.get("format_version") not in READABLE_VERSIONS and state.get("format") != "ddpg-1":  # TrainerDDPG's
-        raise _error(f"checkpoint {str(path)!r} has format {state.get('format_version')}; this version reads "
+        raise checkpoint_error(f"checkpoint {str(path)!r} has format {state.get('format_version')}; this version reads "
                      f"{', '.join(map(str, READABLE_VERSIONS))}", "format", path)
     return dict(state)
 
@@ -277,7 +238,7 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
         return path, _read_trainer_state(path)
     folder = path if path.is_dir() else path.parent
     if not folder.is_dir():
-        raise _error(f"cannot resume from {str(path)!r}: no such file or folder", "missing", path)
+        raise checkpoint_error(f"cannot resume from {str(path)!r}: no such file or folder", "missing", path)
     numbered = numbered_checkpoints(folder)
     latest = folder / LATEST
     skipped: list[str] = []
@@ -306,9 +267,9 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
             break
     if chosen is None:
         if skipped:
-            raise _error(f"no intact checkpoint in {str(folder)!r}: {', '.join(skipped)} are corrupt or truncated",
+            raise checkpoint_error(f"no intact checkpoint in {str(folder)!r}: {', '.join(skipped)} are corrupt or truncated",
                          "corrupt", folder)
-        raise _error(f"no checkpoint in {str(folder)!r} (no {LATEST} or checkpoint_<iteration>.pt); pass a "
+        raise checkpoint_error(f"no checkpoint in {str(folder)!r} (no {LATEST} or checkpoint_<iteration>.pt); pass a "
                      "checkpoint file or the run folder of a run that saved one", "missing", folder)
     if skipped:
         logger.warning("resuming from %s (iteration %d) instead of the unreadable %s", chosen[0],
@@ -351,94 +312,40 @@ def check_resume_compatible(state: Mapping[str, Any], config: Any, path: str | P
     current = config.to_dict() if hasattr(config, "to_dict") else dict(config)
     diffs = config_differences(state.get("config", {}), current)
     if diffs:
-        raise _error(f"cannot resume from {str(path)!r}: the env, model or num_envs differs from the checkpoint's: "
+        raise checkpoint_error(f"cannot resume from {str(path)!r}: the env, model or num_envs differs from the checkpoint's: "
                      + "; ".join(diffs) + ". Resume with the checkpoint's settings, or start a new run",
                      "mismatch", Path(path))
 
 
 # ----------------------------------------------------------------------------- loading
-def load_trainer(trainer: Any, path: str | Path, state: Mapping[str, Any] | None = None) -> Path:
-    """Restore a trainer from :func:`save_trainer` output; return the checkpoint used.
+def read_checkpoint(path: str | Path, state: Mapping[str, Any] | None, config: Any, policy_tags: list[str],
+                    rank: int, world_size: int) -> tuple[Path, dict]:
+    """The checkpoint to resume from and its contents, checked against the run, with this rank's
+    own env state under ``"rank_state"`` (None: none saved for this rank or world size).
 
     ``path`` is a checkpoint file or a run folder (see :func:`resolve_checkpoint`); ``state`` is
-    its already-read contents, if the caller has them. The trainer's config must match the
-    checkpoint's env, model and ``num_envs`` (:func:`check_resume_compatible`). Metric rows of
-    ``trainer.save_dir`` logged after the checkpoint's iteration are dropped, so a resumed run
-    appends no duplicate rows.
+    its already-read contents, if the caller has them. The run's config must match the
+    checkpoint's env, model and ``num_envs`` (:func:`check_resume_compatible`) and its policies.
 
     Raises:
-        CheckpointError: see :func:`resolve_checkpoint` and :func:`check_resume_compatible`.
+        CheckpointError: see :func:`resolve_checkpoint` and :func:`check_resume_compatible`; other
+            policies than ``policy_tags``.
     """
     if state is None:
         path, state = resolve_checkpoint(path)
     path = Path(path)
-    check_resume_compatible(state, trainer.config, path)
-    if set(trainer.policies) != set(state["policies"]):
-        raise _error(f"checkpoint {str(path)!r} has policies {sorted(state['policies'])}, the trainer "
-                     f"{sorted(trainer.policies)}; use the policy map the checkpoint was trained with", "mismatch", path)
-    device = trainer.device
-    for tag, p in trainer.policies.items():
-        s = state["policies"][tag]
-        try:
-            _model(p.model).load_state_dict(s["model"])
-            p.optimizer.load_state_dict(s["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as err:
-            raise _error(f"checkpoint {str(path)!r}: the weights of policy '{tag}' do not fit its model "
-                         f"({_first_line(err)})", "mismatch", path) from err
-        p.algorithm.load_state_dict(s["algorithm"])
-        p.timestep = int(s["timestep"])
-    iteration = int(state["iteration"])
-    trainer.iteration = iteration
-    if state.get("seed") is not None:  # the run's seed, also when the config leaves it null
-        trainer.seed = int(state["seed"])
-        trainer.rank_seed = (trainer.seed + 1000 * trainer.rank) & 0x7FFFFFFF
-    trainer.sampler.init_random(trainer.rank_seed)
-    torch.set_rng_state(state["rng"]["torch"].cpu())
-    if state["rng"]["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
-    trainer.generator.set_state(state["rng"]["generator"].cpu())
-    if "perf" in state:
-        trainer.perf.update({k: v for k, v in state["perf"].items() if isinstance(v, (int, float))})
+    check_resume_compatible(state, config, path)
+    if set(policy_tags) != set(state["policies"]):
+        raise checkpoint_error(f"checkpoint {str(path)!r} has policies {sorted(state['policies'])}, the trainer "
+                               f"{sorted(policy_tags)}; use the policy map the checkpoint was trained with", "mismatch",
+                               path)
     rank_state = state["rank_state"]
-    if trainer.rank != 0:
-        own = rank_path(path, trainer.rank)
+    if rank != 0:
+        own = rank_path(path, rank)
         rank_state = safe_load(own, "cpu", "checkpoint") if own.is_file() else None
-    if rank_state is None or state.get("world_size", 1) != trainer.num_devices:
-        trainer.started = False  # no env state for this rank: start from fresh episodes
-    else:
-        _load_rank_state(trainer, rank_state, device)
-    if trainer.rank == 0:
-        _drop_metrics_after(trainer, iteration)
-    trainer._last_checkpoint_time = time.monotonic()
-    logger.info("resumed from %s at iteration %d", path, iteration)
-    return path
-
-
-def _load_rank_state(trainer: Any, rank_state: Mapping[str, Any], device: Any) -> None:
-    trainer.sampler.load_counters_state({k: v.to(device) for k, v in rank_state["sampler_counters"].items()})
-    trainer.env_wrapper.cuda_data_manager.load_state_dict(rank_state["data_store"])
-    trainer.env_wrapper.env_resetter.load_state_dict(rank_state["env_resetter"])
-    for tag, (ret, length) in rank_state["episode_carry"].items():
-        trainer.policies[tag].stats.running_return.copy_(ret)
-        trainer.policies[tag].stats.running_length.copy_(length)
-    for tag, sums in rank_state.get("episode_sums", {}).items():
-        stats = trainer.policies[tag].stats
-        for target, value in zip((stats.return_sum, stats.length_sum, stats.count), sums):
-            target.copy_(value)
-    trainer.started = bool(rank_state["started"])
-
-
-def _drop_metrics_after(trainer: Any, iteration: int) -> None:
-    """Metric rows after the checkpoint would be logged again: remove them (and restart TensorBoard there)."""
-    from warp_drive.training.metrics import truncate_metrics
-
-    if trainer.metrics_writer is not None:
-        trainer.metrics_writer.close()
-        trainer.metrics_writer = None
-    removed = truncate_metrics(trainer.save_dir, iteration)
-    if removed:
-        logger.info("dropped %d metric row(s) logged after iteration %d in %s", removed, iteration, trainer.save_dir)
-    trainer._tensorboard_purge_step = iteration * trainer.config.trainer.train_batch_size + 1
+    if state.get("world_size", 1) != world_size:
+        rank_state = None  # the env replicas were split differently: start from fresh episodes
+    return path, {**state, "rank_state": rank_state}
 
 
 def load_state_dict_file(path: str | Path, device: torch.device | str = "cpu") -> dict:
@@ -452,6 +359,6 @@ def load_state_dict_file(path: str | Path, device: torch.device | str = "cpu") -
 
     obj = safe_load(path, device, "model checkpoint (policy.<tag>.model.model_ckpt_filepath)")
     if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise _error(f"{str(path)!r} is not a plain state_dict (a mapping of parameter names to tensors); a full "
+        raise checkpoint_error(f"{str(path)!r} is not a plain state_dict (a mapping of parameter names to tensors); a full "
                      "trainer checkpoint is restored with Trainer.load_checkpoint() or --resume", "corrupt", Path(path))
     return strip_ddp_prefix(obj)

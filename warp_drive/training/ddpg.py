@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import secrets
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -36,6 +34,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError, DataShapeError
+from warp_drive.training.engine import EngineBase
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +273,7 @@ def trainer_class_for(config: Any) -> type:
     return TrainerDDPG if any(p.algorithm == "DDPG" for p in config.policy.values()) else Trainer
 
 
-class TrainerDDPG:
+class TrainerDDPG(EngineBase):
     """Trains DDPG policies (2.7.1's ``TrainerDDPG``; same constructor arguments and methods).
 
     Args:
@@ -294,84 +293,33 @@ class TrainerDDPG:
         tensorboard: also write TensorBoard scalars.
     """
 
-    def __init__(
-        self,
-        env_wrapper: Any,
-        config: Any,
-        policy_tag_to_agent_id_map: Mapping[str, Sequence[int]] | None = None,
-        create_separate_placeholders_for_each_policy: bool = False,
-        obs_dim_corresponding_to_num_agents: str = "first",
-        num_devices: int = 1,
-        device_id: int = 0,
-        results_dir: str | Path | None = None,
-        verbose: bool = True,
-        *,
-        model_factory: Any = None,
-        rank: int | None = None,
-        tensorboard: bool = False,
-    ) -> None:
-        from warp_drive.config import RunConfig, load_run_config
-        from warp_drive.training.phase_timer import PhaseTimer
-        from warp_drive.training.policy_state import validate_policy_map
-        from warp_drive.training.trainer import DEFAULT_MODEL_FACTORY, _check_placeholder_layout, run_directory
+    def _check_config(self, config: Any) -> None:
+        not_ddpg = [tag for tag, p in config.policy.items() if p.algorithm != "DDPG"]
+        if not_ddpg:
+            raise ConfigError(f"policies {not_ddpg} are not DDPG ({config.policy[not_ddpg[0]].algorithm}); "
+                              "train them with warp_drive.training.trainer.Trainer")
+
+    def _build(self, model_factory: Any) -> None:
+        from warp_drive.config.ddpg import OU_DEFAULTS
+        from warp_drive.training.rollout import SharedBuffers
+        from warp_drive.training.engine import DEFAULT_MODEL_FACTORY
         from warp_drive.training.utils.param_scheduler import ParamScheduler
         from warp_drive.utils.constants import Constants
 
-        if env_wrapper is None:
-            raise ConfigError("TrainerDDPG needs an env_wrapper (an EnvWrapper around the env)")
-        _check_placeholder_layout(create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents)
-        self.config = config if isinstance(config, RunConfig) else load_run_config(config)
-        not_ddpg = [tag for tag, p in self.config.policy.items() if p.algorithm != "DDPG"]
-        if not_ddpg:
-            raise ConfigError(f"policies {not_ddpg} are not DDPG ({self.config.policy[not_ddpg[0]].algorithm}); "
-                              "train them with warp_drive.training.trainer.Trainer")
-        self.env_wrapper = env_wrapper
-        self.verbose = verbose
-        self.device_id = device_id
-        self.rank = device_id if rank is None else rank
-        self.num_devices = num_devices
-        self.tensorboard = tensorboard
-        self.obs_agents_last = obs_dim_corresponding_to_num_agents == "last"
-        tc = self.config.trainer
-        if tc.num_envs != env_wrapper.n_envs:
-            raise ConfigError(f"trainer.num_envs={tc.num_envs} but the EnvWrapper holds {env_wrapper.n_envs} envs; make them equal")
-        self.steps_per_iter = tc.batch_size_per_env
-        self.n_step = tc.n_step
-        self.num_iters = tc.num_iterations(env_wrapper.episode_length)
-        self.bootstrap_at_time_limit = tc.bootstrap_at_time_limit
-        self.seed = tc.seed if tc.seed is not None else secrets.randbits(31)
-        self.rank_seed = (self.seed + 1000 * self.rank) & 0x7FFFFFFF
-        self.save_dir = run_directory(self.config, results_dir)
-        if env_wrapper.reset_on_host:
-            env_wrapper.reset_all_envs()
-        dm = self.dm = env_wrapper.cuda_data_manager
-        self.device = dm.device
+        self.n_step = self.config.trainer.n_step
+        dm = self.dm = self.env_wrapper.cuda_data_manager
         if not dm.is_data_on_device(Constants.OBSERVATIONS):
             raise DataShapeError("DDPG reads one `observations` placeholder (Box observations); this env has none")
-        torch.manual_seed(self.seed)  # same initial weights on every rank
+        self._seed()  # same initial weights on every rank
         self.generator = torch.Generator(device=self.device).manual_seed(self.rank_seed)
-        env_wrapper.init_reset_pool(self.rank_seed + 1)
-        pmap = policy_tag_to_agent_id_map or {self.config.policy_tags[0]: list(range(env_wrapper.n_agents))}
-        self.policy_tag_to_agent_id_map = validate_policy_map(dict(pmap), env_wrapper.n_agents, self.config.policy_tags)
         factory = model_factory or DEFAULT_MODEL_FACTORY
         sp = self.config.sampler
-        from warp_drive.config.ddpg import OU_DEFAULTS
-
         self.noise_schedules = {k: ParamScheduler(sp.ou_noise.get(k, v), f"sampler.params.{k}") for k, v in OU_DEFAULTS.items()}
         self.deterministic = sp.use_argmax
         self.policies = {tag: self._build_policy(tag, ids, factory, ParamScheduler)
                          for tag, ids in self.policy_tag_to_agent_id_map.items()}
         self.load_model_checkpoint()
-        self.iteration = 0
-        self.started = False
-        E = env_wrapper.n_envs
-        self.done_batch = torch.zeros((self.steps_per_iter, E), dtype=torch.int32, device=self.device)
-        self.timestep_batch = torch.zeros_like(self.done_batch)
-        self.rewards_batch = torch.zeros((self.steps_per_iter, *dm.get_shape(Constants.REWARDS)), dtype=torch.float32,
-                                         device=self.device)
-        self.metrics_writer: Any = None
-        self.perf = {"training": 0.0, "total": 0.0, "steps": 0}
-        self.timer = PhaseTimer(self.device)
+        self.shared = SharedBuffers(self.steps_per_iter, dm)
 
     # ------------------------------------------------------------------ set-up
     def _build_policy(self, tag: str, ids: list[int], factory: Any, ParamScheduler: Any) -> DDPGPolicy:
@@ -420,22 +368,16 @@ class TrainerDDPG:
         """Run training iterations (all remaining by default); return the last logged metrics."""
         from warp_drive.training.progress import progress_bar
 
-        if not self.started:
-            self._start_episodes()
+        self.start_episodes()
         self._write_run_config()
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
         metrics: dict[str, float] = {}
         for _ in progress_bar(range(self.iteration, last), enabled=self.verbose and self.rank == 0):
-            start = time.perf_counter()
-            self.generate_rollout()
-            t_rollout = time.perf_counter()
-            update_metrics = self.update()
-            self.iteration += 1
-            now = time.perf_counter()
-            self.perf["rollout"] = self.perf.get("rollout", 0.0) + (t_rollout - start)
-            self.perf["training"] += now - t_rollout
-            self.perf["total"] += now - start
-            self.perf["steps"] += self.config.trainer.train_batch_size
+            with self.counters.timed("rollout"):
+                self.generate_rollout()
+            with self.counters.timed("training"):
+                update_metrics = self.update()
+            self.end_iteration()
             if self.iteration % self.config.saving.metrics_log_freq == 0 or self.iteration == last:
                 if self.config.trainer.evaluator:
                     self._add_test_metrics(update_metrics)
@@ -478,8 +420,6 @@ class TrainerDDPG:
     @torch.no_grad()
     def generate_rollout(self) -> None:
         """``steps_per_iter`` env steps for every env: obs, OU-perturbed actions, rewards, done flags."""
-        from warp_drive.utils.constants import Constants
-
         dm, noise = self.dm, self.noise_params()
         for step in range(self.steps_per_iter):
             for p in self.policies.values():
@@ -488,9 +428,7 @@ class TrainerDDPG:
             for p in self.policies.values():
                 p.buffers.actions[step].copy_(actions[p.tag].reshape(p.buffers.actions[step].shape))
             self.env_wrapper.step_all_envs()
-            self.done_batch[step].copy_(dm.data_on_device_via_torch(Constants.DONE))
-            self.timestep_batch[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
-            self.rewards_batch[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
+            self.shared.record(step, dm)
             for p in self.policies.values():
                 p.buffers.next_obs[step].copy_(self._obs(p))
             self.env_wrapper.reset_only_done_envs()
@@ -498,15 +436,14 @@ class TrainerDDPG:
 
     @torch.no_grad()
     def _finalize(self) -> None:
-        done = self.done_batch > 0
-        if self.bootstrap_at_time_limit:
-            truncated = (self.done_batch == 1) & (self.timestep_batch >= self.env_wrapper.episode_length)
-        else:
-            truncated = torch.zeros_like(done)
-        terminated = done & ~truncated
+        from warp_drive.training.rollout import split_episode_ends
+
+        sh = self.shared
+        done, terminated, truncated = split_episode_ends(sh.done, sh.timestep, self.env_wrapper.episode_length,
+                                                         self.bootstrap_at_time_limit, sh.truncated)
         for p in self.policies.values():
             b = p.buffers
-            b.rewards.copy_(self.rewards_batch if p.contiguous_all else self.rewards_batch.index_select(2, p.agent_index))
+            b.rewards.copy_(sh.policy_rewards(p))
             p.stats.update_from_batch(b.rewards, done)
             R, last, coef = nstep_returns(b.rewards, terminated, truncated, p.config.gamma, self.n_step)
             b.returns.copy_(R)
@@ -545,12 +482,6 @@ class TrainerDDPG:
             metrics["reward_mean"] = b.rewards.mean()
             out[p.tag] = metrics
         return out
-
-    def _start_episodes(self) -> None:
-        self.env_wrapper.reset_all_envs()
-        for p in self.policies.values():
-            p.stats.reset_running()
-        self.started = True
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -611,7 +542,7 @@ class TrainerDDPG:
 
     def _add_test_metrics(self, update_metrics: dict[str, dict[str, Tensor]]) -> None:
         returns, lengths = self.evaluate_episodes(scale=0)
-        self._start_episodes()
+        self.restart_episodes()
         for tag in self.policies:
             m = update_metrics.setdefault(tag, {})
             m["test_episode_return_mean"] = torch.tensor(float(returns[tag].sum(1).mean()), device=self.device)
@@ -620,9 +551,7 @@ class TrainerDDPG:
     # ------------------------------------------------------------------ metrics, checkpoints
     def log_metrics(self, update_metrics: dict[str, dict[str, Tensor]]) -> dict[str, float]:
         """Collect metrics (one host sync), write them, return them as floats."""
-        from warp_drive.training.logging_utils import collect_metrics
-
-        metrics = collect_metrics(self, update_metrics)
+        metrics = super().log_metrics(update_metrics)
         for tag, p in self.policies.items():
             metrics[f"{tag}/lr_critic"] = p.critic_lr_schedule.get_param_value(p.timestep)
         if self.verbose and self.rank == 0:
@@ -662,15 +591,7 @@ class TrainerDDPG:
         """
         from warp_drive.training import checkpoint as ckpt
 
-        if ckpts_dict is None:
-            ckpts = {tag: p.config.model.model_ckpt_filepath for tag, p in self.policies.items()}
-        elif isinstance(ckpts_dict, Mapping):
-            ckpts = dict(ckpts_dict)
-        else:
-            raise ConfigError(f"ckpts_dict must map policy tags to {{'actor': path, 'critic': path}}; got {type(ckpts_dict).__name__}")
-        for tag, paths in ckpts.items():
-            if tag not in self.policies:
-                raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(self.policies)}")
+        for tag, paths in self._files_to_load(ckpts_dict, "{'actor': path, 'critic': path}").items():
             if not isinstance(paths, Mapping) or set(paths) - set(ROLES):
                 raise ConfigError(f"checkpoint of DDPG policy {tag!r} must be {{'actor': path, 'critic': path}}; got {paths!r}")
             p = self.policies[tag]
@@ -716,14 +637,16 @@ class TrainerDDPG:
         atomic_save(state, path)
         return path
 
-    def load_checkpoint(self, path: str | Path) -> None:
-        """Restore :meth:`save_checkpoint` output (same policies and shapes)."""
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+    def load_checkpoint(self, path: str | Path, state: Mapping[str, Any] | None = None) -> None:
+        """Restore :meth:`save_checkpoint` output (same policies and shapes); ``state``: the file's
+        contents, if the caller already read them."""
         from warp_drive.training.checkpoint import safe_load
 
-        state = safe_load(path, map_location=self.device)
+        path = Path(path)
+        if state is None:
+            if not path.is_file():
+                raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+            state = safe_load(path, map_location=self.device)
         if state.get("format") != "ddpg-1":
             raise ConfigError(f"{path} is not a TrainerDDPG checkpoint (format {state.get('format')!r})")
         if set(state["policies"]) != set(self.policies):
@@ -740,73 +663,14 @@ class TrainerDDPG:
         self.generator.set_state(state["generator"].cpu())
         self.dm.load_state_dict(state["data_store"])
         self.env_wrapper.env_resetter.load_state_dict(state["env_resetter"])
-        self.iteration = int(state["iteration"])
+        self.counters.load(state["iteration"], state["perf"])
         self.started = bool(state["started"])
-        self.perf.update(state["perf"])
 
-    def graceful_close(self) -> None:
-        """Flush metric files."""
-        if self.metrics_writer is not None:
-            self.metrics_writer.close()
+    # ------------------------------------------------------------------ 2.7.1 attribute names (and EngineBase's)
+    def _networks(self, role: str) -> dict[str, nn.Module]:
+        return {tag: getattr(p.nets, role) for tag, p in self.policies.items()}
 
-    # ------------------------------------------------------------------ 2.7.1 attribute names
-    @property
-    def cuda_envs(self) -> Any:
-        return self.env_wrapper
-
-    @property
-    def num_envs(self) -> int:
-        return self.config.trainer.num_envs
-
-    @property
-    def training_batch_size(self) -> int:
-        return self.config.trainer.train_batch_size
-
-    @property
-    def training_batch_size_per_env(self) -> int:
-        return self.steps_per_iter
-
-    @property
-    def policies_to_train(self) -> list[str]:
-        return [tag for tag, p in self.policies.items() if p.to_train]
-
-    @property
-    def current_timestep(self) -> dict[str, int]:
-        return {tag: p.timestep for tag, p in self.policies.items()}
-
-    @property
-    def actor_models(self) -> dict[str, nn.Module]:
-        return {tag: p.nets.actor for tag, p in self.policies.items()}
-
-    @property
-    def critic_models(self) -> dict[str, nn.Module]:
-        return {tag: p.nets.critic for tag, p in self.policies.items()}
-
-    @property
-    def target_actor_models(self) -> dict[str, nn.Module]:
-        return {tag: p.nets.target_actor for tag, p in self.policies.items()}
-
-    @property
-    def target_critic_models(self) -> dict[str, nn.Module]:
-        return {tag: p.nets.target_critic for tag, p in self.policies.items()}
-
-    @property
-    def models(self) -> dict[str, nn.Module]:
-        """``{tag: actor}``."""
-        return self.actor_models
-
-    @property
-    def env_steps_per_second(self) -> float:
-        return self.perf["steps"] / self.perf["total"] if self.perf["total"] else math.nan
-
-    def _write_run_config(self) -> None:
-        if self.rank != 0 or getattr(self, "_run_config_written", False):
-            return
-        import json
-
-        from warp_drive.training.trainer import RUN_CONFIG_FILE
-
-        Path(self.save_dir).mkdir(parents=True, exist_ok=True)
-        with open(Path(self.save_dir) / RUN_CONFIG_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(self.config.to_dict()) + "\n")
-        self._run_config_written = True
+    actor_models = property(lambda self: self._networks("actor"), doc="``{tag: actor}``")
+    critic_models = property(lambda self: self._networks("critic"), doc="``{tag: critic}``")
+    target_actor_models = property(lambda self: self._networks("target_actor"), doc="``{tag: target actor}``")
+    target_critic_models = property(lambda self: self._networks("target_critic"), doc="``{tag: target critic}``")

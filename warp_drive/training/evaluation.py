@@ -1,4 +1,9 @@
-"""Evaluation: roll out whole episodes with the current policies and report their returns."""
+"""Evaluation: roll out whole episodes with an engine's current policies and report their returns.
+
+Every function plays inside :meth:`Engine.evaluation_episodes
+<warp_drive.training.engine.Engine.evaluation_episodes>`: the envs are force-reset before and
+after, so training continues from fresh episodes.
+"""
 
 from __future__ import annotations
 
@@ -11,27 +16,23 @@ from warp_drive.utils.constants import Constants
 
 
 @torch.no_grad()
-def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
+def evaluate(engine: Any, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
     """Run until every env finished ``num_episodes`` episodes (at most ``num_episodes * T`` steps).
 
     Greedy (argmax / Gaussian mean) actions when ``deterministic``, sampled otherwise. The envs
     are force-reset before and after, so training can continue from fresh episodes.
     """
-    w, dm = trainer.env_wrapper, trainer.env_wrapper.cuda_data_manager
+    w, policies, dev = engine.env_wrapper, engine.policies, engine.device
+    dm = w.cuda_data_manager
     E, T = w.n_envs, w.episode_length
-    saved = trainer.deterministic
-    trainer.deterministic = deterministic
-    w.reset_all_envs()
-    rollout = trainer.rollout
-    returns = {tag: torch.zeros((num_episodes, E), device=trainer.device) for tag in trainer.policies}
-    lengths = torch.zeros((num_episodes, E), device=trainer.device)
-    running = {tag: torch.zeros((E, p.num_agents), device=trainer.device) for tag, p in trainer.policies.items()}
-    running_len = torch.zeros(E, device=trainer.device)
-    finished = torch.zeros(E, dtype=torch.long, device=trainer.device)
+    returns = {tag: torch.zeros((num_episodes, E), device=dev) for tag in policies}
+    lengths = torch.zeros((num_episodes, E), device=dev)
+    running = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in policies.items()}
+    running_len = torch.zeros(E, device=dev)
+    finished = torch.zeros(E, dtype=torch.long, device=dev)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
-    envs = torch.arange(E, device=trainer.device)
-    try:
-        rollout.begin()
+    envs = torch.arange(E, device=dev)
+    with engine.evaluation_episodes(deterministic) as rollout:
         for _ in range(num_episodes * T):
             rollout.sample(None)
             w.step_all_envs()
@@ -39,7 +40,7 @@ def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) ->
             active = finished < num_episodes
             slot = finished.clamp(max=num_episodes - 1)
             record = done & active
-            for tag, p in trainer.policies.items():
+            for tag, p in policies.items():
                 running[tag] += p.select(rewards_all)
                 mean = running[tag].mean(1)
                 returns[tag][slot, envs] += torch.where(record, mean, 0.0)
@@ -50,15 +51,9 @@ def evaluate(trainer: Any, deterministic: bool = True, num_episodes: int = 1) ->
             finished += record.long()
             d, nxt = rollout.after_step(None)
             rollout.advance(d, nxt)
-    finally:
-        trainer.deterministic = saved
-        w.reset_all_envs()
-        for p in trainer.policies.values():
-            p.stats.reset_running()
-        trainer.started = True  # envs were just force-reset: training continues from fresh episodes
-    done_mask = (torch.arange(num_episodes, device=trainer.device)[:, None] < finished[None, :]).cpu().numpy()
+    done_mask = (torch.arange(num_episodes, device=dev)[:, None] < finished[None, :]).cpu().numpy()
     out = {}
-    for tag in trainer.policies:
+    for tag in policies:
         out[tag] = {"episode_return": returns[tag].cpu().numpy()[done_mask], "episode_length": lengths.cpu().numpy()[done_mask]}
     return out
 
@@ -87,7 +82,7 @@ def greedy_from_sample_params(sample_params: dict[str, Any], default: bool) -> b
 
 
 @torch.no_grad()
-def evaluate_per_agent(trainer: Any, greedy: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def evaluate_per_agent(engine: Any, greedy: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """One episode per env: per-agent reward sums and episode lengths, per policy (2.7.1's layout).
 
     Every step's reward counts, the one that ends the episode included, and an env stops counting
@@ -96,19 +91,19 @@ def evaluate_per_agent(trainer: Any, greedy: bool) -> tuple[dict[str, np.ndarray
     Returns:
         ``({tag: (E, A_p) float32}, {tag: (E,) int32})``.
     """
-    w, dm = trainer.env_wrapper, trainer.env_wrapper.cuda_data_manager
-    E, T, dev = w.n_envs, w.episode_length, trainer.device
-    sums = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in trainer.policies.items()}
+    w, policies, dev = engine.env_wrapper, engine.policies, engine.device
+    dm = w.cuda_data_manager
+    E, T = w.n_envs, w.episode_length
+    sums = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in policies.items()}
     steps = torch.zeros(E, dtype=torch.int32, device=dev)
     active = torch.ones(E, dtype=torch.bool, device=dev)
     rewards = dm.data_on_device_via_torch(Constants.REWARDS)
-    with _episodes(trainer, greedy):
-        rollout = trainer.rollout
+    with engine.evaluation_episodes(greedy) as rollout:
         for t in range(T):
             rollout.sample(None)
             w.step_all_envs()
             done = dm.data_on_device_via_torch(Constants.DONE) > 0
-            for tag, p in trainer.policies.items():
+            for tag, p in policies.items():
                 sums[tag] += torch.where(active[:, None], p.select(rewards), 0.0)
             steps += active.int()
             active &= ~done
@@ -117,35 +112,12 @@ def evaluate_per_agent(trainer: Any, greedy: bool) -> tuple[dict[str, np.ndarray
             if t % 32 == 31 and not bool(active.any()):  # one host sync every 32 steps
                 break
     lengths = steps.cpu().numpy()
-    return {tag: s.cpu().numpy() for tag, s in sums.items()}, {tag: lengths.copy() for tag in trainer.policies}
-
-
-class _episodes:
-    """Force-reset all envs, run with the given sampling mode, then force-reset again so training
-    continues from fresh episodes (and the episode statistics restart)."""
-
-    def __init__(self, trainer: Any, greedy: bool) -> None:
-        self.trainer, self.greedy = trainer, greedy
-
-    def __enter__(self) -> None:
-        t = self.trainer
-        self.saved = t.deterministic
-        t.deterministic = self.greedy
-        t.env_wrapper.reset_all_envs()
-        t.rollout.begin()
-
-    def __exit__(self, *exc: object) -> None:
-        t = self.trainer
-        t.deterministic = self.saved
-        t.env_wrapper.reset_all_envs()
-        for p in t.policies.values():
-            p.stats.reset_running()
-        t.started = True
+    return {tag: s.cpu().numpy() for tag, s in sums.items()}, {tag: lengths.copy() for tag in policies}
 
 
 @torch.no_grad()
 def fetch_episode_states(
-    trainer: Any,
+    engine: Any,
     list_of_states: list[str] | None = None,
     env_id: int = 0,
     include_rewards_actions: bool = False,
@@ -169,7 +141,8 @@ def fetch_episode_states(
     """
     from warp_drive.errors import ConfigError, DataNotFoundError
 
-    w, dm = trainer.env_wrapper, trainer.env_wrapper.cuda_data_manager
+    w, policies = engine.env_wrapper, engine.policies
+    dm = w.cuda_data_manager
     E, T = w.n_envs, w.episode_length
     if isinstance(env_id, bool) or not isinstance(env_id, (int, np.integer)) or not 0 <= env_id < E:
         raise ConfigError(f"env_id={env_id!r} is not an env index; use 0 <= env_id < {E}")
@@ -183,10 +156,10 @@ def fetch_episode_states(
         if not shape or shape[0] != E:
             raise ConfigError(f"'{name}' has shape {tuple(shape)}, without the env axis ({E} envs) first; "
                               "fetch only per-env arrays")
-    if policy and policy not in trainer.policies:
-        raise ConfigError(f"policy={policy!r} is not a policy tag; tags: {', '.join(trainer.policies)}")
-    tags = [policy] if policy else list(trainer.policies)
-    pick = trainer.policies[policy].select if policy else (lambda x: x)
+    if policy and policy not in policies:
+        raise ConfigError(f"policy={policy!r} is not a policy tag; tags: {', '.join(policies)}")
+    tags = [policy] if policy else list(policies)
+    pick = policies[policy].select if policy else (lambda x: x)
     views = {n: dm.data_on_device_via_torch(n) for n in names}
     actions_all = dm.data_on_device_via_torch(Constants.ACTIONS)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
@@ -196,8 +169,7 @@ def fetch_episode_states(
     rewards = torch.zeros((T, *pick(rewards_all).shape[1:]), dtype=torch.float32, device=rewards_all.device)
     done = torch.zeros(T, dtype=torch.bool, device=done_all.device)
     probs: dict[str, list[list[torch.Tensor]]] = {tag: [] for tag in tags}
-    with _episodes(trainer, greedy):
-        rollout = trainer.rollout
+    with engine.evaluation_episodes(greedy) as rollout:
         for n, v in views.items():
             states[n][0].copy_(v[env_id])
         for t in range(T):

@@ -32,7 +32,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+# The one module of warp_drive that knows the example envs: importing them registers them by name in
+# warp_drive's env registrar (example_envs.registrar); the other CLIs take them from here.
+import example_envs
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
 
@@ -132,16 +136,19 @@ def _choose_backend(requested: str | None) -> tuple[str, str]:
 
 
 def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
-    """All agents for a single policy; tagger/runner groups for the Tag envs."""
+    """All agents for a single policy; else each policy tag names one of the env's agent groups
+    (``env.agent_groups()``, e.g. Tag's ``{"tagger": [...], "runner": [...]}``)."""
     n = env.num_agents
     if len(tags) == 1:
         return {tags[0]: list(range(n))}
-    groups = {"tagger": sorted(getattr(env, "taggers", {})), "runner": sorted(getattr(env, "runners", {}))}
+    agent_groups = getattr(env, "agent_groups", None)
+    groups = agent_groups() if callable(agent_groups) else {}
     if set(tags) <= set(groups) and all(groups[t] for t in tags):
-        return {t: groups[t] for t in tags}
+        return {t: sorted(groups[t]) for t in tags}
     from warp_drive.errors import ConfigError
 
-    raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}; pass a policy map in code")
+    raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}, whose agent groups are "
+                      f"{sorted(groups)}; name those groups in the config's policy section, or pass a policy map in code")
 
 
 # ----------------------------------------------------------------------------- planning (no torch yet)
@@ -208,10 +215,8 @@ def check_results_folder(folder: Path) -> None:
 
 
 def _config_source(args: argparse.Namespace) -> Any:
-    from example_envs import get_default_config_path
-
     if args.env:
-        return get_default_config_path(args.env)
+        return example_envs.get_default_config_path(args.env)
     return args.config
 
 
@@ -275,12 +280,8 @@ def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -
 # ----------------------------------------------------------------------------- building
 def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     """Config, env, wrapper and trainer from the command line (one rank under torchrun)."""
-    from warp_drive.config.env_kwargs import check_env_kwargs
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.training.checkpoint import load_trainer
-    from warp_drive.training.ddpg import trainer_class_for
+    from warp_drive.training.build import build_trainer
     from warp_drive.training.setup_and_train import env_class_for
-    from warp_drive.training.trainer import Trainer
 
     plan = plan or plan_run(args, announce=False)
     if plan.torch_threads:
@@ -288,22 +289,13 @@ def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
 
         torch.set_num_threads(plan.torch_threads)
     config = plan.config
-    env_cls = env_class_for(args.env or config.name)
-    check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
-    env = env_cls(**config.env)
-    device_id = plan.local_rank if plan.backend == "pycuda" and plan.world_size > 1 else None
-    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=plan.backend, device_id=device_id,
-                         process_id=plan.rank)
-    pmap = default_policy_map(env, config.policy_tags)
     run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
-    trainer_cls = trainer_class_for(config)  # TrainerDDPG for DDPG policies, else Trainer
-    trainer = trainer_cls(wrapper, config, pmap, results_dir=str(run_dir), verbose=not args.quiet and plan.rank == 0,
-                          rank=plan.rank, tensorboard=args.tensorboard, num_devices=plan.world_size)
+    trainer = build_trainer(config, env_class_for(args.env or config.name), backend=plan.backend, rank=plan.rank,
+                            world_size=plan.world_size,
+                            device_id=plan.local_rank if plan.backend == "pycuda" and plan.world_size > 1 else None,
+                            results_dir=run_dir, verbose=not args.quiet and plan.rank == 0, tensorboard=args.tensorboard)
     if plan.checkpoint is not None:
-        if isinstance(trainer, Trainer):
-            load_trainer(trainer, plan.checkpoint, plan.checkpoint_state)
-        else:
-            trainer.load_checkpoint(plan.checkpoint)
+        trainer.load_checkpoint(plan.checkpoint, plan.checkpoint_state)
     return trainer
 
 
@@ -471,25 +463,36 @@ def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    configure_logging(args.quiet)
+def report_errors(body: Callable[[], int], debug: bool) -> int:
+    """``body()``'s exit code; an expected error (:func:`explain_error`) prints one or two lines and
+    returns 2 instead (``debug``, or a bug: raised with its traceback). Shared by the training CLIs."""
     try:
-        if args.num_gpus and args.num_gpus > 1:
-            from warp_drive.training.distributed import launch_with_torchrun
-
-            return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
-                                                                    ("--num_gpus", "--num-gpus", "-n")))
-        return run(args)
-    except KeyboardInterrupt:  # before training started (a stop during training is TrainingInterrupted)
-        print("interrupted", file=sys.stderr)
-        return 130
+        return body()
     except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
-        message = None if args.debug else explain_error(err)
+        message = None if debug else explain_error(err)
         if message is None:
             raise
         print(message, file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.quiet)
+
+    def body() -> int:
+        try:
+            if args.num_gpus and args.num_gpus > 1:
+                from warp_drive.training.distributed import launch_with_torchrun
+
+                return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
+                                                                        ("--num_gpus", "--num-gpus", "-n")))
+            return run(args)
+        except KeyboardInterrupt:  # before training started (a stop during training is TrainingInterrupted)
+            print("interrupted", file=sys.stderr)
+            return 130
+
+    return report_errors(body, args.debug)
 
 
 if __name__ == "__main__":

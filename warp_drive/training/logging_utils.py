@@ -1,8 +1,10 @@
-"""Gather the trainer's metrics into one flat dict with a single host sync, and write them."""
+"""A training run's metrics: gathered into one flat dict with a single host sync, and written."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -12,46 +14,98 @@ from warp_drive.training.distributed import all_reduce_mean
 logger = logging.getLogger(__name__)
 
 
-def collect_metrics(trainer: Any, update_metrics: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
-    """``{"<policy>/<metric>": value, "perf/<metric>": value}`` for this logging iteration.
+def gather_metrics(
+    policies: Mapping[str, Any],
+    update_metrics: Mapping[str, Mapping[str, torch.Tensor]],
+    *,
+    device: torch.device,
+    perf: Mapping[str, float],
+    world_size: int,
+    num_agents: int,
+    train_batch_size: int,
+    phases: Mapping[str, float],
+) -> dict[str, float]:
+    """``{"<policy>/<metric>": value, "perf/<metric>": value}`` for one logging iteration.
 
-    Tensor metrics of every policy are stacked and copied to the host at once.
+    Tensor metrics of every policy (its episode statistics, popped, and ``update_metrics``) are
+    stacked, averaged over ranks and copied to the host at once.
+
+    Args:
+        policies: ``{tag: policy state}`` (``stats``, ``lr_schedule``, ``timestep``).
+        update_metrics: ``{tag: {name: 0-d tensor}}`` of the last update.
+        device: where the tensors are stacked.
+        perf: the run's counters (``steps``, ``total`` seconds).
+        world_size: processes training together (throughput is summed over them).
+        num_agents: agents per env.
+        train_batch_size: env steps per iteration.
+        phases: seconds per rollout phase of the timed iteration (may be empty).
     """
     names: list[str] = []
     tensors: list[torch.Tensor] = []
-    for tag, p in trainer.policies.items():
+    for tag, p in policies.items():
         for key, value in p.stats.pop().items():
             names.append(f"{tag}/{key}")
             tensors.append(value.float().reshape(()))
         for key, value in update_metrics.get(tag, {}).items():
             names.append(f"{tag}/{key}")
-            tensors.append(value.detach().float().reshape(()).to(trainer.device))
+            tensors.append(value.detach().float().reshape(()).to(device))
     values = all_reduce_mean(torch.stack(tensors)).cpu().tolist() if tensors else []  # mean over ranks
     metrics: dict[str, float] = dict(zip(names, values))
-    for tag, p in trainer.policies.items():
+    for tag, p in policies.items():
         metrics[f"{tag}/lr"] = p.lr_schedule.get_param_value(p.timestep)
         metrics[f"{tag}/timestep"] = float(p.timestep)
-    perf = trainer.perf
-    world = trainer.num_devices
-    metrics["perf/env_steps_per_s"] = world * perf["steps"] / perf["total"] if perf["total"] else float("nan")
-    metrics["perf/agent_steps_per_s"] = metrics["perf/env_steps_per_s"] * trainer.env_wrapper.n_agents
-    phases = trainer.timer.totals()
-    if phases and hasattr(trainer, "phase_seconds"):  # for Trainer.perf_stats: means over timed iterations
-        for phase, seconds in phases.items():
-            trainer.phase_seconds[phase] = trainer.phase_seconds.get(phase, 0.0) + seconds
-        trainer.timed_iterations += 1
-    batch = trainer.config.trainer.train_batch_size
+    metrics["perf/env_steps_per_s"] = world_size * perf["steps"] / perf["total"] if perf["total"] else float("nan")
+    metrics["perf/agent_steps_per_s"] = metrics["perf/env_steps_per_s"] * num_agents
     for phase, seconds in phases.items():
         metrics[f"perf/{phase}_ms_per_iter"] = 1000.0 * seconds
         if seconds > 0:
-            metrics[f"perf/{phase}_env_steps_per_s"] = batch / seconds
-    if trainer.rank == 0 and trainer.metrics_writer is None:
-        from warp_drive.training.metrics import MetricsWriter
-
-        trainer.save_dir.mkdir(parents=True, exist_ok=True)
-        # the console gets one progress line per row (warp_drive.training.progress), not the table
-        trainer.metrics_writer = MetricsWriter(trainer.save_dir, tensorboard=trainer.tensorboard, console_every=0,
-                                               purge_step=getattr(trainer, "_tensorboard_purge_step", None))
-    if trainer.metrics_writer is not None:
-        trainer.metrics_writer.write(trainer.iteration, trainer.iteration * batch, metrics)
+            metrics[f"perf/{phase}_env_steps_per_s"] = train_batch_size / seconds
     return metrics
+
+
+class MetricsLog:
+    """The metric files of a run folder (:class:`~warp_drive.training.metrics.MetricsWriter`),
+    opened at the first row; nothing is written when not ``enabled`` (ranks other than 0).
+
+    Args:
+        save_dir: the run folder.
+        tensorboard: also write TensorBoard scalars.
+        enabled: write at all.
+    """
+
+    def __init__(self, save_dir: str | Path, *, tensorboard: bool = False, enabled: bool = True) -> None:
+        self.save_dir = Path(save_dir)
+        self.tensorboard = tensorboard
+        self.enabled = enabled
+        self.writer: Any = None
+        self._purge_step: int | None = None
+
+    def write(self, iteration: int, timestep: int, metrics: Mapping[str, Any]) -> None:
+        """One row (the console gets one progress line per row from the trainer, not the table)."""
+        if not self.enabled:
+            return
+        if self.writer is None:
+            from warp_drive.training.metrics import MetricsWriter
+
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+            self.writer = MetricsWriter(self.save_dir, tensorboard=self.tensorboard, console_every=0,
+                                        purge_step=self._purge_step)
+        self.writer.write(iteration, timestep, metrics)
+
+    def restart_at(self, iteration: int, timestep: int) -> int:
+        """Resuming at ``iteration``: rows logged after it would be logged again, so they are removed
+        (and TensorBoard restarts after ``timestep``). Returns the rows removed."""
+        from warp_drive.training.metrics import truncate_metrics
+
+        self.close()
+        removed = truncate_metrics(self.save_dir, iteration)
+        if removed:
+            logger.info("dropped %d metric row(s) logged after iteration %d in %s", removed, iteration, self.save_dir)
+        self._purge_step = timestep + 1
+        return removed
+
+    def close(self) -> None:
+        """Flush and close the files (a later row opens them again)."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

@@ -13,12 +13,15 @@ Order of one step, for every env replica at once:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.done import split_done
 from warp_drive.training.policy_state import PolicyState
-from warp_drive.utils.constants import Constants
 
 Tensor = torch.Tensor
 
@@ -67,6 +70,10 @@ def _cat_outputs(parts: list[Any]) -> Any:
     return type(first)(_cat_outputs([p[i] for p in parts]) for i in range(len(first)))
 
 
+def _no_mark(phase: str) -> None:
+    """Phase marker used when timing is off."""
+
+
 def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
     if isinstance(a, (list, tuple)):
@@ -75,10 +82,28 @@ def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     return torch.where(mask, a, b)
 
 
+def split_episode_ends(done_flags: Tensor, timesteps: Tensor, episode_length: int,
+                       bootstrap_at_time_limit: bool, truncated_flags: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """``(done, terminated, truncated)`` bool flags from a rollout's ``_done_`` flags and timesteps
+    (and ``_truncated_`` flags, for envs whose step writes them).
+
+    An episode cut by the time limit (:func:`warp_drive.env.done.split_done`) is truncated
+    (bootstrapped) when ``bootstrap_at_time_limit``, else terminated like any other end.
+
+    Shapes: every input and output (B, E).
+    """
+    done = done_flags > 0
+    if not bootstrap_at_time_limit:
+        return done, done, torch.zeros_like(done)
+    terminated, truncated = split_done(done_flags, timesteps, episode_length, truncated_flags)
+    return done, terminated, truncated
+
+
 class SharedBuffers:
     """Per-step arrays every policy reads: done flags, timesteps and all agents' rewards.
 
-    Shapes: done, timestep: (B, E) int32; rewards: (B, E, N) float32.
+    Shapes: done, timestep, truncated: (B, E) int32 (truncated: None unless the env's step writes
+    ``_truncated_``); rewards: (B, E, N) float32.
     """
 
     def __init__(self, steps: int, dm: Any) -> None:
@@ -86,7 +111,41 @@ class SharedBuffers:
         rewards = dm.data_on_device_via_torch(Constants.REWARDS)
         self.done = torch.zeros((steps, *done.shape), dtype=done.dtype, device=done.device)
         self.timestep = torch.zeros_like(self.done)
+        self.truncated = torch.zeros_like(self.done) if dm.is_data_on_device(Constants.TRUNCATED) else None
         self.rewards = torch.zeros((steps, *rewards.shape), dtype=rewards.dtype, device=rewards.device)
+
+    def record(self, step: int, dm: Any) -> Tensor:
+        """Copy the env's done flags, timesteps and rewards after a step into row ``step``; returns
+        the done flags (E,)."""
+        done = dm.data_on_device_via_torch(Constants.DONE)
+        self.done[step].copy_(done)
+        self.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
+        if self.truncated is not None:
+            self.truncated[step].copy_(dm.data_on_device_via_torch(Constants.TRUNCATED))
+        self.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
+        return done
+
+    def policy_rewards(self, p: Any) -> Tensor:
+        """The rewards of policy ``p``'s agents, (B, E, A_p) (a view when it covers all agents in order)."""
+        return self.rewards if p.contiguous_all else self.rewards.index_select(2, p.agent_index)
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """What a :class:`Rollout` reads of its engine: a read-only view, built once.
+
+    ``cpu_chunk_rows(num_agents)`` gives the envs per policy forward on the cpu backend (None: all
+    at once, as on a GPU).
+    """
+
+    env_wrapper: Any
+    policies: Mapping[str, PolicyState]
+    sampler: Any
+    obs_names: list[str]
+    steps_per_iter: int
+    reset_obs_known: bool
+    bootstrap_at_time_limit: bool
+    cpu_chunk_rows: Callable[[int], int | None] | None = None
 
 
 class Rollout:
@@ -95,19 +154,62 @@ class Rollout:
     Per step only what cannot be derived later is copied (observations, actions, log-probs and
     values per policy; done flags, timesteps and rewards once); rewards per policy, termination
     flags and episode statistics are computed once per iteration by :meth:`finalize`.
+
+    Args:
+        spec: what the rollout reads of its engine.
+        greedy: argmax / Gaussian-mean actions instead of sampled ones (:meth:`set_greedy`).
     """
 
-    def __init__(self, trainer: Any) -> None:
-        self.t = trainer
-        self.dm = trainer.env_wrapper.cuda_data_manager
+    def __init__(self, spec: RolloutSpec, greedy: bool = False) -> None:
+        self.spec = spec
+        self.greedy = bool(greedy)
+        self.dm = spec.env_wrapper.cuda_data_manager
         self.heads: dict[str, Any] = {}
         self.values: dict[str, Tensor] = {}
-        self.shared = SharedBuffers(trainer.steps_per_iter, self.dm)
+        self.shared = SharedBuffers(spec.steps_per_iter, self.dm)
+
+    def run(self, timer: Any = None) -> dict[str, Tensor]:
+        """One rollout: ``steps_per_iter`` env steps of every env, then :meth:`finalize` (no host sync).
+
+        ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time into the
+        phases policy, sampling and env_step.
+
+        Returns:
+            ``{tag: V(s_B)}``, the values of the observations after the last step.
+        """
+        if self.dm.device.type == "cpu":  # cpu backend: env parts, one thread each, where they apply
+            from warp_drive.training.cpu_pipeline import rollout_in_env_parts
+
+            if (values := rollout_in_env_parts(self, timer)) is not None:
+                return values
+        mark = timer.start if timer is not None else _no_mark
+        mark("policy")
+        self.begin()
+        for step in range(self.spec.steps_per_iter):
+            mark("sampling")
+            self.record_obs(step)
+            self.sample(step)
+            mark("env_step")
+            self.spec.env_wrapper.step_all_envs()
+            mark("policy")
+            done, next_out = self.after_step(step)
+            mark("env_step")
+            self.advance(done, next_out)
+        mark("policy")
+        self.finalize()
+        if timer is not None:
+            timer.stop()
+        return dict(self.values)
+
+    def set_greedy(self, greedy: bool) -> bool:
+        """Sample greedily (True) or not from now on; returns the previous mode."""
+        previous, self.greedy = self.greedy, bool(greedy)
+        return previous
 
     def chunk_envs(self, p: PolicyState) -> int | None:
-        """Envs per forward of policy ``p``: the trainer's cpu chunks (:meth:`Trainer.cpu_chunk_rows`),
+        """Envs per forward of policy ``p``: the engine's cpu chunks (:meth:`Engine.cpu_chunk_rows`),
         None (all envs at once) on a GPU."""
-        rows = getattr(self.t, "cpu_chunk_rows", None)
+        rows = self.spec.cpu_chunk_rows
         return rows(p.num_agents) if rows is not None else None
 
     def forward(self, p: PolicyState, obs: Any) -> Any:
@@ -117,10 +219,10 @@ class Rollout:
     @torch.no_grad()
     def begin(self) -> None:
         """Forward on the current observations and on the reset observations (weights changed)."""
-        for p in self.t.policies.values():
-            self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, self.t.obs_names))
-            if self.t.reset_obs_known:
-                p.reset_heads, p.reset_values = self.forward(p, policy_obs(self.dm, p, self.t.obs_names, at_reset=True))
+        for p in self.spec.policies.values():
+            self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, self.spec.obs_names))
+            if self.spec.reset_obs_known:
+                p.reset_heads, p.reset_values = self.forward(p, policy_obs(self.dm, p, self.spec.obs_names, at_reset=True))
 
     @torch.no_grad()
     def sample(self, step: int | None) -> None:
@@ -128,18 +230,18 @@ class Rollout:
 
         The sampler kernel writes the joint log-probability of the sampled action directly.
         """
-        t = self.t
+        t = self.spec
         for p in t.policies.values():
             heads = self.heads[p.tag]
             record = step is not None and p.buffers is not None
             lp = p.buffers.log_probs[step] if record else None
             if p.action_spec.is_gaussian:
                 mean, std = heads[0]
-                t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=t.deterministic, check=False,
+                t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=self.greedy, check=False,
                                           log_probs=lp)
             else:
                 for h, probs in enumerate(heads):
-                    t.sampler.sample(self.dm, probs, p.action_name, use_argmax=t.deterministic, head=h, check=False,
+                    t.sampler.sample(self.dm, probs, p.action_name, use_argmax=self.greedy, head=h, check=False,
                                      log_probs=lp, accumulate_log_probs=h > 0)
             actions = self.dm.data_on_device_via_torch(p.action_name)
             if p.action_name != Constants.ACTIONS:
@@ -150,10 +252,10 @@ class Rollout:
 
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
-        for p in self.t.policies.values():
+        for p in self.spec.policies.values():
             if self.chunk_envs(p) is not None and self._gather_into(p, step):
                 continue
-            obs = policy_obs(self.dm, p, self.t.obs_names)
+            obs = policy_obs(self.dm, p, self.spec.obs_names)
             if isinstance(obs, dict):
                 for k, v in obs.items():
                     p.buffers.obs[k][step].copy_(v)
@@ -163,7 +265,7 @@ class Rollout:
     def _gather_into(self, p: PolicyState, step: int) -> bool:
         """cpu backend: gather a policy's agents straight into its observation buffer (one copy
         instead of a gather and a copy). False where that does not apply."""
-        if self.t.obs_names != [Constants.OBSERVATIONS] or p.contiguous_all or p.obs_agents_last:
+        if self.spec.obs_names != [Constants.OBSERVATIONS] or p.contiguous_all or p.obs_agents_last:
             return False
         torch.index_select(self.dm.data_on_device_via_torch(Constants.OBSERVATIONS), 1, p.agent_index,
                            out=p.buffers.obs[step])
@@ -172,12 +274,8 @@ class Rollout:
     @torch.no_grad()
     def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
         """Record done flags, timesteps and rewards; forward on ``s_{t+1}`` (bootstrap values)."""
-        t, dm = self.t, self.dm
-        done_i = dm.data_on_device_via_torch(Constants.DONE)
-        if step is not None:
-            self.shared.done[step].copy_(done_i)
-            self.shared.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
-            self.shared.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
+        t, dm = self.spec, self.dm
+        done_i = self.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)
         next_out = {}
         for p in t.policies.values():
             next_out[p.tag] = self.forward(p, policy_obs(dm, p, t.obs_names))
@@ -188,7 +286,7 @@ class Rollout:
     @torch.no_grad()
     def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
         """Reset done envs (one launch) and set the policy outputs for the next step."""
-        t = self.t
+        t = self.spec
         t.env_wrapper.reset_only_done_envs()
         for p in t.policies.values():
             heads, values = next_out[p.tag]
@@ -201,16 +299,12 @@ class Rollout:
     @torch.no_grad()
     def finalize(self) -> None:
         """Per-policy rewards, termination/truncation flags, episode statistics and advantages."""
-        t, sh = self.t, self.shared
-        done = sh.done > 0
-        if t.bootstrap_at_time_limit:
-            truncated = (sh.done == 1) & (sh.timestep >= t.env_wrapper.episode_length)
-        else:
-            truncated = torch.zeros_like(done)
-        terminated = done & ~truncated
+        t, sh = self.spec, self.shared
+        done, terminated, truncated = split_episode_ends(sh.done, sh.timestep, t.env_wrapper.episode_length,
+                                                         t.bootstrap_at_time_limit, sh.truncated)
         for p in t.policies.values():
             b = p.buffers
-            b.rewards.copy_(sh.rewards if p.contiguous_all else sh.rewards.index_select(2, p.agent_index))
+            b.rewards.copy_(sh.policy_rewards(p))
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
             p.stats.update_from_batch(b.rewards, done)

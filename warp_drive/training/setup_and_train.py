@@ -75,28 +75,28 @@ def example_env_name(name: str) -> str:
     Raises:
         ConfigError: no example env has that name (with a did-you-mean hint).
     """
-    from example_envs import example_env_names, get_example_env_class
     from warp_drive.errors import ConfigError
+    from warp_drive.training.example_training_script import example_envs
 
     key = REFERENCE_ENV_NAMES.get(name, name)
-    names = example_env_names()
+    names = example_envs.example_env_names()
     if str(key).lower() in names:
         return str(key).lower()
     for candidate in names:  # a class name: import the envs until one matches
         try:
-            if get_example_env_class(candidate).__name__.lower() == str(name).lower():
+            if example_envs.get_example_env_class(candidate).__name__.lower() == str(name).lower():
                 return candidate
         except ConfigError:
             continue
-    get_example_env_class(key)  # raises the registry's error (unknown name, did-you-mean, known names)
+    example_envs.get_example_env_class(key)  # raises the registry's error (unknown name, did-you-mean, known names)
     raise ConfigError(f"unknown example env {name!r}")  # pragma: no cover - the line above raised
 
 
 def env_class_for(name: str) -> type:
     """The example env class a run config ``name`` trains (see :func:`example_env_name`)."""
-    from example_envs import get_example_env_class
+    from warp_drive.training.example_training_script import example_envs
 
-    return get_example_env_class(example_env_name(name))
+    return example_envs.get_example_env_class(example_env_name(name))
 
 
 def setup_trainer_and_train(
@@ -122,10 +122,8 @@ def setup_trainer_and_train(
     The backend is pycuda when pycuda and a GPU are present, else the cpu backend (with a notice).
     """
     from warp_drive.config import RunConfig, load_run_config
-    from warp_drive.config.env_kwargs import check_env_kwargs
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.training.example_training_script import choose_backend, default_policy_map
-    from warp_drive.training.ddpg import trainer_class_for  # TrainerDDPG for DDPG policies, else Trainer
+    from warp_drive.training.build import build_trainer
+    from warp_drive.training.example_training_script import choose_backend
 
     del event_messenger
     backend = choose_backend(None)
@@ -134,17 +132,13 @@ def setup_trainer_and_train(
     if results_directory is None:
         results_directory = str(int(time.time()))
     if device_id == 0:  # before anything is built
+        from warp_drive.training.engine import run_directory
         from warp_drive.training.example_training_script import check_results_folder
-        from warp_drive.training.trainer import run_directory
 
         check_results_folder(run_directory(config, results_directory).expanduser().resolve())
-    env_cls = env_class_for(config.name)
-    check_env_kwargs(env_cls, config.env, supplied_by_caller=("env_backend",))
-    env = env_cls(**config.env)
-    wrapper = EnvWrapper(env, num_envs=config.trainer.num_envs, env_backend=backend,
-                         device_id=device_id if backend == "pycuda" else None, process_id=device_id)
-    trainer = trainer_class_for(config)(wrapper, config, default_policy_map(env, config.policy_tags), num_devices=num_devices,
-                      device_id=device_id, results_dir=results_directory, verbose=verbose)
+    trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
+                            device_id=device_id if backend == "pycuda" else None, results_dir=results_directory,
+                            verbose=verbose)
     start = time.perf_counter()
     try:
         trainer.train()
@@ -176,23 +170,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
     SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
     """
-    from warp_drive.training.example_training_script import configure_logging, explain_error
+    from warp_drive.training.example_training_script import configure_logging, report_errors
     from warp_drive.training.interrupt import TrainingInterrupted
 
     args = parse_args(argv)
     configure_logging(quiet=False)
-    try:
-        _main(args)
-    except TrainingInterrupted as stop:
-        print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
-        return stop.exit_code
-    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
-        message = None if args.debug else explain_error(err)
-        if message is None:
-            raise
-        print(message, file=sys.stderr)
-        return 2
-    return 0
+
+    def body() -> int:
+        try:
+            _main(args)
+        except TrainingInterrupted as stop:
+            print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
+            return stop.exit_code
+        return 0
+
+    return report_errors(body, args.debug)
 
 
 def _main(args: argparse.Namespace) -> None:

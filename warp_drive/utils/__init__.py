@@ -1,1 +1,3 @@
-"""Utilities: constants, DataFeed, env context and registry, Philox, device helpers."""
+"""Utilities: Philox, device helpers, spaces, observation checks, rollout recording, the consistency
+checker. The env contract (constants, DataFeed, env context, registrar, placeholders) lives in
+:mod:`warp_drive.env`; its old modules here re-export it."""

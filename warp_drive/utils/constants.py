@@ -1,25 +1,5 @@
-"""Reserved data names: the one place they are spelled out."""
+"""2.7.1 compatibility path: ``Constants``, the reserved data names (:mod:`warp_drive.env.constants`)."""
 
-from __future__ import annotations
+from warp_drive.env.constants import Constants
 
-
-class Constants:
-    """Names of the arrays the framework itself creates or reads."""
-
-    OBSERVATIONS = "observations"
-    ACTIONS = "sampled_actions"
-    REWARDS = "rewards"
-    DONE_FLAGS = "done_flags"
-    PROCESSED_OBSERVATIONS = "processed_observations"
-    ACTION_MASK = "action_mask"
-
-    DONE = "_done_"
-    TIMESTEP = "_timestep_"
-    LOG_MASK = "_log_mask_"
-
-    AT_RESET_SUFFIX = "_at_reset"
-    LOG_SUFFIX = "_for_log"
-
-    META_NAMES = ("n_agents", "episode_length", "n_envs", "blocks_per_env")
-
-    RESERVED = (DONE, TIMESTEP, LOG_MASK)
+__all__ = ["Constants"]

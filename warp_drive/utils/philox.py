@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from warp_drive.errors import DataShapeError
+
 __all__ = [
     "PHILOX_M0",
     "PHILOX_M1",
@@ -77,7 +79,7 @@ def philox4x32_10(ctr: np.ndarray, key: np.ndarray) -> np.ndarray:
     ctr = to_uint32(np.asarray(ctr)).astype(np.uint64)
     key = to_uint32(np.asarray(key)).astype(np.uint64)
     if ctr.shape[-1] != 4 or key.shape[-1] != 2:
-        raise ValueError(f"expected ctr (..., 4) and key (..., 2), got {ctr.shape}, {key.shape}")
+        raise DataShapeError(f"expected ctr (..., 4) and key (..., 2), got {ctr.shape}, {key.shape}")
     c0, c1, c2, c3 = (ctr[..., i] for i in range(4))
     k0, k1 = key[..., 0], key[..., 1]
     w0, w1 = np.uint64(PHILOX_W0), np.uint64(PHILOX_W1)

@@ -1,20 +1,23 @@
-"""Record and animate Tag episodes (continuous or grid world) with matplotlib.
+"""Record one episode of an env on its NumPy reference and animate it through the env's render hook.
 
-Two steps, usable separately:
+Two steps, usable separately, for any env that has a vectorised ``numpy_step`` and a renderer
+(``render_rollout`` and ``render_state_names`` of the env contract,
+:class:`~warp_drive.env.context.CUDAEnvironmentContext`):
 
-1. :func:`collect_tag_episode` steps an env's NumPy reference (``numpy_step``) for one replica
-   with a policy (or uniformly random actions) and records positions over time.
-2. :func:`render_tag_rollout` (or :func:`render_episode`) draws the positions, one frame per
-   time step, into a GIF (Pillow) or an MP4 (ffmpeg; falls back to GIF when ffmpeg is missing).
+1. :func:`collect_episode` steps the env's NumPy reference for one replica with a policy (or
+   uniformly random actions) and records the arrays the env draws, one row per time step.
+2. :func:`render_episode` passes them to ``env.render_rollout`` and writes the animation into a
+   GIF (Pillow) or an MP4 (ffmpeg; falls back to GIF when ffmpeg is missing).
 
-Arrays recorded on the GPU work too, e.g. from ``loc_x_for_log`` / ``loc_y_for_log`` of an env
-logged with ``log_data_across_episode``: pass them to :func:`render_tag_rollout` directly.
+Arrays recorded on the GPU work too (e.g. ``<name>_for_log`` of arrays logged with
+``log_data_across_episode``): pass ``{name: rows}`` to ``env.render_rollout`` directly. The Tag
+envs' renderer lives with them (``example_envs.tag_continuous.rendering``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +25,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import has_vectorised_cpu_step
 from warp_drive.errors import ConfigError
-from warp_drive.utils.constants import Constants
 
 logger = logging.getLogger(__name__)
 
@@ -32,23 +36,28 @@ Policy = Callable[[np.ndarray, int], Any]
 
 
 @dataclass(frozen=True)
-class TagEpisode:
-    """One env's trajectory.
+class Episode:
+    """One env's recorded trajectory.
 
     Shapes:
-        loc_x, loc_y: (steps + 1, N), row 0 is the reset state.
-        still_in_the_game: (steps + 1, N) int32 (all ones for envs without that state).
+        states: ``{name: (steps + 1, ...)}``, row 0 the reset state.
         rewards: (steps, N) float32.
-        is_tagger: (N,) bool.
     """
 
-    loc_x: npt.NDArray[Any]
-    loc_y: npt.NDArray[Any]
-    still_in_the_game: npt.NDArray[np.int32]
+    states: Mapping[str, npt.NDArray[Any]]
     rewards: npt.NDArray[np.float32]
-    is_tagger: npt.NDArray[np.bool_]
-    grid_length: float
-    gridworld: bool
+
+    @property
+    def num_frames(self) -> int:
+        """Recorded states (steps + 1)."""
+        return int(self.rewards.shape[0]) + 1
+
+    def frames(self, rows: slice) -> Episode:
+        """The episode reduced to the state rows ``rows`` (e.g. ``slice(None, 50)``, ``slice(None, None, 5)``);
+        rewards are kept for the steps leading to the kept states (all steps when every row is kept)."""
+        kept = range(self.num_frames)[rows]
+        steps = [i - 1 for i in kept if i > 0]
+        return Episode({k: v[rows] for k, v in self.states.items()}, self.rewards[steps])
 
 
 # ----------------------------------------------------------------------------- host data store
@@ -67,7 +76,8 @@ def numpy_data_store(env: Any, num_envs: int = 1) -> dict[str, Any]:
     Resets ``env`` once on the host; reset-copied arrays and reset-pool targets get a leading env
     axis of size ``num_envs``; other arrays are shared; Python scalars become np.float32/np.int32.
     Adds ``observations`` (E, N, obs_dim), ``sampled_actions`` (E, N, heads), ``rewards``,
-    ``_done_``, ``_timestep_`` and the meta values ``n_agents``, ``episode_length``, ``n_envs``.
+    ``_done_``, ``_timestep_`` (and ``_truncated_`` for an env that writes it) and the meta values
+    ``n_agents``, ``episode_length``, ``n_envs``.
     """
     obs = env.reset()
     n, length = int(env.num_agents), int(env.episode_length)
@@ -94,6 +104,8 @@ def numpy_data_store(env: Any, num_envs: int = 1) -> dict[str, Any]:
     data[Constants.REWARDS] = np.zeros((num_envs, n), np.float32)
     data[Constants.DONE] = np.zeros(num_envs, np.int32)
     data[Constants.TIMESTEP] = np.zeros(num_envs, np.int32)
+    if getattr(env, "writes_truncation", False):
+        data[Constants.TRUNCATED] = np.zeros(num_envs, np.int32)
     return data
 
 
@@ -108,27 +120,30 @@ def random_actions(space: Any, num_agents: int, rng: np.random.Generator) -> np.
     return rng.integers(0, nvec, size=(num_agents, nvec.size)).astype(np.int32)
 
 
-def collect_tag_episode(env: Any, policy: Policy | None = None, seed: int = 0) -> TagEpisode:
-    """Run one episode of a Tag env's NumPy reference and record its positions.
+def collect_episode(env: Any, policy: Policy | None = None, seed: int = 0,
+                    names: tuple[str, ...] | None = None) -> Episode:
+    """Run one episode of an env's NumPy reference and record the arrays it draws.
 
     Args:
-        env: a ``TagContinuous`` or ``TagGridWorld`` instance (fresh or already used).
+        env: an env with a vectorised ``numpy_step`` (fresh or already used).
         policy: ``policy(obs (N, obs_dim), t) -> actions``; None draws uniform random actions.
         seed: seed of the random actions.
+        names: arrays to record (env 0's row of each); default ``env.render_state_names``.
 
     Returns:
         The trajectory until ``_done_`` is raised (at the latest after ``episode_length`` steps).
+
+    Raises:
+        ConfigError: the env has no NumPy step, or nothing to record.
     """
+    names = tuple(names if names is not None else getattr(env, "render_state_names", ()))
+    if not has_vectorised_cpu_step(env) or not names:
+        raise ConfigError(f"{type(env).__name__} needs a numpy_step and arrays to record (render_state_names or "
+                          "names=) to collect an episode")
     data = numpy_data_store(env, num_envs=1)
     rng = np.random.default_rng(seed)
     n = int(env.num_agents)
-    has_flags = "still_in_the_game" in data
-
-    def snapshot() -> tuple[np.ndarray, ...]:
-        flags = data["still_in_the_game"][0] if has_flags else np.ones(n, np.int32)
-        return data["loc_x"][0].copy(), data["loc_y"][0].copy(), flags.copy()
-
-    frames = [snapshot()]
+    frames = [{k: np.array(data[k][0]) for k in names}]
     rewards = []
     for t in range(int(env.episode_length)):
         if policy is None:
@@ -137,173 +152,45 @@ def collect_tag_episode(env: Any, policy: Policy | None = None, seed: int = 0) -
             actions = np.asarray(policy(data[Constants.OBSERVATIONS][0], t), np.int32)
         data[Constants.ACTIONS][0] = actions.reshape(n, -1)
         env.numpy_step(data)
-        frames.append(snapshot())
+        frames.append({k: np.array(data[k][0]) for k in names})
         rewards.append(data[Constants.REWARDS][0].copy())
         if data[Constants.DONE][0]:
             break
-    xs, ys, flags = (np.stack(column) for column in zip(*frames))
-    return TagEpisode(
-        loc_x=xs, loc_y=ys, still_in_the_game=flags.astype(np.int32),
-        rewards=np.stack(rewards).astype(np.float32), is_tagger=np.asarray(env.is_tagger, bool),
-        grid_length=float(env.grid_length), gridworld=np.issubdtype(xs.dtype, np.integer),
-    )
+    states = {k: np.stack([f[k] for f in frames]) for k in names}
+    return Episode(states, np.stack(rewards).astype(np.float32))
 
 
 # ----------------------------------------------------------------------------- rendering
-def render_episode(episode: TagEpisode, path: str | Path, **kwargs: Any) -> Path:
-    """:func:`render_tag_rollout` for a :class:`TagEpisode`."""
-    return render_tag_rollout(
-        episode.loc_x, episode.loc_y, episode.is_tagger, path,
-        still_in_the_game=episode.still_in_the_game, grid_length=episode.grid_length,
-        gridworld=episode.gridworld, **kwargs,
-    )
-
-
-def render_tag_rollout(
-    loc_x: Any,
-    loc_y: Any,
-    is_tagger: Any,
-    path: str | Path,
-    still_in_the_game: Any = None,
-    grid_length: float | None = None,
-    gridworld: bool = False,
-    fps: int = 10,
-    dpi: int = 80,
-    title: str = "Tag",
-) -> Path:
-    """Animate positions over time (one frame per row) into ``path`` (.gif or .mp4).
-
-    Args:
-        loc_x, loc_y: (frames, N) positions of one env.
-        is_tagger: (N,) bools (taggers red, runners blue).
-        path: output file; ``.mp4`` needs ffmpeg and falls back to ``.gif`` with a warning.
-        still_in_the_game: (frames, N) flags; runners out of the game are drawn as grey crosses.
-        grid_length: side of the arena (default: the largest coordinate).
-        gridworld: draw integer cells (limits [-0.5, L + 0.5]) instead of a continuous square.
-        fps, dpi, title: animation settings.
+def render_episode(env: Any, episode: Episode, path: str | Path, fps: int = 10, dpi: int = 80, **kwargs: Any) -> Path:
+    """Animate ``episode`` with ``env.render_rollout`` into ``path`` (.gif or .mp4).
 
     Returns:
-        The path actually written.
+        The path actually written (``.gif`` when ``.mp4`` was asked for and ffmpeg is missing).
 
     Raises:
-        ConfigError: shapes disagree or the suffix is neither .gif nor .mp4.
+        ConfigError: the suffix is neither .gif nor .mp4.
+        UsageError: the env has no renderer.
     """
+    path = output_path(Path(path))
+    return save_animation(env.render_rollout(episode.states, fps=fps, **kwargs), path, fps, dpi)
+
+
+def save_animation(anim: Any, path: str | Path, fps: int, dpi: int) -> Path:
+    """Write a matplotlib animation to ``path`` (.gif with Pillow, .mp4 with ffmpeg)."""
     from matplotlib import animation
 
-    path = _output_path(Path(path))
-    anim = tag_rollout_animation(loc_x, loc_y, is_tagger, still_in_the_game, grid_length, gridworld, fps, title)
+    path = output_path(Path(path))
     writer = animation.PillowWriter(fps=fps) if path.suffix == ".gif" else animation.FFMpegWriter(fps=fps)
     anim.save(str(path), writer=writer, dpi=dpi)
     return path
 
 
-def tag_rollout_animation(
-    loc_x: Any,
-    loc_y: Any,
-    is_tagger: Any,
-    still_in_the_game: Any = None,
-    grid_length: float | None = None,
-    gridworld: bool = False,
-    fps: int = 10,
-    title: str = "Tag",
-    *,
-    tagger_color: str = "tab:red",
-    runner_color: str = "tab:blue",
-    tagged_color: str = "0.6",
-    figsize: tuple[float, float] = (5.0, 5.0),
-) -> Any:
-    """The animation of :func:`render_tag_rollout` as a ``matplotlib.animation.FuncAnimation``
-    (not saved: call ``.save(...)``, ``.to_jshtml()`` or, with ffmpeg, ``.to_html5_video()``).
+def output_path(path: Path) -> Path:
+    """``path`` checked (.gif or .mp4; .mp4 becomes .gif without ffmpeg) with its folder created.
 
     Raises:
-        ConfigError: shapes disagree.
+        ConfigError: another suffix.
     """
-    from matplotlib import animation
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    xs, ys = np.asarray(loc_x, float), np.asarray(loc_y, float)
-    tagger = np.asarray(is_tagger, bool)
-    if xs.ndim != 2 or xs.shape != ys.shape or tagger.shape != (xs.shape[1],):
-        raise ConfigError(
-            f"loc_x {xs.shape} and loc_y {ys.shape} must be (frames, N) and is_tagger {tagger.shape} (N,)"
-        )
-    flags = np.ones(xs.shape, bool) if still_in_the_game is None else np.asarray(still_in_the_game) != 0
-    if flags.shape != xs.shape:
-        raise ConfigError(f"still_in_the_game has shape {flags.shape}; expected {xs.shape}")
-    length = float(grid_length) if grid_length is not None else float(max(xs.max(), ys.max(), 1.0))
-
-    fig = Figure(figsize=figsize)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    pad = 0.5 if gridworld else 0.02 * length
-    ax.set_xlim(-pad, length + pad)
-    ax.set_ylim(-pad, length + pad)
-    ax.set_aspect("equal")
-    if gridworld:
-        ax.set_xticks(np.arange(0, int(length) + 1, max(1, int(length) // 10)))
-        ax.grid(True, linewidth=0.3)
-    caption = ax.set_title(title)
-    empty = np.empty((0, 2))
-    taggers = ax.scatter([], [], c=tagger_color, s=40, label="tagger", zorder=3)
-    runners = ax.scatter([], [], c=runner_color, s=25, label="runner", zorder=2)
-    tagged = ax.scatter([], [], c=tagged_color, marker="x", s=20, label="tagged", zorder=1)
-    ax.legend(loc="upper right", fontsize="small")
-    num_runners = int((~tagger).sum())
-
-    def draw(frame: int) -> tuple[Any, ...]:
-        pts = np.column_stack([xs[frame], ys[frame]])
-        taggers.set_offsets(pts[tagger] if tagger.any() else empty)
-        live = ~tagger & flags[frame]
-        out = ~tagger & ~flags[frame]
-        runners.set_offsets(pts[live] if live.any() else empty)
-        tagged.set_offsets(pts[out] if out.any() else empty)
-        caption.set_text(f"{title}  t = {frame}  runners left: {int(live.sum())}/{num_runners}")
-        return taggers, runners, tagged, caption
-
-    return animation.FuncAnimation(fig, draw, frames=xs.shape[0], interval=1000.0 / fps, blit=False)
-
-
-def generate_tag_env_rollout_animation(
-    trainer: Any,
-    fps: int = 50,
-    tagger_color: str = "#C843C3",
-    runner_color: str = "#245EB6",
-    runner_not_in_game_color: str = "#666666",
-    fig_width: float = 6,
-    fig_height: float = 6,
-) -> Any:
-    """One episode of a trainer's Tag env with its current policies, as a matplotlib animation.
-
-    WarpDrive 2.7.1's helper (same arguments): ``trainer`` is a
-    :class:`~warp_drive.training.trainer.Trainer` or a Lightning ``WarpDriveModule``, anything with
-    ``fetch_episode_states`` and the env wrapper as ``cuda_envs`` (or ``env_wrapper``). Frames run
-    from the reset state to the state that ends env 0's episode.
-
-    Returns:
-        A ``matplotlib.animation.FuncAnimation`` (``.save("x.gif", writer="pillow")``,
-        ``.to_jshtml()``, or ``.to_html5_video()`` where ffmpeg is installed).
-    """
-    if trainer is None or not hasattr(trainer, "fetch_episode_states"):
-        raise ConfigError(f"generate_tag_env_rollout_animation needs a Trainer or WarpDriveModule; got {trainer!r}")
-    wrapper = getattr(trainer, "cuda_envs", None) or getattr(trainer, "env_wrapper", None)
-    if wrapper is None:
-        raise ConfigError(f"{type(trainer).__name__} exposes no env wrapper (cuda_envs / env_wrapper)")
-    env = wrapper.env
-    names = ["loc_x", "loc_y", "still_in_the_game"]
-    states = trainer.fetch_episode_states(names)
-    frames = int(np.isfinite(states["loc_x"]).all(axis=1).sum())  # rows after the episode end are NaN
-    n = int(env.num_agents)
-    is_tagger = np.isin(np.arange(n), np.fromiter(env.taggers, int))
-    return tag_rollout_animation(
-        states["loc_x"][:frames], states["loc_y"][:frames], is_tagger, states["still_in_the_game"][:frames],
-        grid_length=float(env.grid_length), gridworld=False, fps=fps, title="Continuous Tag",
-        tagger_color=tagger_color, runner_color=runner_color, tagged_color=runner_not_in_game_color,
-        figsize=(float(fig_width), float(fig_height)),
-    )
-
-
-def _output_path(path: Path) -> Path:
     from matplotlib import animation
 
     suffix = path.suffix.lower()

@@ -5,8 +5,7 @@
 // constant kName arrives as three floats kNameHi/Mid/Lo whose double sum is exactly the Python
 // value (base.py: split_double); ints arrive as ints.
 
-#define CC_DOUBLE(name) \
-  (static_cast<double>(name##Hi) + static_cast<double>(name##Mid) + static_cast<double>(name##Lo))
+#include "../classic_control.cuh"  // CC_DOUBLE, ClassicControlEndStep, ClassicControlFlatStep
 
 constexpr double kDt = CC_DOUBLE(kDt);
 constexpr double kLinkLength1 = CC_DOUBLE(kLinkLength1);
@@ -102,24 +101,12 @@ __host__ __device__ inline bool AcrobotTransition(const float* state, int action
   return terminated;
 }
 
-// Mirrors base.py: ClassicControlEnv.numpy_step (timestep and done flag of one env).
-__host__ __device__ inline void ClassicControlEndStep(int env_id, bool terminated, int* done_arr,
-                                                   int* timestep_arr, int episode_length) {
-  const int t = timestep_arr[env_id] + 1;
-  timestep_arr[env_id] = t;
-  done_arr[env_id] = terminated ? kTerminalDoneValue : (t >= episode_length ? 1 : 0);
-}
-
 // state (E, 1, 4), observations (E, 1, 6), sampled_actions (E, 1, 1), rewards (E, 1),
-// _done_ (E,), _timestep_ (E,). Grid: ceil(E / blockDim.x) blocks, env = global thread id.
+// _done_, _truncated_, _timestep_ (E,). Flat grid (classic_control.cuh).
 extern "C" __global__ void CudaClassicControlAcrobotEnvStep(
     float* state_arr, float* observations_arr, const int* sampled_actions_arr, float* rewards_arr,
-    int* done_arr, int* timestep_arr, const int episode_length) {
-  const int kEnvId = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (kEnvId >= wkNumberEnvs) return;
-  float* state = state_arr + kEnvId * kStateDim;
-  const bool terminated =
-      AcrobotTransition(state, sampled_actions_arr[kEnvId], state,
-                        observations_arr + kEnvId * kObsDim, rewards_arr + kEnvId);
-  ClassicControlEndStep(kEnvId, terminated, done_arr, timestep_arr, episode_length);
+    int* done_arr, int* truncated_arr, int* timestep_arr, const int episode_length) {
+  ClassicControlFlatStep<int, AcrobotTransition>(
+      state_arr, observations_arr, sampled_actions_arr, rewards_arr, done_arr, truncated_arr,
+      timestep_arr, episode_length);
 }

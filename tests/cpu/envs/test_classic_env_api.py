@@ -172,6 +172,7 @@ def test_classic_numpy_step_episode_bookkeeping(name):
         Constants.ACTIONS: np.ones((E, 1, 1), np.int32 if discrete else np.float32),
         Constants.REWARDS: np.zeros((E, 1), np.float32),
         Constants.DONE: np.zeros(E, np.int32),
+        Constants.TRUNCATED: np.zeros(E, np.int32),
         Constants.TIMESTEP: np.zeros(E, np.int32),
         "episode_length": np.int32(3),
     }
@@ -179,6 +180,7 @@ def test_classic_numpy_step_episode_bookkeeping(name):
         env.numpy_step(data)
         assert data[Constants.TIMESTEP].tolist() == [t] * E
         assert data[Constants.DONE].tolist() == [int(t == 3)] * E  # no env can terminate this soon
+        assert data[Constants.TRUNCATED].tolist() == [int(t == 3)] * E  # so the time limit truncates
     # the observation comes from the float64 state, `observe` from its float32 storage
     np.testing.assert_allclose(
         data[Constants.OBSERVATIONS][:, 0], env.observe(data["state"][:, 0]), atol=1e-6

@@ -99,6 +99,7 @@ def make_host_data(env, num_envs: int) -> dict:
         Constants.ACTIONS: np.zeros((num_envs, 1, 1), np.int32 if discrete else np.float32),
         Constants.REWARDS: np.zeros((num_envs, 1), np.float32),
         Constants.DONE: np.zeros(num_envs, np.int32),
+        Constants.TRUNCATED: np.zeros(num_envs, np.int32),
         Constants.TIMESTEP: np.zeros(num_envs, np.int32),
         "episode_length": np.int32(env.episode_length),
         "n_agents": np.int32(1),
@@ -154,6 +155,7 @@ def test_classic_numpy_step_matches_gymnasium(key):
             t = data[Constants.TIMESTEP][e]
             expected_done = env.TERMINAL_DONE_VALUE if terminated else int(t >= env.episode_length)
             assert data[Constants.DONE][e] == expected_done, where
+            assert data[Constants.TRUNCATED][e] == int(not terminated and t >= env.episode_length), where
             terminations += bool(terminated)
             truncations += bool(not terminated and t >= env.episode_length)
             gyms[e].state = ours_state.astype(gym_dtype)  # same state for the next step
@@ -187,6 +189,7 @@ def test_mountain_car_goal_reports_done_2_even_at_time_limit(
     env.numpy_step(data)
     at_limit = timestep_before + 1 >= T
     assert data[Constants.DONE].tolist() == [2, 1 if at_limit else 0]
+    assert data[Constants.TRUNCATED].tolist() == [0, int(at_limit)]  # the goal is a termination, even at the limit
     g = gym.make(gym_id).unwrapped
     g.reset(seed=0)
     g.state = np.array(

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from example_envs.classic_control import CLASSIC_CONTROL_ENVS
-from warp_drive.cuda.compiler import DEFAULT_OPTIONS, render_source
+from warp_drive.cuda.compiler import DEFAULT_OPTIONS, env_include_dirs, render_source
 
 CORE_DIR = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
 NVCC = shutil.which("nvcc")
@@ -72,10 +72,10 @@ int main() {
   int m = 0;
   if (std::scanf("%d", &m) != 1) return 1;
   for (int i = 0; i < m; ++i) {
-    int t, terminated, episode_length, done = -1;
+    int t, terminated, episode_length, done = -1, truncated = -1;
     std::scanf("%d %d %d", &t, &terminated, &episode_length);
-    ClassicControlEndStep(0, terminated != 0, &done, &t, episode_length);
-    std::printf("%d %d\n", done, t);
+    ClassicControlEndStep(0, terminated != 0, &done, &truncated, &t, episode_length);
+    std::printf("%d %d %d\n", done, t, truncated);
   }
   return 0;
 }
@@ -131,7 +131,9 @@ def _compile_jobs(tmp: Path) -> dict[str, dict]:
         cu.write_text(source)
         host_cu = tmp / f"{name}_host.cu"
         host_cu.write_text(source + main)
-        common = [NVCC, "-arch=sm_90", *DEFAULT_OPTIONS, f"-I{CORE_DIR}"]  # the backend's options
+        # the backend's options and include directories (the env's folder, the shared header's)
+        common = [NVCC, "-arch=sm_90", *DEFAULT_OPTIONS, f"-I{CORE_DIR}",
+                  *(f"-I{d}" for d in env_include_dirs(cls.cuda_source))]
         jobs[name] = {
             "env": env,
             "double_names": names,
@@ -222,6 +224,7 @@ def test_classic_device_helpers_match_numpy_step(built, name):
 
     done_value = env.TERMINAL_DONE_VALUE
     for line, (t, term, T) in zip(out[1 + NUM_CASES :], bookkeeping, strict=True):
-        done, t_next = (int(v) for v in line.split())
+        done, t_next, truncated = (int(v) for v in line.split())
         assert t_next == t + 1
         assert done == (done_value if term else int(t + 1 >= T))
+        assert truncated == int(t + 1 >= T and not term)  # the time limit, unless the episode terminated

@@ -53,10 +53,12 @@ CASES = [
     ("dummy_env_2blocks", lambda: DummyEnv(num_agents=1500), 4, 2),
 ]
 
+#: env class -> {kernel: its argument specs}: the fused step kernel takes step_kernel_args, each
+#: phase kernel its own list.
 KERNELS = {
-    TagContinuous: ("CudaTagContinuousStep", *TC_PHASES),
-    TagGridWorld: ("CudaTagGridWorldStep", *GW_PHASES),
-    DummyEnv: ("CudaDummyEnvStep",),
+    TagContinuous: {"CudaTagContinuousStep": TagContinuous.step_kernel_args, **TC_PHASES},
+    TagGridWorld: {"CudaTagGridWorldStep": TagGridWorld.step_kernel_args, **GW_PHASES},
+    DummyEnv: {"CudaDummyEnvStep": DummyEnv.step_kernel_args},
 }
 
 
@@ -64,13 +66,31 @@ def _normalize(name: str) -> str:
     return name.removesuffix("_arr").strip("_").lower()
 
 
+def _names(specs) -> list[str]:
+    return [_normalize(a if isinstance(a, str) else a[0]) for a in specs]
+
+
 @pytest.mark.parametrize("env_cls", list(KERNELS), ids=lambda c: c.__name__)
-def test_kernel_signatures_match_step_kernel_args(env_cls):
+def test_kernel_signatures_match_their_argument_lists(env_cls):
     signatures = parse_kernel_signatures(env_cls.cuda_source.read_text())
-    expected = [_normalize(a if isinstance(a, str) else a[0]) for a in env_cls.step_kernel_args]
-    for kernel in KERNELS[env_cls]:
+    for kernel, specs in KERNELS[env_cls].items():
         assert kernel in signatures, f"{kernel} missing from {env_cls.cuda_source.name}"
-        assert [_normalize(p.name) for p in signatures[kernel]] == expected, kernel
+        assert [_normalize(p.name) for p in signatures[kernel]] == _names(specs), kernel
+
+
+@pytest.mark.parametrize("phases", [TC_PHASES, GW_PHASES], ids=["tag_continuous", "tag_gridworld"])
+def test_phase_kernels_take_a_subsequence_of_the_step_arguments(phases):
+    """Each phase kernel takes only some of the fused kernel's arguments, in the same order, and
+    together the phases use every one of them."""
+    env_cls = TagContinuous if phases is TC_PHASES else TagGridWorld
+    full = _names(env_cls.step_kernel_args)
+    used: set[str] = set()
+    for kernel, specs in phases.items():
+        names = _names(specs)
+        positions = [full.index(n) for n in names]
+        assert positions == sorted(positions) and len(names) < len(full), kernel
+        used.update(names)
+    assert used == set(full)
 
 
 def _render(env, num_envs: int, blocks_per_env: int, max_shared_bytes: int = 227 * 1024) -> str:

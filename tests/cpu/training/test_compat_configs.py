@@ -188,8 +188,13 @@ def test_every_2_7_1_config_name_is_shipped_and_matches_its_example_config():
         shipped = load_run_config(run_config_path(name))
         example = load_run_config(REPO / source)
         assert shipped.name == name and shipped.saving.name == name
-        assert (shipped.env, shipped.trainer, shipped.policy) == (example.env, example.trainer, example.policy), name
         env_class_for(name)  # its env class resolves
+        if name == "tag_continuous":  # the example carries this project's measured PPO defaults (issue 15);
+            # the 2.7.1 name keeps 2.7.1's tutorial training settings
+            assert shipped.env == example.env
+            assert {p.algorithm for p in shipped.policy.values()} == {"A2C"} and shipped.trainer.num_envs == 100
+            continue
+        assert (shipped.env, shipped.trainer, shipped.policy) == (example.env, example.trainer, example.policy), name
     with pytest.raises(ConfigError, match="did you mean 'single_cartpole'"):
         run_config_path("single_cartpol")
 

@@ -52,3 +52,22 @@ def test_gemm_rate_is_positive_and_names_its_shapes(bench):
     rate = bench.gemm_rate([(8, 16), (16, 4)], rows=64, seconds=0.01)
     assert rate["flops_per_s"] > 0 and rate["shapes"] == [(8, 16), (16, 4)]
     assert torch.get_num_threads() >= 1
+
+
+def test_rollout_mode_says_whether_the_rollout_runs_in_env_parts(tmp_path, bench):
+    from warp_drive.training.cpu_pipeline import SEPARABLE
+
+    config = {"name": "toy", "trainer": {"num_envs": 4, "train_batch_size": 8, "num_episodes": 100, "env_backend": "cpu"},
+              "policy": {"a": {"to_train": True, "algorithm": "A2C", "model": {"fc_dims": [8]}}},
+              "saving": {"metrics_log_freq": 1000, "model_params_save_freq": 1000, "basedir": str(tmp_path)}}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for separable, expected in ((False, "plain loop (ToyLine does not set numpy_step_is_env_separable = True)"),
+                                    (True, "2 env parts")):
+            env = type("ToyLine", (ToyLine,), {SEPARABLE: separable})(num_agents=2)
+            t = Trainer(EnvWrapper(env, num_envs=4, env_backend="cpu"), config, {"a": [0, 1]}, verbose=False)
+            t.env_wrapper.reset_all_envs()
+            assert bench.rollout_mode(t) == expected
+    finally:
+        torch.set_num_threads(threads)

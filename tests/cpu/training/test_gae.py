@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from warp_drive.errors import DataShapeError
+from warp_drive.errors import DataShapeError, UsageError
 from warp_drive.training.algorithms.returns import compute_gae, discounted_returns
 
 B, E, A = 7, 4, 3
@@ -180,7 +180,7 @@ def test_outputs_carry_no_gradient():
 
 
 def test_truncated_without_final_values_is_refused():
-    with pytest.raises(ValueError, match="final_values"):
+    with pytest.raises(UsageError, match="final_values"):
         compute_gae(
             torch.zeros(2, 1, 1),
             torch.zeros(2, 1, 1),

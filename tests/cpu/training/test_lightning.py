@@ -110,15 +110,20 @@ def test_rollout_dataset_yields_views_of_the_engine_buffers(tmp_path):
         RolloutDataset(engine, iterations_per_epoch=0)
 
 
-def test_lightning_update_is_the_trainer_update(tmp_path):
+@pytest.mark.parametrize("chunk_samples", [None, 8])
+def test_lightning_update_is_the_trainer_update(tmp_path, chunk_samples):
     """Same seed, same engine config: Trainer.train and the Lightning path give bit-identical weights.
 
     Policy 'a' is PPO (4 minibatches), 'b' A2C with return normalization (its statistics must be
-    updated once per rollout on both paths)."""
+    updated once per rollout on both paths). With 8 agent-samples per cpu chunk both paths run the
+    forwards and backwards in chunks of 4 rows (the Lightning update passes the engine's chunks)."""
     plain = _engine(tmp_path / "plain")
-    plain.train(3)
     engine = _engine(tmp_path / "lightning")
-    assert WarpDriveModule(_engine(tmp_path / "default")).iterations_per_epoch == 10  # whole episodes, >= 10
+    if chunk_samples is not None:
+        plain.cpu_chunk_samples = engine.cpu_chunk_samples = chunk_samples
+    plain.train(3)
+    if chunk_samples is None:
+        assert WarpDriveModule(_engine(tmp_path / "default")).iterations_per_epoch == 10  # whole episodes, >= 10
     module = WarpDriveModule(engine, iterations_per_epoch=1)
     _fit(module, tmp_path / "lightning", max_epochs=3, checkpoint=False, perf_stats=False)
     _assert_same_weights(_weights(plain), _weights(engine))

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from warp_drive.config import PolicyConfig
+from warp_drive.errors import UsageError
 from warp_drive.training.algorithms import (
     A2C,
     PPO,
@@ -170,7 +171,7 @@ def test_value_clipping():
     loss.backward()
     assert values.grad[0].item() == 0.0
     assert values.grad[1].item() == pytest.approx(2 * (-0.5 - 1.0) / 2)
-    with pytest.raises(ValueError, match="old_values"):
+    with pytest.raises(UsageError, match="old_values"):
         value_loss(values, targets, None, vf_clip_param=0.2)
 
 
@@ -243,7 +244,7 @@ def test_return_normalization_denormalizes_values_and_normalizes_targets():
 
 
 def test_ppo_needs_old_log_probs():
-    with pytest.raises(ValueError, match="old_log_probs"):
+    with pytest.raises(UsageError, match="old_log_probs"):
         PPO().compute_loss(
             [torch.full((2, 3), 1 / 3)],
             torch.zeros(2),

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from warp_drive.errors import UsageError
 from warp_drive.training.algorithms.distributions import HeadOutput, log_prob_and_entropy
 from warp_drive.training.algorithms.normalization import ValueNormalizer, standardize
 from warp_drive.training.algorithms.returns import compute_gae
@@ -58,7 +59,7 @@ def value_loss(
     if vf_clip_param is None:
         return unclipped.mean()
     if old_values is None:
-        raise ValueError("value clipping (vf_clip_param) needs `old_values` from the rollout.")
+        raise UsageError("value clipping (vf_clip_param) needs `old_values` from the rollout.")
     clipped = old_values + (values - old_values).clamp(-vf_clip_param, vf_clip_param)
     return torch.maximum(unclipped, (clipped - value_targets).pow(2)).mean()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.algorithms.a2c import A2C, Metrics, value_loss
 from warp_drive.training.algorithms.normalization import standardize
 from warp_drive.training.utils.param_scheduler import ScheduleLike
@@ -123,9 +124,9 @@ class PPO(A2C):
             normalize_return=normalize_return,
         )
         if clip_param <= 0:
-            raise ValueError(f"clip_param={clip_param} must be > 0 (e.g. 0.2).")
+            raise ConfigError(f"clip_param={clip_param} must be > 0 (e.g. 0.2).")
         if vf_clip_param is not None and vf_clip_param <= 0:
-            raise ValueError(f"vf_clip_param={vf_clip_param} must be > 0 or None.")
+            raise ConfigError(f"vf_clip_param={vf_clip_param} must be > 0 or None.")
         self.clip_param = float(clip_param)
         self.vf_clip_param = None if vf_clip_param is None else float(vf_clip_param)
 
@@ -152,7 +153,7 @@ class PPO(A2C):
     ) -> tuple[Tensor, Metrics]:
         """Clipped surrogate with the rollout's stored log-probabilities (``old_log_probs``)."""
         if old_log_probs is None:
-            raise ValueError(
+            raise UsageError(
                 "PPO.compute_loss needs `old_log_probs`: the joint log-probabilities of the "
                 "actions under the policy that sampled them, stored at rollout time."
             )
@@ -178,5 +179,5 @@ def make_algorithm(policy_config: Any) -> A2C:
     algorithms = {"A2C": A2C, "PPO": PPO}
     name = str(policy_config.algorithm).upper()
     if name not in algorithms:
-        raise ValueError(f"algorithm={policy_config.algorithm!r}; expected one of A2C, PPO.")
+        raise ConfigError(f"algorithm={policy_config.algorithm!r}; expected one of A2C, PPO.")
     return algorithms[name].from_config(policy_config)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from warp_drive.errors import DataShapeError
+from warp_drive.errors import DataShapeError, UsageError
 
 Tensor = torch.Tensor
 
@@ -98,7 +98,7 @@ def compute_gae(
     next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
     if truncated is not None:
         if final_values is None:
-            raise ValueError(
+            raise UsageError(
                 "`truncated` was given without `final_values`; pass V(final observation) for "
                 "truncated steps (zeros where not truncated), or fold truncations into "
                 "`terminated` to treat them as true ends."

@@ -95,21 +95,8 @@ def update_policy(
                 metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
                                                backward=backward)
             else:
-                head_outputs, values = model(mb["obs"])
-                loss, metrics = algorithm.compute_loss(
-                    head_outputs,
-                    values,
-                    mb["actions"],
-                    mb["advantages"],
-                    mb["returns"],
-                    timestep=timestep,
-                    old_log_probs=mb.get("old_log_probs"),
-                    old_values=mb.get("old_values"),
-                )
-                if backward is None:
-                    loss.backward()
-                else:
-                    backward(loss)
+                loss, metrics, _ = _loss(model, algorithm, mb, timestep)
+                _backward(loss, backward)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
             else:
@@ -163,23 +150,8 @@ def accumulate_gradients(
         weight = (stop - start) / rows
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
-            head_outputs, values = model(chunk["obs"])
-            loss, last = algorithm.compute_loss(
-                head_outputs,
-                values,
-                chunk["actions"],
-                chunk["advantages"],
-                chunk["returns"],
-                timestep=timestep,
-                old_log_probs=chunk.get("old_log_probs"),
-                old_values=chunk.get("old_values"),
-                **({} if stats is None else {"advantage_stats": stats}),
-            )
-            scaled = loss * weight
-            if backward is None:
-                scaled.backward()
-            else:
-                backward(scaled)
+            loss, last, values = _loss(model, algorithm, chunk, timestep, stats)
+            _backward(loss * weight, backward)
         if values_seen is None:
             values_seen = values.new_empty((rows, *values.shape[1:]))
         values_seen[start:stop].copy_(values.detach())
@@ -193,6 +165,31 @@ def accumulate_gradients(
         targets = algorithm.value_targets(minibatch["returns"])
         out["explained_variance"] = explained_variance(values_seen.view_as(targets), targets)
     return out
+
+
+def _loss(model: nn.Module, algorithm: A2C, batch: Mapping[str, Any], timestep: int,
+          advantage_stats: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Metrics, Tensor]:
+    """The model's forward on ``batch`` and the algorithm's loss: ``(loss, metrics, values)``."""
+    head_outputs, values = model(batch["obs"])
+    loss, metrics = algorithm.compute_loss(
+        head_outputs,
+        values,
+        batch["actions"],
+        batch["advantages"],
+        batch["returns"],
+        timestep=timestep,
+        old_log_probs=batch.get("old_log_probs"),
+        old_values=batch.get("old_values"),
+        **({} if advantage_stats is None else {"advantage_stats": advantage_stats}),
+    )
+    return loss, metrics, values
+
+
+def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
+    if backward is None:
+        loss.backward()
+    else:
+        backward(loss)
 
 
 def slice_rows(tree: Any, start: int, stop: int) -> Any:

@@ -38,3 +38,11 @@ def bind(distribution: str, module_name: str) -> dict[str, type]:
         out[name] = type(name, (impl, getattr(api, base)),
                          {"__doc__": impl.__doc__, "__module__": module_name, "__qualname__": name})
     return out
+
+
+def bind_into(distribution: str, namespace: dict) -> list[str]:
+    """Binds :data:`CLASSES` to ``distribution`` and defines them in ``namespace`` (a module's
+    ``globals()``, whose ``__name__`` they get); returns their names, for ``__all__``."""
+    classes = bind(distribution, namespace["__name__"])
+    namespace.update(classes)
+    return sorted(classes)

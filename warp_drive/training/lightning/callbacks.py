@@ -17,7 +17,6 @@ the engine through ``pl_module.engine`` and logs through ``pl_module.log``.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
 import math
@@ -32,19 +31,19 @@ import torch
 from warp_drive.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.engine import Engine
 
 logger = logging.getLogger(__name__)
 
 
-def _engine(pl_module: Any) -> Trainer:
+def _engine(pl_module: Any) -> Engine:
     engine = getattr(pl_module, "engine", None)
     if engine is None:
         raise ConfigError(f"{type(pl_module).__name__} has no engine: these callbacks need a WarpDriveModule")
     return engine
 
 
-def _synchronize(engine: Trainer) -> None:
+def _synchronize(engine: Engine) -> None:
     dev = torch.device(engine.device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -163,7 +162,7 @@ class PerfStatsCallbackBase:
             engine = _engine(pl_module)
             self._print(trainer, engine, self.num_iters if self.num_iters is not None else int(engine.num_iters))
 
-    def perf_stats(self, engine: Trainer) -> dict[str, float]:
+    def perf_stats(self, engine: Engine) -> dict[str, float]:
         """Mean times per iteration and env steps per second so far (synchronizes the device)."""
         _synchronize(engine)
         training = self._training.collect()
@@ -178,7 +177,7 @@ class PerfStatsCallbackBase:
             "total_env_steps_per_s": steps / total if total > 0 else math.nan,
         }
 
-    def _print(self, trainer: Any, engine: Trainer, num_iters: int) -> None:
+    def _print(self, trainer: Any, engine: Engine, num_iters: int) -> None:
         stats = self.perf_stats(engine)
         self.printed.append({"iteration": float(self.iters), **stats})
         if not trainer.is_global_zero:
@@ -294,7 +293,7 @@ class EpisodeReturnLoggerBase:
                         ", ".join(f"{k} {v:.4g}" for k, v in row.items() if "/" in k))
 
 
-def numpy_policy(engine: Trainer, deterministic: bool = True, seed: int = 0) -> Callable[[np.ndarray, int], np.ndarray]:
+def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> Callable[[np.ndarray, int], np.ndarray]:
     """The engine's policies as ``policy(obs (N, obs_dim), t) -> actions (N, heads)`` for host rollouts.
 
     Raises:
@@ -325,11 +324,12 @@ def numpy_policy(engine: Trainer, deterministic: bool = True, seed: int = 0) -> 
 
 
 class RolloutRenderCallbackBase:
-    """Renders one Tag episode with the current policies every ``every_n_epochs`` epochs (rank 0).
+    """Renders one episode with the current policies every ``every_n_epochs`` epochs (rank 0).
 
     The episode runs on the host, on a fresh env built from the run config's ``env`` section
     (the env's NumPy reference step), with the engine's models choosing the actions; it is drawn
-    with :func:`warp_drive.utils.rollout_animation.render_episode`. Needs matplotlib (and Pillow
+    by the env's render hook through :func:`warp_drive.utils.rollout_animation.render_episode`
+    (the Tag envs have one). Needs matplotlib (and Pillow
     for GIFs): ``pip install matplotlib pillow`` (from a clone: ``pip install -e '.[viz]'``).
 
     Args:
@@ -375,7 +375,7 @@ class RolloutRenderCallbackBase:
         self.paths.append(path)
         logger.info("rollout of epoch %d rendered to %s", epoch, path)
 
-    def host_env(self, engine: Trainer) -> Any:
+    def host_env(self, engine: Engine) -> Any:
         """A fresh host-side env for the NumPy rollout."""
         if self.env_factory is not None:
             return self.env_factory()
@@ -385,26 +385,19 @@ class RolloutRenderCallbackBase:
             kwargs.setdefault("env_backend", "cpu")
         return cls(**kwargs)
 
-    def render(self, engine: Trainer, path: str | Path, title: str = "Tag") -> Path:
-        """Collect one episode with the engine's policies and animate it into ``path``.
+    def render(self, engine: Engine, path: str | Path, title: str = "Tag") -> Path:
+        """Collect one episode with the engine's policies and animate it into ``path`` with the env's
+        render hook (``render_rollout``; see :mod:`warp_drive.utils.rollout_animation`).
 
         Raises:
-            ConfigError: The env is not a Tag env (no NumPy step or positions).
+            ConfigError: The env has no NumPy step or nothing to draw (``render_state_names``).
+            UsageError: The env has no renderer.
         """
-        from warp_drive.utils.rollout_animation import (
-            collect_tag_episode,
-            render_episode,
-        )
+        from warp_drive.utils.rollout_animation import collect_episode, render_episode
 
         env = self.host_env(engine)
-        if not (hasattr(env, "numpy_step") and hasattr(env, "is_tagger") and hasattr(env, "grid_length")):
-            raise ConfigError(f"RolloutRenderCallback renders Tag envs (numpy_step, is_tagger, grid_length); "
-                              f"{type(env).__name__} is not one")
-        episode = collect_tag_episode(env, numpy_policy(engine, self.deterministic, self.seed), seed=self.seed)
+        episode = collect_episode(env, numpy_policy(engine, self.deterministic, self.seed), seed=self.seed)
         if self.max_frames is not None:
-            n = self.max_frames
-            episode = dataclasses.replace(episode, loc_x=episode.loc_x[:n], loc_y=episode.loc_y[:n],
-                                          still_in_the_game=episode.still_in_the_game[:n],
-                                          rewards=episode.rewards[: n - 1])
-        return render_episode(episode, path, fps=self.fps, title=title)
+            episode = episode.frames(slice(None, self.max_frames))
+        return render_episode(env, episode, path, fps=self.fps, title=title)
 

@@ -1,6 +1,7 @@
 """Rollouts as a Lightning data source: an iterable dataset whose items are GPU-resident batches.
 
-Each item is one on-device rollout of the engine (a :class:`~warp_drive.training.trainer.Trainer`):
+Each item is one on-device rollout of the engine (:meth:`Engine.collect
+<warp_drive.training.engine.Engine.collect>`):
 ``B = train_batch_size // num_envs`` env steps for every env replica, ending with the advantages
 and returns of every trained policy (computed on the device by the rollout). The item is a dict
 ``{policy tag: {name: tensor}}`` whose tensors are views of the engine's rollout buffers on its
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +25,14 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from warp_drive.errors import ConfigError
 
+from warp_drive.training.engine import PolicyBatches  # noqa: F401  (re-exported)
+
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.engine import Engine
 
 logger = logging.getLogger(__name__)
 
 Tensor = torch.Tensor
-#: ``{policy tag: {"obs", "actions", "advantages", "returns", "old_log_probs", "old_values"}}``
-PolicyBatches = dict[str, dict[str, Any]]
 
 
 #: Default lower bound of rollouts per Lightning epoch: epoch-end work (logger writes, callbacks,
@@ -52,7 +52,7 @@ def iterations_per_epoch_for(episode_length: int, steps_per_iter: int,
     return per_episode * max(1, math.ceil(min_iterations / per_episode))
 
 
-def episode_window(engine: Trainer) -> int:
+def episode_window(engine: Engine) -> int:
     """Rollouts that span one episode of the engine: ``ceil(episode_length / steps_per_iter)``.
 
     After any multiple of this many rollouts every env has ended at least one episode (when
@@ -61,51 +61,27 @@ def episode_window(engine: Trainer) -> int:
     return iterations_per_epoch_for(engine.env_wrapper.episode_length, engine.steps_per_iter, min_iterations=1)
 
 
-def default_iterations_per_epoch(engine: Trainer) -> int:
+def default_iterations_per_epoch(engine: Engine) -> int:
     """:func:`iterations_per_epoch_for` the engine's episode length and rollout length."""
     return iterations_per_epoch_for(engine.env_wrapper.episode_length, engine.steps_per_iter)
 
 
-def trained_tags(engine: Trainer) -> list[str]:
+def trained_tags(engine: Engine) -> list[str]:
     """Tags of the policies with ``to_train`` set, in the engine's policy order."""
-    return [tag for tag, p in engine.policies.items() if p.to_train]
+    return list(engine.policies_to_train)
 
 
 @torch.no_grad()
-def make_policy_batches(engine: Trainer, last_values: Mapping[str, Tensor] | None = None) -> PolicyBatches:
-    """Training batches of every trained policy from the engine's current rollout buffers.
-
-    The advantages and returns are those the rollout computed at its end (``Rollout.finalize``
-    fills ``buffers.advantages`` / ``buffers.returns``, return normalizer included), exactly what
-    ``Trainer.update`` trains on. For buffers without them (older engines) they are computed
-    here with the policy's algorithm (call once per rollout: it updates the return normalizer).
-
-    Args:
-        engine: The trainer that just ran ``generate_rollout()``.
-        last_values: ``{tag: V(s_B)}`` returned by the rollout; default ``engine.rollout.values``
-            (only read when the advantages are computed here).
+def make_policy_batches(engine: Engine, last_values: Mapping[str, Tensor] | None = None) -> PolicyBatches:
+    """Training batches of every trained policy from the engine's current rollout buffers
+    (:meth:`Engine.batches <warp_drive.training.engine.Engine.batches>`, exactly what
+    ``Trainer.train`` trains on); ``last_values`` is accepted and unused (the rollout computed the
+    advantages and returns at its end).
 
     Returns:
         ``{tag: batch}``; batch tensors are on the engine's device (views of the buffers).
-
-    Shapes:
-        obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
-        advantages, returns, old_log_probs, old_values: (B, E, A).
     """
-    out: PolicyBatches = {}
-    for tag in trained_tags(engine):
-        p = engine.policies[tag]
-        b = p.buffers
-        if b is None:
-            raise ConfigError(f"policy '{tag}' has no rollout buffers; build the engine with a Trainer")
-        adv, ret = getattr(b, "advantages", None), getattr(b, "returns", None)
-        if adv is None or ret is None:
-            values = last_values if last_values is not None else engine.rollout.values
-            adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, values[tag], b.terminated, b.truncated,
-                                                      b.next_values)
-        out[tag] = {"obs": b.obs, "actions": b.actions, "advantages": adv, "returns": ret,
-                    "old_log_probs": b.log_probs, "old_values": b.values}
-    return out
+    return engine.batches()
 
 
 def passthrough_collate(item: Any) -> Any:
@@ -117,19 +93,19 @@ class RolloutDataset(IterableDataset):
     """Iterable dataset of on-device rollouts of one engine.
 
     Iterating yields ``iterations_per_epoch`` batches (one Lightning epoch); each ``next`` runs
-    ``engine.generate_rollout()`` and :func:`make_policy_batches`. The env state carries over from
+    ``engine.collect()`` (a rollout and its training batches). The env state carries over from
     one epoch to the next, as in ``Trainer.train``. Use it with ``num_workers=0`` only: the env
     lives on this process's device.
 
     Args:
-        engine: The trainer holding the env, sampler, models and buffers.
+        engine: The engine holding the env, sampler, models and buffers.
         iterations_per_epoch: Rollouts per epoch (default :func:`default_iterations_per_epoch`).
 
     Raises:
         ConfigError: ``iterations_per_epoch`` < 1, or no policy is trained.
     """
 
-    def __init__(self, engine: Trainer, iterations_per_epoch: int | None = None) -> None:
+    def __init__(self, engine: Engine, iterations_per_epoch: int | None = None) -> None:
         super().__init__()
         ipe = default_iterations_per_epoch(engine) if iterations_per_epoch is None else int(iterations_per_epoch)
         if ipe < 1:
@@ -148,14 +124,7 @@ class RolloutDataset(IterableDataset):
 
     def collect(self) -> PolicyBatches:
         """One rollout and its training batches (on the device; no host sync)."""
-        engine = self.engine
-        start = time.perf_counter()
-        last_values = engine.generate_rollout()
-        if not isinstance(last_values, Mapping):  # engines whose rollout returns nothing
-            last_values = engine.rollout.values
-        batch = make_policy_batches(engine, last_values)
-        engine.perf["rollout"] = engine.perf.get("rollout", 0.0) + (time.perf_counter() - start)
-        return batch
+        return self.engine.collect()
 
 
 class WarpDriveDataset(Dataset):
@@ -191,7 +160,7 @@ class WarpDriveDataset(Dataset):
         return self.batch_size
 
 
-def rollout_dataloader(engine: Trainer, iterations_per_epoch: int | None = None) -> DataLoader:
+def rollout_dataloader(engine: Engine, iterations_per_epoch: int | None = None) -> DataLoader:
     """A DataLoader over :class:`RolloutDataset` that passes device batches through untouched."""
     dataset = RolloutDataset(engine, iterations_per_epoch)
     return DataLoader(dataset, batch_size=None, collate_fn=passthrough_collate, num_workers=0, pin_memory=False)

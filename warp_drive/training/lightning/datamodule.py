@@ -11,7 +11,7 @@ from warp_drive.training.lightning.data import rollout_dataloader
 from warp_drive.training.lightning.module import WarpDriveModuleBase
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.engine import Engine
 
 
 class WarpDriveDataModuleBase:
@@ -29,14 +29,14 @@ class WarpDriveDataModuleBase:
         trainer.fit(module, datamodule=WarpDriveDataModule(module))
     """
 
-    def __init__(self, source: WarpDriveModuleBase | Trainer, iterations_per_epoch: int | None = None) -> None:
+    def __init__(self, source: WarpDriveModuleBase | Engine, iterations_per_epoch: int | None = None) -> None:
         super().__init__()
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
         self.source = source
         self.iterations_per_epoch = iterations_per_epoch
 
-    def _engine(self) -> Trainer:
+    def _engine(self) -> Engine:
         if isinstance(self.source, WarpDriveModuleBase):
             if self.source.engine is None:
                 raise ConfigError("the module has no engine yet: fit the module (its setup builds the engine) "

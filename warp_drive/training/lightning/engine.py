@@ -80,27 +80,18 @@ class ExampleEnvEngineFactory:
 
     def run_config(self) -> RunConfig:
         """The validated run config (bundled or given, with the overrides and the backend)."""
-        from example_envs import get_default_config_path
+        from warp_drive.training.example_training_script import example_envs
 
-        source = self.config if self.config is not None else get_default_config_path(str(self.env))
+        source = self.config if self.config is not None else example_envs.get_default_config_path(str(self.env))
         return load_run_config(source, [*self.overrides, f"trainer.env_backend={self.resolved_backend}"])
 
     def __call__(self, *, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Trainer:
-        from example_envs import get_example_env_class
-        from warp_drive.config.env_kwargs import check_env_kwargs
-        from warp_drive.env_wrapper import EnvWrapper
-        from warp_drive.training.example_training_script import default_policy_map
-        from warp_drive.training.trainer import Trainer
+        from warp_drive.training.example_training_script import example_envs
+        from warp_drive.training.build import build_trainer
 
         cfg = self.run_config()
-        backend = self.resolved_backend
-        env_cls = get_example_env_class(self.env or cfg.name)
-        check_env_kwargs(env_cls, cfg.env, supplied_by_caller=("env_backend",))
-        env = env_cls(**cfg.env)
-        wrapper = EnvWrapper(env, num_envs=cfg.trainer.num_envs, env_backend=backend, device_id=device_id,
-                             process_id=rank)
-        pmap = dict(self.policy_map) if self.policy_map is not None else default_policy_map(env, cfg.policy_tags)
         logger.info("rank %d/%d: building %s engine on %s", rank, world_size, cfg.name,
-                    f"cuda:{device_id}" if device_id is not None else backend)
-        return Trainer(wrapper, cfg, pmap, results_dir=self.results_dir, verbose=False, rank=rank,
-                       num_devices=world_size, device_id=device_id or 0)
+                    f"cuda:{device_id}" if device_id is not None else self.resolved_backend)
+        return build_trainer(cfg, example_envs.get_example_env_class(self.env or cfg.name), backend=self.resolved_backend, rank=rank,
+                             world_size=world_size, device_id=device_id, results_dir=self.results_dir, verbose=False,
+                             policy_map=self.policy_map)

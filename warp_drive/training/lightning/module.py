@@ -5,9 +5,10 @@
 (:mod:`warp_drive.training.lightning`) or to ``pytorch_lightning.LightningModule``
 (:mod:`warp_drive.training.pytorch_lightning`, WarpDrive 2.7.1's import path).
 
-The module owns an *engine*, a :class:`~warp_drive.training.trainer.Trainer` that holds the env
-replicas, the sampler, the per-policy models, optimizers, algorithms and rollout buffers, all on
-one device. Lightning drives the loop:
+The module owns an *engine* (:class:`~warp_drive.training.engine.Engine`, e.g. a
+:class:`~warp_drive.training.trainer.Trainer`) that holds the env replicas, the sampler, the
+per-policy models, optimizers, algorithms and rollout buffers, all on one device, and does the
+work through the same calls as ``Trainer.train``. Lightning drives the loop:
 
 * data: :class:`~warp_drive.training.lightning.data.RolloutDataset` (through
   :class:`WarpDriveDataModule`, or the module's own ``train_dataloader``) runs one on-device
@@ -15,9 +16,10 @@ one device. Lightning drives the loop:
 * ``training_step``: manual optimization, one optimizer per trained policy (the engine's own Adam
   optimizers, returned by ``configure_optimizers``), ``num_epochs`` x ``num_minibatches`` gradient
   steps per policy (PPO) or one (A2C) with ``self.manual_backward``, ``self.clip_gradients``
-  (the policy's ``max_grad_norm``) and ``optimizer.step()``. The update is the one of
-  ``Trainer.update``: same minibatch shuffles (the engine's generator), same schedules, same
-  clipping, so with the same seed both paths produce the same weights;
+  (the policy's ``max_grad_norm``) and ``optimizer.step()``. The update is the engine's
+  ``update_policies`` with Lightning's hooks: same minibatch shuffles (the engine's generator),
+  same schedules, same clipping, same cpu chunks, so with the same seed both paths produce the
+  same weights;
 * logging: ``self.log`` of the update metrics (``<tag>/loss``, ``policy_loss``, ``approx_kl``,
   ``grad_norm`` ...) on Lightning's logging steps (``log_every_n_steps``; device tensors, no host
   sync here), and at the last step of every epoch learning rates, timesteps, env steps per second
@@ -43,13 +45,13 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
-from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.update import update_policy
+from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
     episode_window,
@@ -57,10 +59,6 @@ from warp_drive.training.lightning.data import (
     trained_tags,
 )
 from warp_drive.training.lightning.engine import EngineFactory
-from warp_drive.training.utils.param_scheduler import set_optimizer_lr
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +165,7 @@ class WarpDriveModuleBase:
         results_dir: str | None = None,
         verbose: bool = True,
         *,
-        engine: Trainer | None = None,
+        engine: Engine | None = None,
         engine_factory: EngineFactory | None = None,
         iterations_per_epoch: int | None = None,
         log_every_n_iterations: int | None = None,
@@ -177,7 +175,7 @@ class WarpDriveModuleBase:
         super().__init__()
         from warp_drive.training.trainer import Trainer
 
-        if isinstance(env_wrapper, Trainer):  # WarpDriveModule(engine): our positional form
+        if isinstance(env_wrapper, Engine):  # WarpDriveModule(engine): our positional form
             if engine is not None:
                 raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
             engine, env_wrapper = env_wrapper, None
@@ -224,7 +222,7 @@ class WarpDriveModuleBase:
         #: Built from 2.7.1's arguments: policy weights are saved at ``model_params_save_freq``.
         self.saves_policy_weights = legacy_args
         self._iterations_per_epoch_arg = iterations_per_epoch
-        self.engine: Trainer | None = None
+        self.engine: Engine | None = None
         self.policy_models = nn.ModuleDict()
         self.episode_metrics: dict[str, Tensor] = {}
         self._trained: list[str] = []
@@ -234,11 +232,17 @@ class WarpDriveModuleBase:
             self.attach_engine(engine)
 
     # ------------------------------------------------------------------ engine
-    def attach_engine(self, engine: Trainer) -> None:
+    def attach_engine(self, engine: Engine) -> None:
         """Adopt ``engine``: register its models as submodules (``policy_models.<tag>``).
 
         Policies with ``to_train: false`` get ``requires_grad=False`` (they are only rolled out).
+
+        Raises:
+            ConfigError: not an A2C/PPO engine (e.g. a ``TrainerDDPG``), a tag that cannot name a
+                submodule, or no trained policy.
         """
+        if not isinstance(engine, Engine):
+            raise ConfigError(f"the Lightning module trains an A2C/PPO engine (a Trainer); got {type(engine).__name__}")
         for tag in engine.policies:
             if not tag or "." in tag:
                 raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
@@ -254,13 +258,19 @@ class WarpDriveModuleBase:
             state, self._pending_state = self._pending_state, None
             self._restore_engine_state(state)
 
-    def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Trainer:
+    def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Engine:
         """The engine, built with the factory first if needed (outside ``Trainer.fit``)."""
         if self.engine is None:
             if self.engine_factory is None:  # pragma: no cover - the constructor guarantees one of them
                 raise ConfigError("this module has neither an engine nor an engine factory")
             self.attach_engine(self.engine_factory(rank=rank, world_size=world_size, device_id=device_id))
         return self.engine  # type: ignore[return-value]
+
+    def _require_engine(self, needed_by: str) -> Engine:
+        if self.engine is None:
+            raise UsageError(f"{needed_by} needs the engine, which setup() builds: fit the module "
+                             "(or call ensure_engine() first)")
+        return self.engine
 
     # ------------------------------------------------------------------ WarpDrive 2.7.1's module API
     @property
@@ -340,17 +350,14 @@ class WarpDriveModuleBase:
         if self.engine is None:
             device_id = root.index if root.type == "cuda" else None
             self.ensure_engine(self.global_rank, self.trainer.world_size, device_id)
-        engine = self.engine
-        assert engine is not None
+        engine = self._require_engine("setup()")
         dev = torch.device(engine.device)
         if dev.type != root.type or (dev.type == "cuda" and (dev.index or 0) != (root.index or 0)):
             raise ConfigError(
                 f"the engine's env and models live on {dev} but Lightning runs rank {self.global_rank} on {root}: use "
                 "accelerator='gpu' with the pycuda backend and accelerator='cpu' with the cpu backend; with several "
                 "devices pass engine_factory= so that every rank builds its env on its own device")
-        for p in engine.policies.values():  # Lightning's DDP syncs the gradients; the engine's wrapper is not used
-            if getattr(p, "train_model", None) is not None and p.train_model is not p.model:
-                p.train_model = p.model
+        engine.use_local_gradients()  # Lightning's DDP syncs the gradients; the engine's wrapper is not used
         if self.trainer.world_size > 1 and len(self._trained) > 1:
             ddp_kwargs = getattr(strategy, "_ddp_kwargs", None)
             if isinstance(ddp_kwargs, dict) and not ddp_kwargs.get("find_unused_parameters", False):
@@ -361,8 +368,8 @@ class WarpDriveModuleBase:
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         """The engine's optimizers of the trained policies, in policy order."""
-        assert self.engine is not None, "setup() builds the engine before configure_optimizers()"
-        return [self.engine.policies[tag].optimizer for tag in self._trained]
+        engine = self._require_engine("configure_optimizers()")
+        return [engine.policies[tag].optimizer for tag in self._trained]
 
     def train_dataloader(self) -> Any:
         """Rollouts of this module's engine (used when ``fit`` gets no datamodule or dataloader).
@@ -370,17 +377,11 @@ class WarpDriveModuleBase:
         :class:`~warp_drive.training.lightning.datamodule.WarpDriveDataModule` serves the same data
         and takes precedence when passed.
         """
-        assert self.engine is not None, "setup() builds the engine before train_dataloader()"
-        return rollout_dataloader(self.engine, self.iterations_per_epoch)
+        return rollout_dataloader(self._require_engine("train_dataloader()"), self.iterations_per_epoch)
 
     def on_train_start(self) -> None:
         """Reset every env and the running episode statistics, as ``Trainer.train`` does."""
-        engine = self.engine
-        assert engine is not None
-        engine.env_wrapper.reset_all_envs()
-        for p in engine.policies.values():
-            if p.stats is not None:
-                p.stats.reset_running()
+        self._require_engine("on_train_start()").restart_episodes()
         self._t_last = time.perf_counter()
 
     def on_train_epoch_start(self) -> None:
@@ -388,32 +389,18 @@ class WarpDriveModuleBase:
 
     def training_step(self, batch: Mapping[str, Mapping[str, Any]], batch_idx: int) -> None:
         """Update every trained policy from one rollout batch (PPO epochs/minibatches or one A2C step)."""
-        engine = self.engine
-        assert engine is not None
-        t0 = time.perf_counter()
-        batch_size = engine.config.trainer.train_batch_size
-        for p in engine.policies.values():
-            p.timestep += batch_size
-        if self._distributed():
-            self._sync_value_normalizers()
+        engine = self._require_engine("training_step()")
         optimizers = self.optimizers()
         if not isinstance(optimizers, list):
             optimizers = [optimizers]
-        metrics: dict[str, Tensor] = {}
-        for tag, opt in zip(self._trained, optimizers):
-            if tag not in batch:
-                raise ConfigError(f"the batch has no entry for trained policy '{tag}' (keys: {sorted(batch)})")
-            for key, value in self._update_policy(tag, opt, batch[tag]).items():
-                metrics[f"{tag}/{key}"] = value
-        engine.iteration += 1
-        now = time.perf_counter()
-        engine.perf["training"] = engine.perf.get("training", 0.0) + (now - t0)
-        engine.perf["total"] = engine.perf.get("total", 0.0) + (now - self._t_last)
-        engine.perf["steps"] = engine.perf.get("steps", 0) + batch_size
-        self._t_last = now
+        update_metrics = engine.update_policies(
+            batch, optimizers=dict(zip(self._trained, optimizers)), backward=self.manual_backward,
+            clip_gradients=self._clip, track_grad_norm=self.track_grad_norm, sync_normalizers=self._sync_value_normalizers)
+        engine.end_iteration(since=self._t_last)  # the time since the last step: the rollout and Lightning's own
+        self._t_last = time.perf_counter()
         if self.saves_policy_weights:  # 2.7.1 form: weights every model_params_save_freq iterations and at the end
             engine.save_model_checkpoint(engine.iteration - 1)
-        self._log_step_metrics(metrics)
+        self._log_step_metrics({f"{tag}/{key}": value for tag, m in update_metrics.items() for key, value in m.items()})
         if self.trainer.is_last_batch or batch_idx + 1 >= self.trainer.num_training_batches:
             self._log_epoch_metrics()
 
@@ -433,30 +420,17 @@ class WarpDriveModuleBase:
                      None if self.engine is None else self.engine.device)
         return self
 
-    # ------------------------------------------------------------------ update
-    def _update_policy(self, tag: str, opt: Any, batch: Mapping[str, Any]) -> dict[str, Tensor]:
-        """``num_epochs`` x ``num_minibatches`` gradient steps; metrics averaged (device tensors)."""
-        engine = self.engine
-        assert engine is not None
-        p = engine.policies[tag]
-        pc = p.config
-        set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
-
-        def clip() -> None:
-            if pc.clip_grad_norm:
-                self.clip_gradients(opt, gradient_clip_val=pc.max_grad_norm, gradient_clip_algorithm="norm")
-
-        return update_policy(p.model, opt, p.algorithm, batch, timestep=p.timestep, num_epochs=pc.num_epochs,
-                             num_minibatches=pc.num_minibatches, generator=engine.generator,
-                             backward=self.manual_backward, clip_gradients=clip, track_grad_norm=self.track_grad_norm)
+    # ------------------------------------------------------------------ update hooks
+    def _clip(self, optimizer: Any, max_norm: float | None) -> None:
+        """Lightning's gradient clipping (the policy's ``max_grad_norm``; nothing when it does not clip)."""
+        if max_norm is not None:
+            self.clip_gradients(optimizer, gradient_clip_val=max_norm, gradient_clip_algorithm="norm")
 
     @torch.no_grad()
-    def _sync_value_normalizers(self) -> None:
+    def _sync_value_normalizers(self, normalizers: list[Any]) -> None:
         """Average the running return statistics over ranks (each rank merged its own returns)."""
-        engine = self.engine
-        assert engine is not None
-        norms = [n for n in (engine.policies[t].algorithm.value_normalizer for t in self._trained) if n is not None]
-        if not norms:
+        norms = [n for n in normalizers if n is not None]
+        if not norms or not self._distributed():
             return
         stats = torch.stack([torch.stack([n.mean, n.var + n.mean * n.mean]) for n in norms])
         stats = self.trainer.strategy.reduce(stats, reduce_op="mean")
@@ -475,8 +449,7 @@ class WarpDriveModuleBase:
         """
         every = self.log_every_n_iterations
         if every is not None:
-            engine = self.engine
-            assert engine is not None
+            engine = self._require_engine("logging")
             return engine.iteration % every == 0 or engine.iteration == engine.num_iters
         connector = getattr(self.trainer, "_logger_connector", None)
         flag = getattr(connector, "should_update_logs", None)
@@ -495,8 +468,7 @@ class WarpDriveModuleBase:
 
     def _log_epoch_metrics(self) -> None:
         """lr, timesteps, env steps/s; episode statistics when whole episodes were run since the last ones."""
-        engine = self.engine
-        assert engine is not None
+        engine = self._require_engine("logging")
         sync = self._distributed() and self.sync_dist  # values are equal on every rank: the mean changes nothing
         if engine.iteration % episode_window(engine) == 0:
             self._log_episode_metrics()
@@ -520,13 +492,11 @@ class WarpDriveModuleBase:
         Called when the iterations since the last call span whole episodes, so that with
         time-limited episodes every env has ended at least one.
         """
-        engine = self.engine
-        assert engine is not None
+        engine = self._require_engine("logging")
         tags = list(engine.policies)
         sums = []
         for tag in tags:
             s = engine.policies[tag].stats
-            assert s is not None
             sums.append(torch.stack([s.return_sum, s.length_sum, s.count]).reshape(3).float())
             s.pop()  # zero the sums for the next report
         stacked = torch.stack(sums)
@@ -564,15 +534,10 @@ class WarpDriveModuleBase:
 
     def engine_state(self) -> dict[str, Any]:
         """The engine counters as a checkpoint entry (collective under DDP: call on every rank)."""
-        engine = self.engine
-        assert engine is not None
-        dev = torch.device(engine.device)
+        engine = self._require_engine("engine_state()")
         local: dict[str, Any] = {
             "rank": self.global_rank,
-            "sampler": {"seed": int(engine.sampler.seed or 0), "counters": _to_cpu(engine.sampler.counters_state())},
-            "generator": engine.generator.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
+            **_to_cpu(engine.random_state()),
             "algorithms": {tag: _to_cpu(p.algorithm.state_dict()) for tag, p in engine.policies.items()},
         }
         ranks = [local]
@@ -593,8 +558,7 @@ class WarpDriveModuleBase:
         }
 
     def _restore_engine_state(self, state: Mapping[str, Any]) -> None:
-        engine = self.engine
-        assert engine is not None
+        engine = self._require_engine("restoring a checkpoint")
         if state.get("format_version") != CHECKPOINT_FORMAT:
             raise ConfigError(
                 f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
@@ -605,10 +569,6 @@ class WarpDriveModuleBase:
             if list(ids) != list(engine.policies[tag].agent_ids):
                 raise ConfigError(
                     f"policy '{tag}' had agents {ids} in the checkpoint but {engine.policies[tag].agent_ids} now")
-        engine.iteration = int(state["iteration"])
-        for tag, p in engine.policies.items():
-            p.timestep = int(state["timesteps"][tag])
-        engine.perf.update(state.get("perf", {}))
         rank = self.global_rank if self._trainer is not None else 0
         ranks = list(state["ranks"])
         mine = next((r for r in ranks if r["rank"] == rank), None)
@@ -616,17 +576,10 @@ class WarpDriveModuleBase:
             logger.warning("checkpoint written by %d rank(s), restored on rank %d of %d: ranks without a saved "
                            "state keep their fresh sampler streams", len(ranks), rank,
                            self.trainer.world_size if self._trainer is not None else 1)
-        for tag, p in engine.policies.items():
-            p.algorithm.load_state_dict((mine or ranks[0])["algorithms"][tag])
+        engine.load_progress(state["iteration"], state["timesteps"], state.get("perf"), (mine or ranks[0])["algorithms"])
         if mine is None:
             return
-        dev = torch.device(engine.device)
-        engine.sampler.init_random(int(mine["sampler"]["seed"]))
-        engine.sampler.load_counters_state({k: v.to(dev) for k, v in mine["sampler"]["counters"].items()})
-        engine.generator.set_state(mine["generator"].cpu())
-        torch.set_rng_state(mine["torch_rng"].cpu())
-        if mine.get("cuda_rng") is not None and dev.type == "cuda":
-            torch.cuda.set_rng_state(mine["cuda_rng"].cpu(), dev)
+        engine.load_random_state(mine)
         logger.info("engine restored at iteration %d", engine.iteration)
 
     def restore_checkpoint(self, path: str | Path) -> None:

@@ -9,14 +9,8 @@ Users import these from warp_drive.training.pytorch_lightning (WarpDrive 2.7.1's
 
 from __future__ import annotations
 
-from warp_drive.training.lightning.binding import bind
+from warp_drive.training.lightning.binding import bind_into
 
-_classes = bind("pytorch_lightning", __name__)
-WarpDriveModule = _classes["WarpDriveModule"]
-WarpDriveDataModule = _classes["WarpDriveDataModule"]
-PerfStatsCallback = _classes["PerfStatsCallback"]
-CUDACallback = _classes["CUDACallback"]
-EpisodeReturnLogger = _classes["EpisodeReturnLogger"]
-RolloutRenderCallback = _classes["RolloutRenderCallback"]
-
-__all__ = sorted(_classes)
+#: WarpDriveModule, WarpDriveDataModule, PerfStatsCallback, CUDACallback, EpisodeReturnLogger,
+#: RolloutRenderCallback (see :data:`~warp_drive.training.lightning.binding.CLASSES`)
+__all__ = bind_into("pytorch_lightning", globals())

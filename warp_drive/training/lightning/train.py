@@ -130,18 +130,11 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Expected errors (config, checkpoint, env arguments, device) print one or two lines and return 2."""
-    from warp_drive.training.example_training_script import configure_logging, explain_error
+    from warp_drive.training.example_training_script import configure_logging, report_errors
 
     args = parse_args(argv)
     configure_logging(args.quiet)
-    try:
-        return run(args)
-    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
-        message = None if args.debug else explain_error(err)
-        if message is None:
-            raise
-        print(message, file=sys.stderr)
-        return 2
+    return report_errors(lambda: run(args), args.debug)
 
 
 if __name__ == "__main__":

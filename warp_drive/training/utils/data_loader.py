@@ -1,9 +1,9 @@
 """2.7.1 compatibility path: placeholder creation for training and consistency checks.
 
-The implementation is :mod:`warp_drive.utils.placeholders`.
+The implementation is :mod:`warp_drive.env.placeholders`.
 """
 
-from warp_drive.utils.placeholders import (
+from warp_drive.env.placeholders import (
     create_and_push_data_placeholders,
     get_flattened_obs_size,
     get_obs,

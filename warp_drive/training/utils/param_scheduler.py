@@ -67,10 +67,10 @@ class ParamScheduler:
         """Value at ``timestep`` (>= 0).
 
         Raises:
-            ValueError: If ``timestep`` < 0.
+            ConfigError: If ``timestep`` < 0.
         """
         if timestep < 0:
-            raise ValueError(f"timestep={timestep} must be >= 0.")
+            raise ConfigError(f"timestep={timestep} must be >= 0.")
         times, values = self._times, self._values
         if timestep <= times[0]:
             return values[0]

@@ -1,0 +1,110 @@
+"""The library does not know its examples, and repeated logic lives in one place (issue 16).
+
+Read from the source (AST), no imports of the modules checked:
+
+- nothing in ``warp_drive/`` imports ``example_envs`` (``import``, ``from ... import`` or
+  ``importlib.import_module("example_envs...")``) except the modules listed in
+  :data:`ALLOWED_EXAMPLE_IMPORTS`;
+- one backend alias table (``warp_drive/env/backends.py``), one did-you-mean helper
+  (``warp_drive/config/_checks.closest_match``: the only ``difflib`` user);
+- no bare ``ValueError`` / ``RuntimeError`` raised outside ``warp_drive/training/`` (typed errors
+  from ``warp_drive/errors.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "warp_drive"
+
+#: module -> why it may import example_envs
+ALLOWED_EXAMPLE_IMPORTS = {
+    "warp_drive/training/example_training_script.py": "the example training script: the one module that knows the "
+                                                      "example envs (the other CLIs take them from it)",
+}
+
+
+def _sources(root: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def example_env_imports(path: Path) -> list[int]:
+    """Line numbers where ``path`` imports example_envs (statements or import_module/__import__ calls)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "example_envs" for a in node.names):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "example_envs":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("import_module", "__import__") and str(node.args[0].value).split(".")[0] == "example_envs":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_check_sees_every_form_of_import(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import example_envs\nfrom example_envs.tag_continuous import x\nimport importlib\n"
+                     "importlib.import_module('example_envs.cartpole')\n# import example_envs\n'example_envs'\n")
+    assert example_env_imports(probe) == [1, 2, 4]
+
+
+def test_nothing_in_warp_drive_imports_example_envs_but_the_allowed_modules():
+    found = {_rel(p): lines for p in _sources() if (lines := example_env_imports(p))}
+    unexpected = {k: v for k, v in found.items() if k not in ALLOWED_EXAMPLE_IMPORTS}
+    assert not unexpected, f"warp_drive imports example_envs here (register envs in a registrar instead): {unexpected}"
+    stale = [k for k in ALLOWED_EXAMPLE_IMPORTS if not (ROOT / k).is_file()]
+    assert not stale, f"allowed modules that no longer exist: {stale}"
+
+
+def _string_dicts_mapping(path: Path, key: str, value: str) -> list[int]:
+    """Lines of dict literals in ``path`` that map the string ``key`` to the string ``value``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == key and isinstance(v, ast.Constant) and v.value == value:
+                    out.append(node.lineno)
+    return out
+
+
+def test_one_backend_alias_table():
+    tables = {_rel(p): lines for p in _sources() if (lines := _string_dicts_mapping(p, "gpu", "pycuda"))}
+    tables.update({_rel(p): lines for p in _sources(ROOT / "example_envs")
+                   if (lines := _string_dicts_mapping(p, "gpu", "pycuda"))})
+    assert list(tables) == ["warp_drive/env/backends.py"], tables
+
+
+def test_one_did_you_mean_helper():
+    users = []
+    for path in [*_sources(), *_sources(ROOT / "example_envs")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import) and any(a.name == "difflib" for a in node.names):
+                users.append(_rel(path))
+            elif isinstance(node, ast.ImportFrom) and node.module == "difflib":
+                users.append(_rel(path))
+    assert users == ["warp_drive/config/_checks.py"], users
+
+
+@pytest.mark.parametrize("builtin", ["ValueError", "RuntimeError", "Exception"])
+def test_no_bare_builtin_errors_outside_training(builtin):
+    found = []
+    for path in [*_sources(), *_sources(ROOT / "example_envs")]:
+        if _rel(path).startswith("warp_drive/training/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id == builtin:
+                    found.append(f"{_rel(path)}:{node.lineno}")
+    assert not found, f"raise {builtin} (use a typed error of warp_drive/errors.py): {found}"

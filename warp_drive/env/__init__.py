@@ -1,0 +1,36 @@
+"""The env contract in one place: what an environment is and what it hands to the framework.
+
+- :class:`CUDAEnvironmentContext` (``context.py``): the base class of every env (kernels,
+  NumPy step, agent groups, seeding, render hook, truncation flag, array schema).
+- :class:`DataFeed` (``data_feed.py``): the named arrays an env gives the data manager.
+- :class:`Constants` (``constants.py``): the reserved data names.
+- :class:`EnvironmentRegistrar` and :data:`env_registrar` (``registrar.py``): envs by name.
+- :class:`ArraySpec` (``schema.py``): an env's declared array shapes, checked at push.
+- :func:`split_done` (``done.py``): done flag -> (terminated, truncated).
+- ``backends.py``: the backend names; ``placeholders.py``: the step placeholders.
+
+The 2.7.1 paths (``warp_drive.utils.gpu_environment_context``, ``.data_feed``, ``.constants``,
+``.env_registrar``) re-export these. Importing this package imports neither torch nor pycuda.
+"""
+
+from warp_drive.env.backends import BACKENDS, canonical_backend
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.env.data_feed import DataFeed
+from warp_drive.env.done import split_done
+from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
+from warp_drive.env.schema import ArraySpec, check_array_schema
+
+__all__ = [
+    "BACKENDS",
+    "ArraySpec",
+    "CUDAEnvironmentContext",
+    "Constants",
+    "DataFeed",
+    "EnvironmentRegistrar",
+    "canonical_backend",
+    "check_array_schema",
+    "env_registrar",
+    "has_vectorised_cpu_step",
+    "split_done",
+]

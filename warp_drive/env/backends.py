@@ -1,0 +1,49 @@
+"""Backend names: the one table of accepted spellings and what each runs on.
+
+Two backends exist, ``"pycuda"`` (CUDA kernels on a GPU) and ``"cpu"`` (NumPy twins). Every
+place that reads a backend name (EnvWrapper, the registrar, the run config, the example envs)
+resolves it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from warp_drive.errors import ConfigError
+
+#: The backends, in order of preference.
+BACKENDS = ("pycuda", "cpu")
+#: Accepted spelling -> backend. ``"numba"`` is 2.7.1's second GPU backend: there is no Numba
+#: backend here, the env's CUDA kernels run on pycuda instead.
+BACKEND_ALIASES: dict[str, str] = {"pycuda": "pycuda", "cuda": "pycuda", "gpu": "pycuda", "numba": "pycuda", "cpu": "cpu"}
+
+
+def canonical_backend(name: Any, what: str = "env_backend") -> str:
+    """``"pycuda"`` or ``"cpu"`` for an accepted spelling (case-insensitive).
+
+    Raises:
+        ConfigError: an unknown name, with a did-you-mean hint.
+    """
+    key = name.lower() if isinstance(name, str) else None
+    if key in BACKEND_ALIASES:
+        return BACKEND_ALIASES[key]
+    from warp_drive.config._checks import closest_match
+
+    match = closest_match(str(name).lower(), BACKEND_ALIASES)
+    hint = f"did you mean '{match}'? " if match else ""
+    raise ConfigError(f"{what}={name!r} is unknown; {hint}use 'pycuda' or 'cpu'")
+
+
+def is_numba(name: Any) -> bool:
+    """True for 2.7.1's ``"numba"`` (any case)."""
+    return isinstance(name, str) and name.lower() == "numba"
+
+
+def registrar_table(name: Any) -> str:
+    """The registrar table a backend name uses: ``"cpu"``, ``"pycuda"``, or ``"numba"`` (2.7.1 code
+    registers Numba classes and module paths in tables of their own; they run on pycuda).
+
+    Raises:
+        ConfigError: an unknown name.
+    """
+    return "numba" if is_numba(name) else canonical_backend(name)

@@ -1,0 +1,28 @@
+"""Reserved data names: the one place they are spelled out."""
+
+from __future__ import annotations
+
+
+class Constants:
+    """Names of the arrays the framework itself creates or reads."""
+
+    OBSERVATIONS = "observations"
+    ACTIONS = "sampled_actions"
+    REWARDS = "rewards"
+    DONE_FLAGS = "done_flags"
+    PROCESSED_OBSERVATIONS = "processed_observations"
+    ACTION_MASK = "action_mask"
+
+    DONE = "_done_"
+    TIMESTEP = "_timestep_"
+    LOG_MASK = "_log_mask_"
+    #: (E,) int32, written by the step of an env whose class sets ``writes_truncation``: 1 where
+    #: the episode ended at the time limit without terminating, else 0 (read together with DONE).
+    TRUNCATED = "_truncated_"
+
+    AT_RESET_SUFFIX = "_at_reset"
+    LOG_SUFFIX = "_for_log"
+
+    META_NAMES = ("n_agents", "episode_length", "n_envs", "blocks_per_env")
+
+    RESERVED = (DONE, TIMESTEP, LOG_MASK, TRUNCATED)

@@ -1,0 +1,380 @@
+"""cpu backend: the rollout in env parts, one thread per part, with the same results.
+
+The NumPy env step and sampler run on one core while a torch forward can use all of them, so on
+``C`` torch threads (``torch.get_num_threads()``) a step of the plain loop (:meth:`Rollout.run`)
+leaves ``C - 1`` cores idle for its NumPy half. Here the envs are split into ``C`` contiguous
+parts and each part runs the whole rollout loop (record observations, sample, env step, forward,
+reset) in its own thread, torch on one intra-op thread: NumPy and torch release the GIL, so one
+part's env step overlaps another part's forward and every core stays busy. The parts wait for
+each other only at the end of the rollout.
+
+Results are those of the plain loop, bit for bit (``tests/cpu/training/test_cpu_pipeline.py``):
+
+* the env's ``numpy_step`` treats envs independently (the env says so: see :data:`SEPARABLE`), and
+  each part steps a view of its envs' rows of every per-env array;
+* sampler draws depend on the row (counter word 0), its per-row call counter, the seed and the
+  head only; a part passes its first row (:func:`~warp_drive.managers.cpu_kernels.sample_action_rows`),
+  so which thread draws a row does not change the draw. Resets likewise pass their first env
+  (:func:`~warp_drive.managers.cpu_kernels.reset_env_rows`) for the reset-pool draws;
+* the policy is row-wise (an MLP): a forward of a part gives the rows the whole forward gives, as
+  for the env chunks that :meth:`Rollout.forward` already uses on the cpu. (MKL's float32 GEMM
+  gives a row the same bits whatever the other rows of the call for calls of 4 rows or more, in
+  multiples of 4; otherwise, e.g. a part of 3 envs of 1 agent, results agree to float rounding.
+  At the tutorial config every forward has 500 rows or more.) Layers whose forward changes state
+  (batch-norm statistics, dropout draws) keep the rollout in one thread.
+
+Everything before the first step (:meth:`Rollout.begin`) and after the last
+(:meth:`Rollout.finalize`) runs once, on every core, as in the plain loop.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+import torch
+
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import CUDAEnvironmentContext
+from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.managers import cpu_kernels
+from warp_drive.managers.environment_reset import EnvironmentReset
+from warp_drive.managers.sampler import Sampler, stream_id
+from warp_drive.training.policy_state import PolicyState
+from warp_drive.training.rollout import Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, policy_obs
+
+logger = logging.getLogger(__name__)
+
+Tensor = torch.Tensor
+
+#: The env class attribute that lets the rollout run in parts
+#: (:attr:`~warp_drive.env.context.CUDAEnvironmentContext.numpy_step_is_env_separable`).
+SEPARABLE = "numpy_step_is_env_separable"
+
+_PIPELINES: "weakref.WeakKeyDictionary[Rollout, tuple[tuple[Any, ...], EnvPartsRollout | None]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def rollout_in_env_parts(rollout: Rollout, timer: Any = None) -> dict[str, Tensor] | None:
+    """One rollout (what the plain loop of :meth:`Rollout.run` does) in env parts, when
+    :func:`why_not_parts` finds nothing against it; else None and nothing is done.
+
+    ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) gets the phases as the
+    first part's thread sees them (the other parts run at the same time).
+
+    Returns ``{tag: V(s_B)}``, the values of the observations after the last step.
+    """
+    dm = rollout.dm
+    key = (getattr(dm, "version", None), torch.get_num_threads(), rollout.greedy)
+    cached = _PIPELINES.get(rollout)
+    if cached is None or cached[0] != key:
+        reason = why_not_parts(rollout)
+        if reason is not None:
+            logger.debug("cpu rollout in one thread: %s", reason)
+        cached = (key, None if reason is not None else EnvPartsRollout(rollout, torch.get_num_threads()))
+        _PIPELINES[rollout] = cached
+    pipeline = cached[1]
+    return None if pipeline is None else pipeline.run(timer)
+
+
+def why_not_parts(rollout: Rollout) -> str | None:
+    """Why a rollout runs in one thread (a sentence), or None when it can run in env parts."""
+    spec, dm = rollout.spec, rollout.dm
+    wrapper = spec.env_wrapper
+    env = getattr(wrapper, "env", None)
+    checks = (
+        (dm is not None and dm.device.type == "cpu", "the parts are for the cpu backend"),
+        (torch.get_num_threads() >= 2, "torch runs on one thread"),
+        (dm is not None and dm.num_envs >= 2, "one env replica"),
+        (getattr(type(env), SEPARABLE, False) is True, f"{type(env).__name__} does not set {SEPARABLE} = True"),
+        (type(env).step is CUDAEnvironmentContext.step, "the env overrides step()"),
+        (type(wrapper).step_all_envs is EnvWrapper.step_all_envs
+         and type(wrapper).reset_only_done_envs is EnvWrapper.reset_only_done_envs, "the env wrapper is customised"),
+        (not wrapper.cuda_function_manager.has_kernels, "env kernels are compiled"),
+        (type(rollout) is Rollout, "the rollout is customised"),
+        (type(spec.sampler) is Sampler and spec.sampler.seed is not None, "the sampler is customised or not seeded"),
+        (type(wrapper.env_resetter) is EnvironmentReset, "the env resetter is customised"),
+        (not getattr(wrapper, "reset_on_host", True), "the envs were not reset yet"),
+        (all(p.buffers is not None for p in spec.policies.values()), "a policy has no rollout buffers"),
+    )
+    for ok, reason in checks:
+        if not ok:
+            return reason
+    for p in spec.policies.values():
+        stateful = _stateful_layer(p.model)
+        if stateful is not None:
+            return f"policy '{p.tag}' has {stateful}, whose forward changes state (running statistics, random draws)"
+    return _env_axis_problem(dm, _env_axis_names(dm, spec))
+
+
+def _stateful_layer(model: torch.nn.Module) -> str | None:
+    """A layer whose forward in training mode updates buffers or draws from torch's global
+    generator (the order of the parts' forwards would change the results), or None."""
+    for name, m in model.named_modules():
+        if not m.training:
+            continue
+        if isinstance(m, torch.nn.modules.batchnorm._NormBase) and m.track_running_stats:
+            return f"a {type(m).__name__} layer '{name}'"
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+            return f"a {type(m).__name__} layer '{name}'"
+    return None
+
+
+def _env_axis_names(dm: Any, spec: Any) -> set[str]:
+    """The per-env arrays a part slices: reset-registered arrays and their saved copies, pool
+    targets, the observation, action and reward placeholders, done flags, timesteps and (envs
+    that write it) the truncation flags."""
+    names = {Constants.DONE, Constants.TIMESTEP, Constants.REWARDS, Constants.ACTIONS, *spec.obs_names}
+    names.update(p.action_name for p in spec.policies.values())
+    if dm.is_data_on_device(Constants.TRUNCATED):
+        names.add(Constants.TRUNCATED)
+    names.update(dm.reset_data_list)
+    names.update(dm.reset_target_to_pool)
+    copies = [n + Constants.AT_RESET_SUFFIX for n in names]
+    names.update(c for c in copies if dm.is_data_on_device(c))
+    return names
+
+
+def _env_axis_problem(dm: Any, per_env: set[str]) -> str | None:
+    view = dm.host_view()
+    for name in sorted(per_env):
+        arr = view.get(name)
+        if not isinstance(arr, np.ndarray) or arr.ndim == 0 or arr.shape[0] != dm.num_envs:
+            return f"'{name}' has no env axis on the data store"
+    placeholders = (Constants.OBSERVATIONS, Constants.ACTIONS, Constants.REWARDS)
+    for name in sorted(set(view) - per_env):
+        if name.startswith(placeholders):
+            return f"placeholder '{name}' is not one the rollout reads"
+    return None
+
+
+def _rows(tree: Any, lo: int, hi: int) -> Any:
+    """Rows ``lo:hi`` (first axis) of a tensor, or of every tensor of a list / tuple / dict."""
+    if isinstance(tree, dict):
+        return {k: _rows(v, lo, hi) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_rows(v, lo, hi) for v in tree)
+    return tree[lo:hi]
+
+
+def _env_columns(shared: Any, lo: int, hi: int) -> Any:
+    """A copy of the rollout's :class:`~warp_drive.training.rollout.SharedBuffers` whose (B, E, ...)
+    arrays are views of envs ``lo:hi`` (its :meth:`record` then fills those envs' columns)."""
+    view = copy.copy(shared)
+    for name, value in vars(shared).items():
+        if isinstance(value, Tensor) and value.dim() >= 2:
+            setattr(view, name, value[:, lo:hi])
+    return view
+
+
+class _EnvRows:
+    """The data manager seen through one block of envs: ``data_on_device_via_torch`` gives rows
+    ``lo:hi`` (what :func:`~warp_drive.training.rollout.policy_obs` reads)."""
+
+    def __init__(self, dm: Any, lo: int, hi: int) -> None:
+        self._dm, self._lo, self._hi = dm, lo, hi
+
+    def data_on_device_via_torch(self, name: str) -> Tensor:
+        return self._dm.data_on_device_via_torch(name)[self._lo : self._hi]
+
+
+class _Part:
+    """One block of envs ``lo:hi``: its views, policy outputs, sampler error bits and reset table."""
+
+    def __init__(self, pipeline: "EnvPartsRollout", lo: int, hi: int) -> None:
+        dm = pipeline.dm
+        self.lo, self.hi = lo, hi
+        self.dm = _EnvRows(dm, lo, hi)
+        per_env = _env_axis_names(dm, pipeline.spec)
+        self.env_view = {k: (v[lo:hi] if k in per_env else v) for k, v in dm.host_view().items()}
+        self.error_flag = np.zeros(1, np.int32)
+        self.heads: dict[str, Any] = {}
+        self.values: dict[str, Tensor] = {}
+        self.shared: Any = None
+        self.error: BaseException | None = None
+        dst, src, sizes, pool_sizes, count = pipeline.reset_table
+        self.reset_args = (
+            [d[lo:hi] for d in dst],
+            [s if pool else s[lo:hi] for s, pool in zip(src, pool_sizes)],
+            sizes, pool_sizes, count,
+        )
+
+
+class EnvPartsRollout:
+    """A :class:`~warp_drive.training.rollout.Rollout` of the cpu backend run in ``parts`` blocks
+    of envs, one thread each (see the module docstring); :meth:`run` does what one plain
+    ``generate_rollout()`` does. Build it when :func:`why_not_parts` returns None."""
+
+    def __init__(self, rollout: Rollout, parts: int) -> None:
+        self.rollout = rollout
+        self.spec = rollout.spec
+        self.dm = rollout.dm
+        E = self.dm.num_envs
+        parts = max(1, min(int(parts), E))
+        resetter = self.spec.env_wrapper.env_resetter
+        if resetter._table_version != self.dm.version:
+            resetter._build_table(self.dm)  # what its next reset_when_done() would do
+        self.resetter = resetter
+        self.reset_table = resetter._table
+        bounds = [E * k // parts for k in range(parts + 1)]
+        self.parts = [_Part(self, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        self.stop = threading.Event()
+
+    # ------------------------------------------------------------------ the whole rollout
+    def run(self, timer: Any = None) -> dict[str, Tensor]:
+        """One rollout: :meth:`Rollout.begin`, every part's steps in parallel, :meth:`Rollout.finalize`
+        (``timer``: see :func:`rollout_in_env_parts`)."""
+        R = self.rollout
+        mark = timer.start if timer is not None else _no_mark
+        mark("policy")
+        R.begin()
+        self._check_heads()
+        for part in self.parts:
+            part.heads = {tag: _rows(h, part.lo, part.hi) for tag, h in R.heads.items()}
+            part.values = {tag: v[part.lo : part.hi] for tag, v in R.values.items()}
+            part.shared = _env_columns(R.shared, part.lo, part.hi)
+            part.error = None
+        self.stop.clear()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # one core per part; the parts together use them all
+        try:
+            workers = [threading.Thread(target=self._run_part, args=(part,), name=f"wd-env-part-{k}", daemon=True)
+                       for k, part in enumerate(self.parts[1:], 1)]
+            for w in workers:
+                w.start()
+            try:
+                self._run_part(self.parts[0], mark)
+            finally:
+                for w in workers:
+                    w.join()
+        finally:
+            torch.set_num_threads(threads)
+        for part in self.parts:
+            if part.error is not None:
+                raise part.error
+        for tag in R.heads:
+            R.heads[tag] = _cat_outputs([part.heads[tag] for part in self.parts])
+            R.values[tag] = torch.cat([part.values[tag] for part in self.parts])
+        bits = 0
+        for part in self.parts:
+            bits |= int(part.error_flag[0])
+            part.error_flag[0] = 0
+        if bits:  # where the sampler's check() reads them
+            self.spec.sampler._error_flag.bitwise_or_(bits)
+        mark("policy")
+        R.finalize()
+        if timer is not None:
+            timer.stop()
+        return dict(R.values)
+
+    def _check_heads(self) -> None:
+        """The sampler's own argument checks on the whole batch (shapes, dtypes, registration),
+        and its per-row counters created, before the threads start."""
+        sampler, E = self.spec.sampler, self.dm.num_envs
+        for p in self.spec.policies.values():
+            heads = self.rollout.heads[p.tag]
+            if p.action_spec.is_gaussian:
+                sampler._actions(self.dm, p.action_name, heads[0][0], 0, is_float=True)
+                sampler._counter(self.dm, p.action_name, 0, E * p.num_agents)
+                continue
+            for h, probs in enumerate(heads):
+                sampler._actions(self.dm, p.action_name, probs, h, is_float=False)
+                sampler._counter(self.dm, p.action_name, h, E * p.num_agents)
+
+    def _run_part(self, part: _Part, mark: Any = None) -> None:
+        """Every step of the rollout for one part (records the first error and stops the others);
+        ``mark(phase)`` as in :meth:`Rollout.run`."""
+        mark = mark or _no_mark
+        step_envs = self.spec.env_wrapper.env.numpy_step
+        try:
+            with torch.no_grad():  # grad mode is per thread
+                for step in range(self.spec.steps_per_iter):
+                    if self.stop.is_set():
+                        return
+                    mark("sampling")
+                    self._record_obs(part, step)
+                    self._sample(part, step)
+                    mark("env_step")
+                    step_envs(part.env_view)
+                    mark("policy")
+                    done, next_out = self._after_step(part, step)
+                    mark("env_step")
+                    self._advance(part, done, next_out)
+        except BaseException as exc:  # noqa: BLE001  (run() re-raises it in the calling thread)
+            part.error = exc
+            self.stop.set()
+
+    # ------------------------------------------------------------------ one step of one part
+    def _record_obs(self, part: _Part, step: int) -> None:
+        """The part's observations into the buffers (:meth:`Rollout.record_obs`)."""
+        obs_names, lo, hi = self.spec.obs_names, part.lo, part.hi
+        for p in self.spec.policies.values():
+            if obs_names == [Constants.OBSERVATIONS] and not p.contiguous_all and not p.obs_agents_last:
+                torch.index_select(part.dm.data_on_device_via_torch(Constants.OBSERVATIONS), 1, p.agent_index,
+                                   out=p.buffers.obs[step][lo:hi])
+                continue
+            obs = policy_obs(part.dm, p, obs_names)
+            if isinstance(obs, dict):
+                for k, v in obs.items():
+                    p.buffers.obs[k][step][lo:hi].copy_(v)
+            else:
+                p.buffers.obs[step][lo:hi].copy_(obs)
+
+    def _sample(self, part: _Part, step: int) -> None:
+        """The sampler kernels on the part's rows (:meth:`Rollout.sample`)."""
+        sampler, lo, hi = self.spec.sampler, part.lo, part.hi
+        greedy = int(self.rollout.greedy)
+        for p in self.spec.policies.values():
+            rows, first = (hi - lo) * p.num_agents, lo * p.num_agents
+            actions = self.dm.data_on_device_via_torch(p.action_name)[lo:hi]
+            columns = actions.shape[2] if actions.dim() == 3 else 1
+            heads, lp = part.heads[p.tag], p.buffers.log_probs[step][lo:hi]
+            if p.action_spec.is_gaussian:
+                mean, std = heads[0]
+                counter = sampler._counters[(p.action_name, 0)][first : first + rows]
+                cpu_kernels.sample_gaussian_action_rows(
+                    first, mean.contiguous(), std.contiguous(), actions, counter, part.error_flag, lp, rows, columns,
+                    sampler.seed, stream_id(p.action_name, 0), greedy, 1)
+            else:
+                for h, probs in enumerate(heads):
+                    counter = sampler._counters[(p.action_name, h)][first : first + rows]
+                    cpu_kernels.sample_action_rows(
+                        first, probs.contiguous(), actions, counter, part.error_flag, lp, rows, probs.shape[-1], columns,
+                        h, sampler.seed, stream_id(p.action_name, h), greedy, 2 if h > 0 else 1)
+            if p.action_name != Constants.ACTIONS:
+                part.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
+            p.buffers.actions[step][lo:hi].copy_(actions)
+            p.buffers.values[step][lo:hi].copy_(part.values[p.tag])
+
+    def _forward(self, p: PolicyState, part: _Part) -> Any:
+        return forward_in_chunks(p.model, policy_obs(part.dm, p, self.spec.obs_names), self.rollout.chunk_envs(p))
+
+    def _after_step(self, part: _Part, step: int) -> tuple[Tensor, dict[str, Any]]:
+        """Done flags, timesteps and rewards recorded; forward on ``s_{t+1}`` (:meth:`Rollout.after_step`)."""
+        done_i = part.shared.record(step, part.dm)
+        next_out = {}
+        for p in self.spec.policies.values():
+            next_out[p.tag] = self._forward(p, part)
+            p.buffers.next_values[step][part.lo : part.hi].copy_(next_out[p.tag][1])
+        return done_i > 0, next_out
+
+    def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
+        """Reset the part's done envs; the policy outputs for the next step (:meth:`Rollout.advance`)."""
+        lo, hi = part.lo, part.hi
+        dst, src, sizes, pool_sizes, count = part.reset_args
+        cpu_kernels.reset_env_rows(
+            lo, dst, src, sizes, pool_sizes, count, part.dm.data_on_device_via_torch(Constants.DONE),
+            part.dm.data_on_device_via_torch(Constants.TIMESTEP), self.resetter._pool_counters[lo:hi],
+            self.resetter._pool_seed, 0, 1)
+        for p in self.spec.policies.values():
+            heads, values = next_out[p.tag]
+            if self.spec.reset_obs_known:
+                part.heads[p.tag] = _where_done(done, _rows(p.reset_heads, lo, hi), heads)
+                part.values[p.tag] = _where_done(done, p.reset_values[lo:hi], values)
+            else:
+                part.heads[p.tag], part.values[p.tag] = self._forward(p, part)
