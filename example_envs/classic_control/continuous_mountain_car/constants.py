@@ -29,9 +29,6 @@ GRAVITY: Final = 0.0025  # the literal 0.0025 of gymnasium's velocity update
 GOAL_REWARD: Final = 100.0
 ACTION_COST: Final = 0.1  # reward -= ACTION_COST * action**2 (unclipped action)
 
-#: gymnasium's reset: position uniform in [RESET_LOW, RESET_HIGH), velocity 0.
-RESET_LOW: Final = -0.6
-RESET_HIGH: Final = -0.4
 
 PHYSICS: Final = MappingProxyType(
     {

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from example_envs.classic_control.base import ClassicControlEnv, Transition
+from example_envs.classic_control.base import Transition
+from example_envs.classic_control.mountain_car_common import MountainCarBase
 from example_envs.classic_control.continuous_mountain_car import constants as C
 from warp_drive.errors import ConfigError
 
@@ -63,7 +64,7 @@ def continuous_mountain_car_transition(
     return Transition(new_state, new_state.copy(), reward.astype(f32), terminated)
 
 
-class ClassicControlContinuousMountainCarEnv(ClassicControlEnv):
+class ClassicControlContinuousMountainCarEnv(MountainCarBase):
     """MountainCarContinuous-v0: drive the car up the right hill with a force in [-1, 1].
 
     Reward ``goal_reward`` (100) on reaching the goal minus ``action_cost * a**2`` (0.1, unclipped
@@ -83,22 +84,9 @@ class ClassicControlContinuousMountainCarEnv(ClassicControlEnv):
             if not params[lo] < params[hi]:
                 raise ConfigError(f"{self.name}: {lo}={params[lo]} must be below {hi}={params[hi]}")
 
-    def make_observation_space(self) -> spaces.Box:
-        p = self.params
-        low = np.array([p["min_position"], -p["max_speed"]], dtype=np.float32)
-        high = np.array([p["max_position"], p["max_speed"]], dtype=np.float32)
-        return spaces.Box(low, high, dtype=np.float32)
-
     def make_action_space(self) -> spaces.Box:
         p = self.params
         return spaces.Box(low=p["min_action"], high=p["max_action"], shape=(C.ACTION_DIM,), dtype=np.float32)
-
-    def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        position = rng.uniform(low=C.RESET_LOW, high=C.RESET_HIGH, size=n)
-        return np.stack([position, np.zeros(n)], axis=1).astype(np.float32)
-
-    def observe(self, state: np.ndarray) -> np.ndarray:
-        return np.asarray(state, dtype=np.float32).copy()
 
     def transition(self, state: np.ndarray, action: np.ndarray) -> Transition:
         return continuous_mountain_car_transition(state, action, self.params)

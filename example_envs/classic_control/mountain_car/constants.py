@@ -26,9 +26,6 @@ FORCE: Final = 0.001
 GRAVITY: Final = 0.0025
 REWARD_PER_STEP: Final = -1.0
 
-#: gymnasium's reset: position uniform in [RESET_LOW, RESET_HIGH), velocity 0.
-RESET_LOW: Final = -0.6
-RESET_HIGH: Final = -0.4
 
 PHYSICS: Final = MappingProxyType(
     {

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from example_envs.classic_control.base import ClassicControlEnv, Transition
+from example_envs.classic_control.base import Transition
+from example_envs.classic_control.mountain_car_common import MountainCarBase
 from example_envs.classic_control.mountain_car import constants as C
 from warp_drive.errors import ConfigError
 
@@ -39,7 +40,7 @@ def mountain_car_transition(state: np.ndarray, action: np.ndarray, p: Mapping[st
     return Transition(new_state, new_state.copy(), reward, terminated)
 
 
-class ClassicControlMountainCarEnv(ClassicControlEnv):
+class ClassicControlMountainCarEnv(MountainCarBase):
     """MountainCar-v0: drive an underpowered car up the right hill (actions: left, none, right).
 
     Reward -1 per step. ``_done_`` = 2 when the goal is reached (position >= goal_position and
@@ -60,21 +61,8 @@ class ClassicControlMountainCarEnv(ClassicControlEnv):
                 f"max_position={params['max_position']}"
             )
 
-    def make_observation_space(self) -> spaces.Box:
-        p = self.params
-        low = np.array([p["min_position"], -p["max_speed"]], dtype=np.float32)
-        high = np.array([p["max_position"], p["max_speed"]], dtype=np.float32)
-        return spaces.Box(low, high, dtype=np.float32)
-
     def make_action_space(self) -> spaces.Discrete:
         return spaces.Discrete(C.NUM_ACTIONS)
-
-    def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        position = rng.uniform(low=C.RESET_LOW, high=C.RESET_HIGH, size=n)
-        return np.stack([position, np.zeros(n)], axis=1).astype(np.float32)
-
-    def observe(self, state: np.ndarray) -> np.ndarray:
-        return np.asarray(state, dtype=np.float32).copy()
 
     def transition(self, state: np.ndarray, action: np.ndarray) -> Transition:
         return mountain_car_transition(state, action, self.params)
