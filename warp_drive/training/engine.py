@@ -409,7 +409,10 @@ class Engine(EngineBase):
     step), then updates every trained policy from the batch, still on the device. The same code runs
     on the cpu backend, where every policy forward of the rollout and the update's forward +
     backward run on chunks of about ``cpu_chunk_samples`` agent-samples (attribute, default
-    :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks).
+    :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks). On a GPU the update's
+    forward + backward run whole unless a minibatch's activations would exceed a share of the free
+    device memory; then they run in chunks too (:meth:`update_chunk_rows`), so the update's memory
+    is bounded whatever the batch.
 
     Args: WarpDrive 2.7.1's ``Trainer`` arguments; see :class:`~warp_drive.training.trainer.Trainer`.
     """
@@ -439,6 +442,7 @@ class Engine(EngineBase):
         self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
+        self.update_chunk_samples: int | None = None  # GPU update chunks; None: sized automatically
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
                                            self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows),
                                greedy=self.config.sampler.use_argmax)
@@ -617,7 +621,7 @@ class Engine(EngineBase):
                     p.train_model, optimizer, p.algorithm, batches[p.tag], timestep=p.timestep,
                     num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
                     generator=self.generator, backward=backward, clip_gradients=clip, track_grad_norm=track_grad_norm,
-                    chunk_rows=self.cpu_chunk_rows(p.num_agents))
+                    chunk_rows=self.update_chunk_rows(p))
             if timer is not None:
                 timer.stop()
         return out
@@ -629,6 +633,20 @@ class Engine(EngineBase):
         if self.device.type != "cpu":
             return None
         return max(1, int(self.cpu_chunk_samples) // max(1, num_agents))
+
+    def update_chunk_rows(self, p: Any) -> int | None:
+        """Rows ((time, env) samples) per forward + backward chunk of policy ``p``'s update: the cpu
+        chunks on the cpu backend; on a GPU ``update_chunk_samples`` agent-samples (attribute; None:
+        sized from the model and the free device memory by
+        :func:`~warp_drive.training.update_memory.auto_chunk_samples`). A minibatch that fits runs whole."""
+        if self.device.type == "cpu":
+            return self.cpu_chunk_rows(p.num_agents)
+        from warp_drive.training.update_memory import auto_chunk_samples
+
+        samples = self.update_chunk_samples
+        if samples is None:
+            samples = auto_chunk_samples(getattr(p.train_model, "module", p.train_model), self.device)
+        return None if samples is None else max(1, int(samples) // max(1, p.num_agents))
 
     def use_local_gradients(self) -> None:
         """Train the models themselves, not their DistributedDataParallel wrappers (a driver such
