@@ -37,13 +37,14 @@ def environment() -> dict[str, Any]:
     return info
 
 
-def write_results(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``{"environment": ..., **payload}`` to $OUT (if set) and benchmarks/results/."""
+def write_results(name: str, payload: dict[str, Any], results_dir: Path | None = None) -> Path:
+    """Write ``{"environment": ..., **payload}`` to $OUT (if set) and ``results_dir`` (default
+    benchmarks/results/) as ``<name>_<GPU>.json``."""
     env = environment()
     gpu = (env.get("cuda_device") or "cpu").replace(" ", "_")
     doc = {"benchmark": name, "environment": env, **payload}
     text = json.dumps(doc, indent=2, default=float)
-    paths = [Path(__file__).parent / "results" / f"{name}_{gpu}.json"]
+    paths = [Path(results_dir or Path(__file__).parent / "results") / f"{name}_{gpu}.json"]
     if os.environ.get("OUT"):
         paths.append(Path(os.environ["OUT"]) / f"{name}.json")
     for p in paths:

@@ -126,14 +126,19 @@ CHOSEN = "ppo-asym-4x4"
 COMMON = ["saving.checkpoint_every_seconds=0", "trainer.bootstrap_at_time_limit=false"]
 
 
-def ours_config(overrides: list[str] = ()) -> dict:
-    """The published run config with this project's chosen Tag settings, then ``overrides``."""
+def candidate_config(name: str, overrides: list[str] = ()) -> dict:
+    """The published run config with the settings of sweep candidate ``name``, then ``overrides``."""
     from warp_drive.config.load import apply_override
 
     cfg = published_config()
-    for o in [*COMMON, *expand(SWEEP[CHOSEN]), *overrides]:
+    for o in [*COMMON, *expand(SWEEP[name]), *overrides]:
         apply_override(cfg, o)
     return cfg
+
+
+def ours_config(overrides: list[str] = ()) -> dict:
+    """The published run config with this project's chosen Tag settings, then ``overrides``."""
+    return candidate_config(CHOSEN, overrides)
 
 
 def expand(overrides: list[str]) -> list[str]:
@@ -285,10 +290,9 @@ def marks(budgets=BUDGETS, every: int = CURVE_EVERY) -> list[int]:
 
 
 def save(name: str, payload: dict) -> Path:
-    sys.path.insert(0, str(Path(__file__).parent))
     from common import write_results
 
-    return write_results(name, payload)
+    return write_results(name, payload, RESULTS)
 
 
 def copy_to_out(folder: Path) -> None:
@@ -323,26 +327,18 @@ def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=
     copy_to_out(SIDE / framework)
 
 
-def cmd_ours(args) -> None:
-    train_and_curve("ours", tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
-
-
-def cmd_reference(args) -> None:
-    train_and_curve("reference", tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
+def cmd_train(args) -> None:
+    train_and_curve(args.command, tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
 
 
 def cmd_sweep(args) -> None:
-    from warp_drive.config.load import apply_override
-
     unknown = sorted(set(args.candidates) - set(SWEEP))
     if unknown:
         raise SystemExit(f"unknown candidates {unknown}; choose from {', '.join(SWEEP)}")
     ev = Evaluator(200)
     rows = {}
     for name in args.candidates or list(SWEEP):
-        cfg = published_config()
-        for o in [*COMMON, *expand(SWEEP[name])]:
-            apply_override(cfg, o)
+        cfg = candidate_config(name)
         checkpoints = sorted({args.seconds // 2, args.seconds})
         run = train_ours(cfg, checkpoints, Path("/tmp/sweep") / name)
         score = {str(m): ev.versus_published(Path("/tmp/sweep") / name, m) for m in checkpoints}
@@ -368,14 +364,14 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn in (("ours", cmd_ours), ("reference", cmd_reference)):
+    for name in ("ours", "reference"):
         sp = sub.add_parser(name, help=f"train {name} for the budgets, evaluate its snapshots; cross-play if both ran")
         sp.add_argument("--sources", nargs="+", default=None,
                         help="cross-play sources: <ours|reference>-<N>min or -<N>s (the snapshot at that time), "
                              "published-1e9, random (default: both frameworks at each budget, published, random)")
         sp.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="seconds (default: 120 300)")
         sp.add_argument("--curve-every", type=int, default=CURVE_EVERY, help="seconds between curve snapshots")
-        sp.set_defaults(fn=fn)
+        sp.set_defaults(fn=cmd_train)
     sub.add_parser("refcheck", help="20 s of the reference's trainer, its snapshot evaluated").set_defaults(fn=cmd_refcheck)
     sub.add_parser("plot", help="heatmap and curves from the results JSON").set_defaults(fn=cmd_plot)
     sw = sub.add_parser("sweep", help="score candidate Tag settings for a short budget each")

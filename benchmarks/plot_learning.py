@@ -76,9 +76,15 @@ def curves(doc: dict, path: Path, extra_runs: dict[str, dict] | None = None) -> 
 
 
 def plot_all(results: Path) -> list[Path]:
-    doc = json.loads((results / "learning_side_by_side_H100.json").read_text())
+    """Plots the newest ``learning_side_by_side_<GPU>.json`` in ``results`` into
+    ``learning_{crossplay,curves}_<GPU>.png`` beside it."""
+    found = sorted(results.glob("learning_side_by_side_*.json"), key=lambda f: f.stat().st_mtime)
+    if not found:
+        raise SystemExit(f"no learning_side_by_side_*.json in {results}: run the two training commands first")
+    gpu = found[-1].stem[len("learning_side_by_side_"):]
+    doc = json.loads(found[-1].read_text())
     extra = {}
     for f in sorted((results / "side_by_side").glob("ours_run*.json")):
         extra[f"ours, earlier run ({f.stem.split('_')[-1]})"] = json.loads(f.read_text())
-    return [heatmap(doc, results / "learning_crossplay_H100.png"),
-            curves(doc, results / "learning_curves_H100.png", extra)]
+    return [heatmap(doc, results / f"learning_crossplay_{gpu}.png"),
+            curves(doc, results / f"learning_curves_{gpu}.png", extra)]

@@ -197,15 +197,15 @@ class _TorchToNumpy(VectorWrapper):
         return obs.cpu().numpy(), rew.cpu().numpy().astype(np.float64), term.cpu().numpy(), trunc.cpu().numpy(), info
 
 
-def test_gymnasium_record_episode_statistics_reads_same_step_correctly():
-    envs = cartpole(4, env_config=dict(episode_length=30, seed=0))
-    wrapped = RecordEpisodeStatistics(_TorchToNumpy(envs))
+def _check_episode_statistics(wrapped, steps: int) -> tuple[list[float], list[int]]:
+    """Steps ``wrapped`` (RecordEpisodeStatistics over 4 CartPoles) with random actions and checks
+    every finished episode's reported return and length; returns them."""
     wrapped.reset(seed=0)
     ours = np.zeros(4)
     lengths = np.zeros(4, int)
-    expected_returns, expected_lengths = [], []
+    returns_done, lengths_done = [], []
     rng = np.random.default_rng(1)
-    for _ in range(100):
+    for _ in range(steps):
         _, rew, term, trunc, infos = wrapped.step(rng.integers(0, 2, 4))
         ours += rew
         lengths += 1
@@ -214,10 +214,17 @@ def test_gymnasium_record_episode_statistics_reads_same_step_correctly():
             np.testing.assert_array_equal(infos["_episode"], done)
             np.testing.assert_allclose(infos["episode"]["r"][done], ours[done])
             np.testing.assert_array_equal(infos["episode"]["l"][done], lengths[done])
-            expected_returns += list(ours[done])
-            expected_lengths += list(lengths[done])
+            returns_done += list(ours[done])
+            lengths_done += list(lengths[done])
         ours[done] = 0
         lengths[done] = 0
+    return returns_done, lengths_done
+
+
+def test_gymnasium_record_episode_statistics_reads_same_step_correctly():
+    envs = cartpole(4, env_config=dict(episode_length=30, seed=0))
+    wrapped = RecordEpisodeStatistics(_TorchToNumpy(envs))
+    expected_returns, expected_lengths = _check_episode_statistics(wrapped, 100)
     assert wrapped.episode_count == len(expected_returns) > 0
     assert list(wrapped.length_queue) == expected_lengths[-len(wrapped.length_queue):]
 
@@ -444,21 +451,7 @@ def test_numpy_output_matches_torch_output():
 
 def test_record_episode_statistics_directly_on_numpy_output():
     envs = RecordEpisodeStatistics(cartpole(4, output="numpy", env_config=dict(episode_length=30, seed=0)))
-    envs.reset(seed=0)
-    returns, lengths = np.zeros(4), np.zeros(4, int)
-    finished = []
-    rng = np.random.default_rng(1)
-    for _ in range(80):
-        _, rew, term, trunc, infos = envs.step(rng.integers(0, 2, 4))
-        returns += rew
-        lengths += 1
-        done = term | trunc
-        if done.any():
-            np.testing.assert_array_equal(infos["_episode"], done)
-            np.testing.assert_allclose(infos["episode"]["r"][done], returns[done])
-            np.testing.assert_array_equal(infos["episode"]["l"][done], lengths[done])
-            finished += list(lengths[done])
-        returns[done], lengths[done] = 0, 0
+    _, finished = _check_episode_statistics(envs, 80)
     assert envs.episode_count == len(finished) > 0
 
 
