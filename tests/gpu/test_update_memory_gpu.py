@@ -41,10 +41,11 @@ def _update(t, batches, chunk_samples):
     saved = (copy.deepcopy(runner.model.state_dict()), copy.deepcopy(runner.optimizer.state_dict()),
              {tag: p.timestep for tag, p in t.policies.items()})
     t.update_chunk_samples = chunk_samples
+    batches = {tag: {k: v.clone() for k, v in b.items()} for tag, b in batches.items()}
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    t.update_policies({tag: {k: v.clone() for k, v in b.items()} for tag, b in batches.items()})
+    base = torch.cuda.memory_allocated()  # the batches are in the base: the peak is the update's own
+    t.update_policies(batches)
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base
     grads = {n: q.grad.detach().clone() for n, q in runner.model.named_parameters() if q.grad is not None}
