@@ -109,6 +109,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=4)
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--variant", action="append", default=[], metavar="OVERRIDE",
+                    help="also measure ours with this dotted override (repeatable; all together), e.g. "
+                         "trainer.update_precision=bf16: row 'ours_variant', ratio 'ratio_total_variant'")
     ap.add_argument("--name", default="end_to_end", help="results file name: <name>_<GPU>.json (and $OUT/<name>.json)")
     ap.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS, choices=list(CONFIGS),
                     help="default: the README's four; also " + ", ".join(c for c in CONFIGS if c not in DEFAULT_CONFIGS))
@@ -117,16 +120,24 @@ def main() -> None:
     for name in args.configs:
         env_name, overrides, anchor_cfg = CONFIGS[name]
         row = {"ours": measure_ours(env_name, overrides, args.iters)}
+        if args.variant:
+            row["variant"] = args.variant
+            row["ours_variant"] = measure_ours(env_name, overrides + args.variant, args.iters)
         if anchor_cfg is not None and not args.skip_reference and ANCHOR.is_dir():
             row["reference"] = measure_reference(anchor_cfg, args.iters)
             ref = row["reference"].get("env_steps_per_s_total")
             if ref:
                 row["ratio_total"] = row["ours"]["env_steps_per_s"] / ref
+                if "ours_variant" in row:
+                    row["ratio_total_variant"] = row["ours_variant"]["env_steps_per_s"] / ref
                 ours_env = row["ours"]["phase_env_steps_per_s"].get("env_step")
                 ref_env = row["reference"].get("env_steps_per_s_envstep")
                 if ours_env and ref_env:
                     row["ratio_env_step_phase"] = ours_env / ref_env
         results[name] = row
+        if "ours_variant" in row:
+            print(f"{name}: ours with {' '.join(args.variant)} {row['ours_variant']['env_steps_per_s']:,.0f} env-steps/s"
+                  + (f", ratio {row['ratio_total_variant']:.1f}x" if "ratio_total_variant" in row else ""), flush=True)
         print(f"{name}: ours {row['ours']['env_steps_per_s']:,.0f} env-steps/s"
               + (f", reference {row['reference'].get('env_steps_per_s_total', math.nan):,.0f}, ratio {row.get('ratio_total', math.nan):.1f}x"
                  if "reference" in row else ""), flush=True)

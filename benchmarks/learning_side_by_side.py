@@ -176,8 +176,8 @@ def release(trainer) -> None:
         torch.cuda.empty_cache()
 
 
-def train_ours(cfg: dict, marks: list[int], out: Path) -> dict:
-    """Train for ``max(marks)`` seconds, writing ``<out>/<mark>s_<tag>.state_dict`` at each mark."""
+def train_ours(cfg: dict, marks: list[int], out: Path, by_iterations: bool = False) -> dict:
+    """Train for ``max(marks)`` seconds (or iterations), writing ``<out>/<mark>s_<tag>.state_dict`` at each mark."""
     import torch
 
     from warp_drive.training.checkpoint import policy_file_state
@@ -192,14 +192,16 @@ def train_ours(cfg: dict, marks: list[int], out: Path) -> dict:
         trainer.train(1)
         sync()
         elapsed = time.perf_counter() - start
-        while pending and elapsed >= pending[0]:
+        progress = trainer.iteration if by_iterations else elapsed
+        while pending and progress >= pending[0]:
             mark = pending.pop(0)
             out.mkdir(parents=True, exist_ok=True)
             for tag, policy in trainer.policies.items():
                 torch.save({k: v.detach().cpu() for k, v in policy_file_state(policy.model).items()},
                            out / SNAPSHOT.format(mark=mark, tag=tag))
             steps = int(trainer.perf["steps"])
-            snapshots.append({"mark_s": mark, "elapsed_s": round(elapsed, 2), "env_steps": steps})
+            snapshots.append({"mark_" + ("iterations" if by_iterations else "s"): mark, "elapsed_s": round(elapsed, 2),
+                              "env_steps": steps})
             logger.info("ours: %d s, %.1f M env steps", mark, steps / 1e6)
     release(trainer)
     return {"build_s": round(build_s, 2), "snapshots": snapshots}
@@ -347,6 +349,21 @@ def cmd_sweep(args) -> None:
     print("written", save("learning_sweep", {"seconds": args.seconds, "seed": SEED, "candidates": rows}))
 
 
+def cmd_parity(args) -> None:
+    """The chosen settings as they are and with ``--override``s (default: the bf16 update), for the
+    same number of iterations (same seeds, same env steps): scores at half and full length."""
+    ev = Evaluator(200)
+    marks = sorted({args.iterations // 2, args.iterations})
+    rows = {}
+    for name, overrides in (("as-is", []), ("changed", args.override)):
+        run = train_ours(ours_config(overrides), marks, Path("/tmp/parity") / name, by_iterations=True)
+        score = {str(m): ev.versus_published(Path("/tmp/parity") / name, m) for m in marks}
+        rows[name] = {"overrides": overrides, **run, "scores": score}
+        print(name, json.dumps(run["snapshots"]), json.dumps(score), flush=True)
+    print("written", save("learning_parity", {"iterations": args.iterations, "seed": SEED, "chosen": CHOSEN,
+                                              "runs": rows}))
+
+
 def cmd_refcheck(_args) -> None:
     """A 20-second run of the reference and its snapshot loaded here: the driver works."""
     run = train_reference(published_config(), [20], Path("/tmp/refcheck"))
@@ -372,6 +389,11 @@ def main(argv: list[str] | None = None) -> None:
         sp.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="seconds (default: 120 300)")
         sp.add_argument("--curve-every", type=int, default=CURVE_EVERY, help="seconds between curve snapshots")
         sp.set_defaults(fn=cmd_train)
+    pa = sub.add_parser("parity", help="chosen settings vs the same with --override (default: bf16 update), equal iterations")
+    pa.add_argument("--iterations", type=int, default=200)
+    pa.add_argument("--override", action="append", default=None,
+                    help="dotted override of the changed run (repeatable; default: trainer.update_precision=bf16)")
+    pa.set_defaults(fn=cmd_parity)
     sub.add_parser("refcheck", help="20 s of the reference's trainer, its snapshot evaluated").set_defaults(fn=cmd_refcheck)
     sub.add_parser("plot", help="heatmap and curves from the results JSON").set_defaults(fn=cmd_plot)
     sw = sub.add_parser("sweep", help="score candidate Tag settings for a short budget each")
@@ -379,6 +401,8 @@ def main(argv: list[str] | None = None) -> None:
     sw.add_argument("candidates", nargs="*", help=f"some of: {', '.join(SWEEP)} (default: all)")
     sw.set_defaults(fn=cmd_sweep)
     args = parser.parse_args(argv)
+    if args.command == "parity" and not args.override:
+        args.override = ["trainer.update_precision=bf16"]
     sys.path.insert(0, str(Path(__file__).parent))
     args.fn(args)
 

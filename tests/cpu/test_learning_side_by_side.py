@@ -101,3 +101,26 @@ def test_bundled_tag_config_carries_the_chosen_settings(lsbs):
         apply_override(applied, override)
     assert applied["policy"] == bundled["policy"] and applied["trainer"] == bundled["trainer"]
     assert bundled["policy"]["runner"]["algorithm"] == "PPO"
+
+
+def test_parity_trains_both_runs_for_equal_iterations(lsbs, monkeypatch, tmp_path):
+    """``parity``: the chosen settings as they are and with the bf16 update, 4 iterations each, snapshots
+    at 2 and 4 iterations (equal env steps), both scored against the published policies."""
+    small = ["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",
+             "policy.runner.model.fc_dims=[8,8]", "policy.tagger.num_minibatches=1", "policy.runner.num_minibatches=1"]
+    real = lsbs.ours_config
+    monkeypatch.setattr(lsbs, "ours_config", lambda overrides=(): real([*small, *overrides]))
+    evaluator = lsbs.Evaluator
+    monkeypatch.setattr(lsbs, "Evaluator", lambda num_envs=200: evaluator(4))
+    monkeypatch.setenv("WARP_DRIVE_BENCH_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(lsbs, "RESULTS", tmp_path / "results")
+    lsbs.main(["parity", "--iterations", "4"])
+    import json
+
+    doc = json.loads(next((tmp_path / "results").glob("learning_parity_*.json")).read_text())
+    runs = doc["runs"]
+    assert runs["changed"]["overrides"] == ["trainer.update_precision=bf16"] and runs["as-is"]["overrides"] == []
+    for run in runs.values():
+        assert [s["mark_iterations"] for s in run["snapshots"]] == [2, 4]
+        assert [s["env_steps"] for s in run["snapshots"]] == [80, 160]
+        assert set(run["scores"]) == {"2", "4"}

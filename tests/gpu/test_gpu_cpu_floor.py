@@ -36,7 +36,9 @@ def test_gpu_trainer_runs_whole_forwards_and_backwards(tmp_path, monkeypatch):
     real = update_module.update_policy
     monkeypatch.setattr(update_module, "update_policy", lambda *a, **k: seen.append(k["chunk_rows"]) or real(*a, **k))
     t.train(1)
-    assert seen == [None, None]
+    # on a GPU the update's chunk size is a memory cap (update_memory.py): far above this minibatch's
+    # 10 steps x 20 envs rows, so both policies' forwards and backwards run whole
+    assert len(seen) == 2 and all(rows is None or rows >= 200 for rows in seen), seen
 
 
 def test_tag_continuous_cpu_and_gpu_rollouts_agree(tmp_path):

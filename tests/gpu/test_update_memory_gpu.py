@@ -74,3 +74,20 @@ def test_automatic_size_does_not_split_what_fits(trainer):
     trainer.update_chunk_samples = None
     rows = trainer.update_chunk_rows(runner)
     assert rows is not None and rows >= trainer.steps_per_iter * trainer.num_envs  # 4,000 rows x 100 agents fit
+
+
+def test_bf16_update_takes_the_fp32_step_up_to_rounding(trainer):
+    """``trainer.update_precision: bf16`` on the GPU: same gradient direction as float32 (TF32)."""
+    batches = trainer.collect()
+    fp32, _ = _update(trainer, batches, 10**12)
+    trainer.update_autocast_dtype = torch.bfloat16
+    try:
+        bf16, _ = _update(trainer, batches, 10**12)
+    finally:
+        trainer.update_autocast_dtype = None
+    assert bf16.keys() == fp32.keys()
+    got, want = (torch.cat([g[k].flatten().float() for k in sorted(g)]) for g in (bf16, fp32))
+    cos = float(torch.nn.functional.cosine_similarity(got, want, dim=0))
+    rel = float((got - want).norm() / want.norm())
+    print(f"bf16 vs fp32 update gradient: cosine {cos:.5f}, relative error {rel:.4f}")
+    assert cos > 0.99 and rel < 0.15

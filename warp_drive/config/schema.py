@@ -35,6 +35,17 @@ INIT_METHODS = ("default", "xavier", "orthogonal")
 DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
 
 
+#: ``trainer.update_precision`` values.
+UPDATE_PRECISIONS = ("fp32", "bf16")
+
+
+def _precision(value: Any, key: str) -> str:
+    name = chk.as_str(value, key).lower()
+    if name not in UPDATE_PRECISIONS:
+        raise ConfigError(f"`{key}`={value!r} is not a precision; use one of {', '.join(UPDATE_PRECISIONS)}")
+    return name
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
     """The ``trainer`` section.
@@ -52,6 +63,8 @@ class TrainerConfig:
             treats the time limit as a true end (fixed-horizon games such as Tag).
         use_cuda_graph: Capture the rollout in a CUDA graph and replay it (pycuda backend).
         tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
+        update_precision: ``"fp32"`` or ``"bf16"``: the update's forward and backward run under
+            bfloat16 autocast (weights, optimizer state and losses stay float32).
         n_step: 2.7.1's n-step return horizon of DDPG; A2C/PPO accept only 1 (they use GAE over
             the whole rollout, see ``policy.<tag>.gae_lambda``).
         neg_pos_env_ratio: When > 0, each update trains on the envs whose rollout holds a
@@ -70,6 +83,7 @@ class TrainerConfig:
     bootstrap_at_time_limit: bool = True
     use_cuda_graph: bool = True
     tf32: bool = True
+    update_precision: str = "fp32"
     n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
@@ -112,6 +126,7 @@ class TrainerConfig:
             bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
             use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
             tf32=chk.as_bool(d["tf32"], key("tf32")),
+            update_precision=_precision(d["update_precision"], key("update_precision")),
             n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
             evaluator=chk.as_bool(d["evaluator"], key("evaluator")),

@@ -458,6 +458,8 @@ class Engine(EngineBase):
         if tc.tf32 and self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
+        #: autocast dtype of the update's forward and backward (``trainer.update_precision``), or None
+        self.update_autocast_dtype = torch.bfloat16 if tc.update_precision == "bf16" else None
 
     def _build_policy(self, tag: str, ids: list[int], factory: Any) -> Any:
         from warp_drive.training.algorithms.ppo import make_algorithm
@@ -621,7 +623,7 @@ class Engine(EngineBase):
                     p.train_model, optimizer, p.algorithm, batches[p.tag], timestep=p.timestep,
                     num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
                     generator=self.generator, backward=backward, clip_gradients=clip, track_grad_norm=track_grad_norm,
-                    chunk_rows=self.update_chunk_rows(p))
+                    chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype)
             if timer is not None:
                 timer.stop()
         return out

@@ -52,6 +52,7 @@ def update_policy(
     clip_gradients: Callable[[], None] | None = None,
     track_grad_norm: bool = True,
     chunk_rows: int | None = None,
+    autocast_dtype: torch.dtype | None = None,
 ) -> Metrics:
     """Runs ``num_epochs`` passes of ``num_minibatches`` gradient steps over a rollout batch.
 
@@ -74,6 +75,10 @@ def update_policy(
             (time, env) rows, accumulating the gradients (see :func:`accumulate_gradients`): the
             same gradient step up to float rounding, with activations sized by the chunk instead
             of the minibatch. None: the whole minibatch at once.
+        autocast_dtype: run the model's forward (and so its backward) under autocast to this
+            dtype (``torch.bfloat16``: ``trainer.update_precision: bf16``); its outputs are cast
+            back to float32 before the loss, and weights, gradients and optimizer state stay
+            float32. None: the model's own precision.
 
     Returns:
         Metrics averaged over all gradient steps (0-d tensors, no host sync), plus
@@ -93,9 +98,9 @@ def update_policy(
             optimizer.zero_grad(set_to_none=True)
             if chunk_rows is not None and _num_rows(mb) > chunk_rows:
                 metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
-                                               backward=backward)
+                                               backward=backward, autocast_dtype=autocast_dtype)
             else:
-                loss, metrics, _ = _loss(model, algorithm, mb, timestep)
+                loss, metrics, _ = _loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype)
                 _backward(loss, backward)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
@@ -123,6 +128,7 @@ def accumulate_gradients(
     timestep: int,
     chunk_rows: int,
     backward: Callable[[Tensor], None] | None = None,
+    autocast_dtype: torch.dtype | None = None,
 ) -> Metrics:
     """Accumulates one minibatch's loss gradient into ``.grad``, ``chunk_rows`` rows at a time.
 
@@ -150,7 +156,7 @@ def accumulate_gradients(
         weight = (stop - start) / rows
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
-            loss, last, values = _loss(model, algorithm, chunk, timestep, stats)
+            loss, last, values = _loss(model, algorithm, chunk, timestep, stats, autocast_dtype)
             _backward(loss * weight, backward)
         if values_seen is None:
             values_seen = values.new_empty((rows, *values.shape[1:]))
@@ -168,9 +174,17 @@ def accumulate_gradients(
 
 
 def _loss(model: nn.Module, algorithm: A2C, batch: Mapping[str, Any], timestep: int,
-          advantage_stats: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Metrics, Tensor]:
-    """The model's forward on ``batch`` and the algorithm's loss: ``(loss, metrics, values)``."""
-    head_outputs, values = model(batch["obs"])
+          advantage_stats: tuple[Tensor, Tensor] | None = None,
+          autocast_dtype: torch.dtype | None = None) -> tuple[Tensor, Metrics, Tensor]:
+    """The model's forward on ``batch`` (under autocast to ``autocast_dtype`` if given, outputs
+    back in float32) and the algorithm's loss: ``(loss, metrics, values)``."""
+    if autocast_dtype is None:
+        head_outputs, values = model(batch["obs"])
+    else:
+        device_type = next(model.parameters()).device.type
+        with torch.autocast(device_type, dtype=autocast_dtype):
+            head_outputs, values = model(batch["obs"])
+        head_outputs, values = _float32(head_outputs), _float32(values)
     loss, metrics = algorithm.compute_loss(
         head_outputs,
         values,
@@ -183,6 +197,17 @@ def _loss(model: nn.Module, algorithm: A2C, batch: Mapping[str, Any], timestep: 
         **({} if advantage_stats is None else {"advantage_stats": advantage_stats}),
     )
     return loss, metrics, values
+
+
+def _float32(tree: Any) -> Any:
+    """Floating tensors of a (nested) list/tuple/mapping as float32 (a no-op where they already are)."""
+    if isinstance(tree, Tensor):
+        return tree.float() if tree.is_floating_point() else tree
+    if isinstance(tree, Mapping):
+        return {k: _float32(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_float32(v) for v in tree)
+    return tree
 
 
 def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
