@@ -302,7 +302,9 @@ def copy_to_out(folder: Path) -> None:
     if os.environ.get("OUT"):
         import tarfile
 
-        with tarfile.open(Path(os.environ["OUT"]) / f"side_by_side_{folder.name}.tar", "w") as tar:
+        out = Path(os.environ["OUT"])
+        out.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(out / f"side_by_side_{folder.name}.tar", "w") as tar:
             tar.add(folder, arcname=folder.name)
 
 
