@@ -45,7 +45,8 @@ from warp_drive.managers import cpu_kernels
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler, stream_id
 from warp_drive.training.policy_state import PolicyState
-from warp_drive.training.rollout import Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, policy_obs
+from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, policy_obs,
+                                         record_policy_obs)
 
 logger = logging.getLogger(__name__)
 
@@ -312,18 +313,8 @@ class EnvPartsRollout:
     # ------------------------------------------------------------------ one step of one part
     def _record_obs(self, part: _Part, step: int) -> None:
         """The part's observations into the buffers (:meth:`Rollout.record_obs`)."""
-        obs_names, lo, hi = self.spec.obs_names, part.lo, part.hi
         for p in self.spec.policies.values():
-            if obs_names == [Constants.OBSERVATIONS] and not p.contiguous_all and not p.obs_agents_last:
-                torch.index_select(part.dm.data_on_device_via_torch(Constants.OBSERVATIONS), 1, p.agent_index,
-                                   out=p.buffers.obs[step][lo:hi])
-                continue
-            obs = policy_obs(part.dm, p, obs_names)
-            if isinstance(obs, dict):
-                for k, v in obs.items():
-                    p.buffers.obs[k][step][lo:hi].copy_(v)
-            else:
-                p.buffers.obs[step][lo:hi].copy_(obs)
+            record_policy_obs(part.dm, p, self.spec.obs_names, step, slice(part.lo, part.hi))
 
     def _sample(self, part: _Part, step: int) -> None:
         """The sampler kernels on the part's rows (:meth:`Rollout.sample`)."""

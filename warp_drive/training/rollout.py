@@ -43,6 +43,24 @@ def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: boo
     return {n[len(prefix):]: view(n) for n in obs_names}
 
 
+def record_policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], step: int,
+                      rows: slice = slice(None)) -> None:
+    """Policy ``policy``'s observations into its buffer at ``step`` (env rows ``rows``): one gather
+    straight into the buffer for a plain agent-first placeholder of a subset of agents, else a view
+    (or gather) and a copy."""
+    if obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last:
+        src, dst = dm.data_on_device_via_torch(Constants.OBSERVATIONS), policy.buffers.obs[step][rows]
+        if src.dtype == dst.dtype and dst.is_contiguous():
+            torch.index_select(src, 1, policy.agent_index, out=dst)
+            return
+    obs = policy_obs(dm, policy, obs_names)
+    if isinstance(obs, dict):
+        for k, v in obs.items():
+            policy.buffers.obs[k][step][rows].copy_(v)
+    else:
+        policy.buffers.obs[step][rows].copy_(obs)
+
+
 def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
     """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given.
 
@@ -253,23 +271,7 @@ class Rollout:
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
         for p in self.spec.policies.values():
-            if self.chunk_envs(p) is not None and self._gather_into(p, step):
-                continue
-            obs = policy_obs(self.dm, p, self.spec.obs_names)
-            if isinstance(obs, dict):
-                for k, v in obs.items():
-                    p.buffers.obs[k][step].copy_(v)
-            else:
-                p.buffers.obs[step].copy_(obs)
-
-    def _gather_into(self, p: PolicyState, step: int) -> bool:
-        """cpu backend: gather a policy's agents straight into its observation buffer (one copy
-        instead of a gather and a copy). False where that does not apply."""
-        if self.spec.obs_names != [Constants.OBSERVATIONS] or p.contiguous_all or p.obs_agents_last:
-            return False
-        torch.index_select(self.dm.data_on_device_via_torch(Constants.OBSERVATIONS), 1, p.agent_index,
-                           out=p.buffers.obs[step])
-        return True
+            record_policy_obs(self.dm, p, self.spec.obs_names, step)
 
     @torch.no_grad()
     def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
