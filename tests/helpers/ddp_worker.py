@@ -1,12 +1,17 @@
 """Worker for the 2-process distributed test (started by torchrun; gloo on CPU, NCCL on GPUs).
 
-Checks: identical weights on every rank after updates, different rollouts per rank, and that a
-checkpoint written by rank 0 resumes to the same weights as an uninterrupted run.
+Checks: identical weights on every rank after updates, different rollouts per rank, that a
+checkpoint written by rank 0 resumes to the same weights as an uninterrupted run, and a kill and
+resume: SIGTERM to one rank mid-update stops both ranks at the same iteration boundary with a
+checkpoint; fresh trainers on both ranks resume from the run folder and end with the weights of an
+uninterrupted run, identical across ranks.
 Usage: torchrun --nproc_per_node 2 tests/helpers/ddp_worker.py OUT_DIR [cpu|pycuda]
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +23,7 @@ import torch.distributed as dist  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402
 from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.training.distributed import barrier, init_from_env  # noqa: E402
+from warp_drive.training.interrupt import TrainingInterrupted  # noqa: E402
 from warp_drive.training.trainer import Trainer  # noqa: E402
 
 
@@ -36,6 +42,48 @@ def make(out: Path, backend: str, ctx) -> Trainer:
     w = EnvWrapper(env, num_envs=8, env_backend=backend, device_id=ctx.local_rank if backend == "pycuda" else None)
     return Trainer(w, cfg, {"a": [3, 1], "b": [0, 2]}, verbose=False, rank=ctx.rank, num_devices=ctx.world_size,
                    results_dir=str(out / "run"))
+
+
+def same_on_every_rank(x: torch.Tensor, what: str) -> None:
+    gathered = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, x)
+    assert all(torch.equal(gathered[0], g) for g in gathered), f"{what} differ across ranks"
+
+
+def kill_and_resume(out: Path, backend: str, ctx) -> None:
+    """SIGTERM to rank 1 in an optimizer step of iteration 2 (policy "a": PPO, 4 epochs x 2 minibatches
+    = 8 steps an iteration): both ranks finish iteration 2, agree, checkpoint and raise (exit code
+    143); fresh trainers resume from the run folder to iteration 5 = an uninterrupted run."""
+    ref = make(out / "uninterrupted", backend, ctx)
+    ref.train(5)
+    expected = flat_params(ref)
+    t = make(out / "killed", backend, ctx)
+    if ctx.rank == 1:
+        opt, calls = t.policies["a"].optimizer, {"n": 0}
+        original = opt.step
+
+        def step(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 8 + 3:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return original(*args, **kwargs)
+
+        opt.step = step
+    try:
+        t.train(5)
+    except TrainingInterrupted as stop:
+        assert stop.iteration == 2 and stop.exit_code == 143, (ctx.rank, stop.iteration, stop.exit_code)
+        assert (stop.checkpoint is not None) == (ctx.rank == 0), (ctx.rank, stop.checkpoint)
+    else:
+        raise AssertionError(f"rank {ctx.rank} was not stopped")
+    barrier()
+    resumed = make(out / "killed", backend, ctx)
+    resumed.load_checkpoint(out / "killed" / "run")
+    assert resumed.iteration == 2, (ctx.rank, resumed.iteration)
+    resumed.train(3)
+    params = flat_params(resumed)
+    same_on_every_rank(params, "weights after the resume")
+    assert torch.allclose(params, expected, atol=1e-6), "killed and resumed run diverged from the uninterrupted one"
 
 
 def main() -> None:
@@ -60,6 +108,7 @@ def main() -> None:
     resumed.load_checkpoint(path)
     resumed.train(2)
     assert torch.allclose(flat_params(t), flat_params(resumed), atol=1e-6), "resumed run diverged"
+    kill_and_resume(out, backend, ctx)
     (out / f"ok_{ctx.rank}").write_text("ok")
     barrier()  # nobody tears the group down while the other rank still talks
     dist.destroy_process_group()

@@ -1,4 +1,5 @@
-"""Two processes with torchrun and gloo on the CPU: identical weights, per-rank rollouts, resume."""
+"""Two processes with torchrun and gloo on the CPU: identical weights, per-rank rollouts, resume, and a
+kill (SIGTERM to one rank mid-update) and resume that ends with the uninterrupted run's weights."""
 
 from __future__ import annotations
 
