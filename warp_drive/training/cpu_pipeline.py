@@ -47,6 +47,7 @@ from warp_drive.managers.sampler import Sampler, stream_id
 from warp_drive.training.policy_state import PolicyState
 from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, policy_obs,
                                          record_policy_obs)
+from warp_drive.training.utils.minibatch import slice_rows
 
 logger = logging.getLogger(__name__)
 
@@ -154,15 +155,6 @@ def _env_axis_problem(dm: Any, per_env: set[str]) -> str | None:
     return None
 
 
-def _rows(tree: Any, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` (first axis) of a tensor, or of every tensor of a list / tuple / dict."""
-    if isinstance(tree, dict):
-        return {k: _rows(v, lo, hi) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_rows(v, lo, hi) for v in tree)
-    return tree[lo:hi]
-
-
 def _env_columns(shared: Any, lo: int, hi: int) -> Any:
     """A copy of the rollout's :class:`~warp_drive.training.rollout.SharedBuffers` whose (B, E, ...)
     arrays are views of envs ``lo:hi`` (its :meth:`record` then fills those envs' columns)."""
@@ -236,7 +228,7 @@ class EnvPartsRollout:
         R.begin()
         self._check_heads()
         for part in self.parts:
-            part.heads = {tag: _rows(h, part.lo, part.hi) for tag, h in R.heads.items()}
+            part.heads = {tag: slice_rows(h, part.lo, part.hi) for tag, h in R.heads.items()}
             part.values = {tag: v[part.lo : part.hi] for tag, v in R.values.items()}
             part.shared = _env_columns(R.shared, part.lo, part.hi)
             part.error = None
@@ -365,7 +357,7 @@ class EnvPartsRollout:
         for p in self.spec.policies.values():
             heads, values = next_out[p.tag]
             if self.spec.reset_obs_known:
-                part.heads[p.tag] = _where_done(done, _rows(p.reset_heads, lo, hi), heads)
+                part.heads[p.tag] = _where_done(done, slice_rows(p.reset_heads, lo, hi), heads)
                 part.values[p.tag] = _where_done(done, p.reset_values[lo:hi], values)
             else:
                 part.heads[p.tag], part.values[p.tag] = self._forward(p, part)

@@ -12,7 +12,7 @@ from torch import nn
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
 from warp_drive.training.algorithms.normalization import moments
-from warp_drive.training.utils.minibatch import iterate_minibatches
+from warp_drive.training.utils.minibatch import iterate_minibatches, map_tensors, slice_rows
 
 Tensor = torch.Tensor
 
@@ -201,13 +201,7 @@ def _loss(model: nn.Module, algorithm: A2C, batch: Mapping[str, Any], timestep: 
 
 def _float32(tree: Any) -> Any:
     """Floating tensors of a (nested) list/tuple/mapping as float32 (a no-op where they already are)."""
-    if isinstance(tree, Tensor):
-        return tree.float() if tree.is_floating_point() else tree
-    if isinstance(tree, Mapping):
-        return {k: _float32(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_float32(v) for v in tree)
-    return tree
+    return map_tensors(lambda t: t.float() if t.is_floating_point() else t, tree)
 
 
 def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
@@ -215,17 +209,6 @@ def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
         loss.backward()
     else:
         backward(loss)
-
-
-def slice_rows(tree: Any, start: int, stop: int) -> Any:
-    """Rows ``start:stop`` (first axis) of every tensor in a (nested) mapping/list: views, no copies."""
-    if isinstance(tree, Tensor):
-        return tree[start:stop]
-    if isinstance(tree, Mapping):
-        return {k: slice_rows(v, start, stop) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(slice_rows(v, start, stop) for v in tree)
-    return tree
 
 
 def _num_rows(tree: Any) -> int:

@@ -59,6 +59,7 @@ from warp_drive.training.lightning.data import (
     trained_tags,
 )
 from warp_drive.training.lightning.engine import EngineFactory
+from warp_drive.training.utils.minibatch import map_tensors
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +69,7 @@ CHECKPOINT_FORMAT = 1
 
 
 def _to_cpu(tree: Any) -> Any:
-    if isinstance(tree, Tensor):
-        return tree.detach().cpu()
-    if isinstance(tree, Mapping):
-        return {k: _to_cpu(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_to_cpu(v) for v in tree)
-    return tree
+    return map_tensors(lambda t: t.detach().cpu(), tree)
 
 
 def _optimizer_state_to(optimizer: torch.optim.Optimizer, device: torch.device) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -12,30 +12,37 @@ from warp_drive.errors import DataShapeError
 Tensor = torch.Tensor
 
 
+def map_tensors(fn: Callable[[Tensor], Any], tree: Any) -> Any:
+    """``fn`` applied to every tensor of a (nested) mapping/list/tuple; other leaves kept as they are.
+
+    The one tree walk of the training code: mappings come back as dicts, lists and tuples as their own type.
+    """
+    if isinstance(tree, Tensor):
+        return fn(tree)
+    if isinstance(tree, Mapping):
+        return {k: map_tensors(fn, v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(map_tensors(fn, v) for v in tree)
+    return tree
+
+
 def flatten_leading(tree: Any, num_dims: int = 2) -> Any:
     """Merges the first ``num_dims`` axes of every tensor in a (nested) mapping/list.
 
     Shapes:
         each tensor: (B, E, *rest) -> (B * E, *rest) for num_dims = 2.
     """
-    if isinstance(tree, Tensor):
-        return tree.reshape(-1, *tree.shape[num_dims:])
-    if isinstance(tree, Mapping):
-        return {k: flatten_leading(v, num_dims) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(flatten_leading(v, num_dims) for v in tree)
-    return tree
+    return map_tensors(lambda t: t.reshape(-1, *t.shape[num_dims:]), tree)
 
 
 def index_tree(tree: Any, index: Tensor, dim: int = 0) -> Any:
     """Selects entries ``index`` along axis ``dim`` of every tensor in a (nested) mapping/list."""
-    if isinstance(tree, Tensor):
-        return tree.index_select(dim, index)
-    if isinstance(tree, Mapping):
-        return {k: index_tree(v, index, dim) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(index_tree(v, index, dim) for v in tree)
-    return tree
+    return map_tensors(lambda t: t.index_select(dim, index), tree)
+
+
+def slice_rows(tree: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` (first axis) of every tensor in a (nested) mapping/list: views, no copies."""
+    return map_tensors(lambda t: t[start:stop], tree)
 
 
 def minibatch_indices(
