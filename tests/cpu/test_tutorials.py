@@ -110,12 +110,10 @@ def execute_notebook(path: Path, skip_tags: set[str]) -> tuple[dict[str, Any], l
 @pytest.fixture
 def one_torch_thread():
     """The tutorials' models are tiny: one intra-op thread is faster and avoids oversubscription."""
-    import torch
+    from tests.helpers.threads import torch_threads
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 # ----------------------------------------------------------------------------------------- tests

@@ -23,6 +23,7 @@ pl = pytest.importorskip("pytorch_lightning", reason="not installed: pip install
 lightning = pytest.importorskip("lightning", reason="not installed: pip install -e '.[lightning]'")
 
 from example_envs.tag_continuous.tag_continuous import TagContinuous  # noqa: E402
+from tests.helpers.threads import torch_threads  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402
 from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.errors import ConfigError  # noqa: E402
@@ -66,10 +67,8 @@ RUN_CONFIG = dict(
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    with torch_threads(1):
+        yield
 
 
 def _run_config(tmp_path: Path, **trainer) -> dict:

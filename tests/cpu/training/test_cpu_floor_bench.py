@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.training.trainer import Trainer
@@ -60,14 +61,10 @@ def test_rollout_mode_says_whether_the_rollout_runs_in_env_parts(tmp_path, bench
     config = {"name": "toy", "trainer": {"num_envs": 4, "train_batch_size": 8, "num_episodes": 100, "env_backend": "cpu"},
               "policy": {"a": {"to_train": True, "algorithm": "A2C", "model": {"fc_dims": [8]}}},
               "saving": {"metrics_log_freq": 1000, "model_params_save_freq": 1000, "basedir": str(tmp_path)}}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
+    with torch_threads(2):
         for separable, expected in ((False, "plain loop (ToyLine does not set numpy_step_is_env_separable = True)"),
                                     (True, "2 env parts")):
             env = type("ToyLine", (ToyLine,), {SEPARABLE: separable})(num_agents=2)
             t = Trainer(EnvWrapper(env, num_envs=4, env_backend="cpu"), config, {"a": [0, 1]}, verbose=False)
             t.env_wrapper.reset_all_envs()
             assert bench.rollout_mode(t) == expected
-    finally:
-        torch.set_num_threads(threads)

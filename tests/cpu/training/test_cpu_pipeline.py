@@ -23,6 +23,7 @@ import torch
 from gymnasium import spaces
 
 from example_envs.tag_continuous.tag_continuous import TagContinuous
+from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import SamplerError
@@ -36,10 +37,8 @@ from warp_drive.utils.data_feed import DataFeed
 @pytest.fixture(autouse=True)
 def two_threads():
     """The parts need >= 2 torch threads (CI has 2 cores; more threads only mean more parts)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(2):
+        yield
 
 
 class PooledLine(ToyLine):

@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from tests.cpu.training.test_compat_configs import REFERENCE_CONFIGS
+from tests.helpers.threads import torch_threads
 from warp_drive.config import load_run_config
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
@@ -268,9 +269,9 @@ def test_checkpoints_round_trip(tmp_path):
 def test_ddpg_learns_pendulum_and_beats_random(tmp_path):
     """Pendulum (T = 200): a random or untrained policy returns about -1200. 700 iterations of
     64 envs x 8 steps (4 gradient steps each; about 20 s on one core) improve it clearly."""
-    torch.set_num_threads(1)
-    t = TrainerDDPG(_pendulum(64), _pendulum_config(tmp_path, iters=700), verbose=False)
-    before = float(t.evaluate()["shared"]["episode_return"].mean())
-    t.train()
-    after = float(t.evaluate()["shared"]["episode_return"].mean())
+    with torch_threads(1):  # restored after: later tests keep the default thread count
+        t = TrainerDDPG(_pendulum(64), _pendulum_config(tmp_path, iters=700), verbose=False)
+        before = float(t.evaluate()["shared"]["episode_return"].mean())
+        t.train()
+        after = float(t.evaluate()["shared"]["episode_return"].mean())
     assert before < -1000 and after > before + 300, (before, after)

@@ -19,6 +19,7 @@ pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip
 
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 
+from tests.helpers.threads import torch_threads  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402
 from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.errors import ConfigError  # noqa: E402
@@ -46,10 +47,8 @@ TINY_TAG = ["trainer.num_envs=4", "trainer.train_batch_size=80", "env.num_tagger
 @pytest.fixture(autouse=True)
 def _one_thread():
     """Tiny models: more threads only add contention."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    with torch_threads(1):
+        yield
 
 
 def _config(tmp_path, iters=8, a="PPO", b="A2C"):
