@@ -9,8 +9,8 @@
 //   * wkBlocksPerEnv == 1: CudaTagContinuousStep, one fused kernel; the moved state is staged in
 //     shared memory and the phases are separated by __syncthreads(). The agents are sorted into
 //     a grid of cells every step, the K-nearest and tag searches visit only cells near the
-//     observer (exact), and each warp writes its observation rows with coalesced stores from a
-//     shared neighbour table. Its shared memory is dynamic: the kernel states the size in
+//     observer (exact), and each warp writes the observation rows of the observers it searched for
+//     as soon as its searches end (no block barrier), through per-warp staging rows. Its shared memory is dynamic: the kernel states the size in
 //     CudaTagContinuousStep_dynamic_shared_bytes and the function manager launches with it.
 //   * wkBlocksPerEnv > 1: CudaTagContinuousMove, CudaTagContinuousObserveAndTag and
 //     CudaTagContinuousFinish, launched in this order; kernel boundaries are the env-wide
@@ -51,14 +51,16 @@ constexpr int kOffCellStart = kOffSlotXY + TagAlign16(8 * kSlots);
 constexpr int kOffSlotCode = kOffCellStart + TagAlign16(4 * (kGridCells + 1));
 constexpr int kOffInGame = kOffSlotCode + TagAlign16(2 * kSlots);
 constexpr int kOffTable = kOffInGame + TagAlign16(kFusedAgents);
-// With the partial observation, each observer's K neighbour ids go to a shared table, and each
-// warp assembles kStageRows observation rows at a time in shared memory, then copies them out with
-// coalesced stores. Both must keep the block within 99 KiB and within what the device allows
+// With the partial observation, each warp puts its observers' K neighbour ids in its own shared
+// table, assembles kStageRows observation rows at a time in shared memory, then copies them out
+// row by row. Both must keep the block within 99 KiB and within what the device allows
 // (wkMaxSharedBytesPerBlock, less 1 KiB for the static variables); otherwise each thread writes
 // its own row.
 constexpr int kSharedBudget = (wkMaxSharedBytesPerBlock - 1024 < 99 * 1024) ? wkMaxSharedBytesPerBlock - 1024 : 99 * 1024;
-constexpr int kTableBytes = TagAlign16(2 * kFusedAgents * kNumObservedAgents);
 constexpr int kFusedWarps = (wkThreadsPerBlock + 31) / 32;
+// Per warp: 32 rows of K neighbour ids, then the 32 seekers' ids (shorts).
+constexpr int kWarpTableShorts = 32 * kNumObservedAgents + 32;
+constexpr int kTableBytes = TagAlign16(2 * kFusedWarps * kWarpTableShorts);
 constexpr int kRowBytes = 4 * kObsDim;
 constexpr int kStageRowsFit = (kSharedBudget - kOffTable - kTableBytes) / (kFusedWarps * kRowBytes);
 constexpr int kStageRows = kStageRowsFit > 8 ? 8 : (kStageRowsFit < 0 ? 0 : kStageRowsFit);
@@ -228,42 +230,64 @@ __device__ void TagWriteObservationRow(int observer, const TagNearestList& list,
   obs_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
 }
 
-// The warp of the calling thread writes the observation rows of its observers (agents
-// warp_first .. warp_first + lanes - 1, one block per env) from the shared neighbour table
-// (short ids, -1 for an empty slot), kStageRows rows at a time: each lane computes the 7 features
-// of one (observer, slot) pair (compile-time feature indices) into the warp's staging rows, then
-// the warp copies the rows, which are contiguous in global memory, with coalesced stores.
+// The warp of the calling thread writes the observation rows of its seekers (the agents in the game
+// whose K nearest its lanes found, `seeker` < 0 for a lane without one) and the all-zero rows of its
+// own agents out of the game (agents warp_first .. warp_first + lanes - 1, one block per env). No
+// block barrier: a warp writes as soon as its own searches are done, so its stores overlap the
+// searches of the other warps. The seekers' ids go to the warp's table (compacted, short ids, -1
+// for an empty slot); each lane then computes the 7 features of one (seeker, slot) pair
+// (compile-time feature indices) into the warp's staging rows, kStageRows rows at a time, and the
+// warp copies each staged row, contiguous in global memory, with consecutive lanes on consecutive
+// floats.
 template <typename View>
-__device__ void TagWriteWarpObservations(int env, const short* table, float* stage, const View& v,
+__device__ void TagWriteWarpObservations(int env, int seeker, const TagNearestList& list, bool zero_row,
+                                         short* table, float* stage, const View& v,
                                          float* observations_arr, float pos_norm, float max_speed,
                                          float time_frac) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp_first = static_cast<int>(threadIdx.x) - lane;
   const int lanes = min(32, static_cast<int>(blockDim.x) - warp_first);  // the last warp may be partial
   const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u);
-  const int rows = min(lanes, wkNumberAgents - warp_first);
-  float* out = observations_arr +
-               (static_cast<long long>(env) * wkNumberAgents + warp_first) * kObsDim;
-  for (int first = 0; first < rows; first += kStageRows) {
-    const int chunk = min(kStageRows, rows - first);
+  short* ids = table + 32 * kNumObservedAgents;  // the warp's seekers, in table-row order
+  float* env_rows = observations_arr + static_cast<long long>(env) * wkNumberAgents * kObsDim;
+  const unsigned seekers = __ballot_sync(mask, seeker >= 0);
+  if (seeker >= 0) {
+    const int r = __popc(seekers & ((1u << lane) - 1u));
+    ids[r] = static_cast<short>(seeker);
+#pragma unroll
+    for (int s = 0; s < kNearestListLength; ++s) {
+      const int id = list.Id(s);
+      table[r * kNumObservedAgents + s] = static_cast<short>(id < wkNumberAgents ? id : -1);
+    }
+  }
+  __syncwarp(mask);
+  const int count = __popc(seekers);
+  for (int first = 0; first < count; first += kStageRows) {
+    const int chunk = min(kStageRows, count - first);
     for (int p = lane; p < chunk * kNumObservedAgents; p += lanes) {
       const int r = p / kNumObservedAgents;
       const int slot = p - r * kNumObservedAgents;
-      const int observer = warp_first + first + r;
-      const bool self_in_game = v.in_game[observer] != 0;
-      const int other = self_in_game ? table[observer * kNumObservedAgents + slot] : -1;
+      const int observer = ids[first + r];
+      const int other = table[(first + r) * kNumObservedAgents + slot];
       float* staged_row = stage + r * kObsDim;
 #pragma unroll
       for (int f = 0; f < kNumObsFeatures; ++f) {
         staged_row[f * kNumObservedAgents + slot] =
             other >= 0 ? TagFeature(f, observer, other, v, pos_norm, max_speed) : 0.0f;
       }
-      if (slot == 0) staged_row[kObsDim - 1] = self_in_game ? time_frac : 0.0f;
+      if (slot == 0) staged_row[kObsDim - 1] = time_frac;
     }
     __syncwarp(mask);
-    float* dst = out + static_cast<long long>(first) * kObsDim;
-    for (int e = lane; e < chunk * kObsDim; e += lanes) dst[e] = stage[e];
+    for (int e = lane; e < chunk * kObsDim; e += lanes) {
+      const int r = e / kObsDim;
+      env_rows[static_cast<long long>(ids[first + r]) * kObsDim + (e - r * kObsDim)] = stage[e];
+    }
     __syncwarp(mask);
+  }
+  // agents out of the game (never seekers) observe all zeros
+  for (unsigned rest = __ballot_sync(mask, zero_row); rest != 0u; rest &= rest - 1u) {
+    float* row = env_rows + static_cast<long long>(warp_first + __ffs(rest) - 1) * kObsDim;
+    for (int c = lane; c < kObsDim; c += lanes) row[c] = 0.0f;
   }
 }
 
@@ -339,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
   int* sh_cell_start = reinterpret_cast<int*>(tag_shared + kOffCellStart);
   short* sh_slot_code = reinterpret_cast<short*>(tag_shared + kOffSlotCode);
   signed char* sh_in_game = reinterpret_cast<signed char*>(tag_shared + kOffInGame);
-  short* sh_table = reinterpret_cast<short*>(tag_shared + kOffTable);
+  short* sh_table = reinterpret_cast<short*>(tag_shared + kOffTable) + (threadIdx.x >> 5) * kWarpTableShorts;
   float* sh_stage = reinterpret_cast<float*>(tag_shared + kOffStage) + (threadIdx.x >> 5) * (kStageRows * kObsDim);
   __shared__ int sh_scan_scratch[32];
   __shared__ int sh_runners_out;
@@ -424,15 +448,8 @@ extern "C" __global__ void __launch_bounds__(wkThreadsPerBlock) CudaTagContinuou
     list.Clear();
     if (seeker >= 0) TagKNearestGrid(seeker, seeker_x, seeker_y, grid, list);
     if (kStageNeighbours) {
-      if (seeker >= 0) {
-#pragma unroll
-        for (int s = 0; s < kNearestListLength; ++s) {
-          const int id = list.Id(s);
-          sh_table[seeker * kNumObservedAgents + s] = static_cast<short>(id < wkNumberAgents ? id : -1);
-        }
-      }
-      __syncthreads();  // table rows are filled by other warps; rows of agents out of the game are not read
-      TagWriteWarpObservations(env, sh_table, sh_stage, view, observations_arr, pos_norm, max_speed, time_frac);
+      TagWriteWarpObservations(env, seeker, list, valid && !in_game, sh_table, sh_stage, view,
+                               observations_arr, pos_norm, max_speed, time_frac);
     } else {
       if (seeker >= 0) {
         TagWriteObservationRow(seeker, list, view, observations_arr + static_cast<long long>(base + seeker) * kObsDim,
