@@ -13,6 +13,7 @@ from torch import nn
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+from warp_drive.training.models.fused_linear import linear_relu
 from warp_drive.utils.constants import Constants
 
 Tensor = torch.Tensor
@@ -202,7 +203,7 @@ class FullyConnected(nn.Module):
         """
         x, obs_mask = self.flatten_obs(obs)
         mask = action_mask if action_mask is not None else obs_mask
-        outputs, values = self._heads(self.trunk(x))
+        outputs, values = self._heads(self._trunk(x))
         if self.log_std is not None:
             if mask is not None:
                 raise DataShapeError("an action mask was given for a Gaussian (Box) action head.")
@@ -224,6 +225,14 @@ class FullyConnected(nn.Module):
                 logits = logits.masked_fill(masks[i] == 0, torch.finfo(logits.dtype).min)
             probs.append(torch.softmax(logits, dim=-1))
         return probs, values
+
+    def _trunk(self, x: Tensor) -> Tensor:
+        """``self.trunk(x)``, each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
+        (:func:`~warp_drive.training.models.fused_linear.linear_relu`)."""
+        layers = list(self.trunk)
+        for i in range(0, len(layers), 2):
+            x = linear_relu(x, layers[i])
+        return x
 
     def _heads(self, h: Tensor) -> tuple[list[Tensor], Tensor]:
         """All policy heads and the value head as one matrix product (one read of ``h``, one GEMM
