@@ -132,8 +132,9 @@ def policy_flops(trainer: Any) -> dict[str, Any]:
     Per sample (one agent at one step), with ``F = sum(in * out)`` over the model's linear layers
     and ``F0`` the first layer's share: forward ``2F``; backward ``2F`` (weight gradients) plus
     ``2(F - F0)`` (input gradients; the observations need none). The rollout runs one forward per
-    step plus, at its start, one on the current and one on the reset observations (one more per
-    step when the env has no reset observations); the update runs ``num_epochs`` forward+backward
+    step plus one at its start; in the bootstrap order (``trainer.bootstrap_at_time_limit``) also
+    one on the reset observations at the start (one more per step instead when the env has no
+    reset observations); the update runs ``num_epochs`` forward+backward
     passes over the ``B x E x A`` samples.
     """
     out: dict[str, Any] = {"policies": {}}
@@ -144,8 +145,11 @@ def policy_flops(trainer: Any) -> dict[str, Any]:
         macs = sum(i * o for i, o in shapes)
         first = shapes[0][0] * shapes[0][1] if shapes else 0
         A = p.num_agents
-        extra = 2 if trainer.reset_obs_known else 1
-        per_step = 1 if trainer.reset_obs_known else 2
+        if trainer.rollout.reset_first:  # one forward per step, after the reset, and one at the start
+            extra, per_step = 1, 1
+        else:
+            extra = 2 if trainer.reset_obs_known else 1
+            per_step = 1 if trainer.reset_obs_known else 2
         rollout_samples = (B * per_step + extra) * E * A
         rollout = 2.0 * macs * rollout_samples
         update = 0.0

@@ -3,8 +3,8 @@
 The NumPy env step and sampler run on one core while a torch forward can use all of them, so on
 ``C`` torch threads (``torch.get_num_threads()``) a step of the plain loop (:meth:`Rollout.run`)
 leaves ``C - 1`` cores idle for its NumPy half. Here the envs are split into ``C`` contiguous
-parts and each part runs the whole rollout loop (record observations, sample, env step, forward,
-reset) in its own thread, torch on one intra-op thread: NumPy and torch release the GIL, so one
+parts and each part runs the whole rollout loop (record observations, sample, env step, reset,
+forward, in the plain loop's order) in its own thread, torch on one intra-op thread: NumPy and torch release the GIL, so one
 part's env step overlaps another part's forward and every core stays busy. The parts wait for
 each other only at the end of the rollout.
 
@@ -45,7 +45,7 @@ from warp_drive.managers import cpu_kernels
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler, stream_id
 from warp_drive.training.policy_state import PolicyState
-from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, policy_obs,
+from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, observe,
                                          record_policy_obs)
 from warp_drive.training.utils.minibatch import slice_rows
 
@@ -225,7 +225,7 @@ class EnvPartsRollout:
         R = self.rollout
         mark = timer.start if timer is not None else _no_mark
         mark("policy")
-        R.begin()
+        R.begin(record=True)
         self._check_heads()
         for part in self.parts:
             part.heads = {tag: slice_rows(h, part.lo, part.hi) for tag, h in R.heads.items()}
@@ -284,16 +284,24 @@ class EnvPartsRollout:
         ``mark(phase)`` as in :meth:`Rollout.run`."""
         mark = mark or _no_mark
         step_envs = self.spec.env_wrapper.env.numpy_step
+        reset_first = self.rollout.reset_first
         try:
             with torch.no_grad():  # grad mode is per thread
                 for step in range(self.spec.steps_per_iter):
                     if self.stop.is_set():
                         return
                     mark("sampling")
-                    self._record_obs(part, step)
+                    if not reset_first:
+                        self._record_obs(part, step)
                     self._sample(part, step)
                     mark("env_step")
                     step_envs(part.env_view)
+                    if reset_first:  # Rollout.end_step in the reset-first order
+                        part.shared.record(step, part.dm)
+                        self._reset(part)
+                        mark("policy")
+                        self._forward_next(part, step)
+                        continue
                     mark("policy")
                     done, next_out = self._after_step(part, step)
                     mark("env_step")
@@ -312,6 +320,7 @@ class EnvPartsRollout:
         """The sampler kernels on the part's rows (:meth:`Rollout.sample`)."""
         sampler, lo, hi = self.spec.sampler, part.lo, part.hi
         greedy = int(self.rollout.greedy)
+        joint = part.shared.actions is not None
         for p in self.spec.policies.values():
             rows, first = (hi - lo) * p.num_agents, lo * p.num_agents
             actions = self.dm.data_on_device_via_torch(p.action_name)[lo:hi]
@@ -331,11 +340,23 @@ class EnvPartsRollout:
                         h, sampler.seed, stream_id(p.action_name, h), greedy, 2 if h > 0 else 1)
             if p.action_name != Constants.ACTIONS:
                 part.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
-            p.buffers.actions[step][lo:hi].copy_(actions)
+            if not joint:
+                p.buffers.actions[step][lo:hi].copy_(actions)
             p.buffers.values[step][lo:hi].copy_(part.values[p.tag])
+        if joint:
+            part.shared.record_actions(step, part.dm)
 
-    def _forward(self, p: PolicyState, part: _Part) -> Any:
-        return forward_in_chunks(p.model, policy_obs(part.dm, p, self.spec.obs_names), self.rollout.chunk_envs(p))
+    def _forward(self, p: PolicyState, part: _Part, row: int | None = None) -> Any:
+        """The policy on the part's observations, also recorded at obs buffer row ``row`` unless None."""
+        obs = observe(part.dm, p, self.spec.obs_names, row, slice(part.lo, part.hi))
+        return forward_in_chunks(p.model, obs, self.rollout.chunk_envs(p))
+
+    def _forward_next(self, part: _Part, step: int) -> None:
+        """Reset-first order: the policy outputs for the part's observations after the reset, which
+        go to obs buffer row ``step + 1`` (:meth:`Rollout.end_step`)."""
+        row = self.rollout.next_obs_row(step)
+        for p in self.spec.policies.values():
+            part.heads[p.tag], part.values[p.tag] = self._forward(p, part, row)
 
     def _after_step(self, part: _Part, step: int) -> tuple[Tensor, dict[str, Any]]:
         """Done flags, timesteps and rewards recorded; forward on ``s_{t+1}`` (:meth:`Rollout.after_step`)."""
@@ -346,14 +367,19 @@ class EnvPartsRollout:
             p.buffers.next_values[step][part.lo : part.hi].copy_(next_out[p.tag][1])
         return done_i > 0, next_out
 
-    def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
-        """Reset the part's done envs; the policy outputs for the next step (:meth:`Rollout.advance`)."""
-        lo, hi = part.lo, part.hi
+    def _reset(self, part: _Part) -> None:
+        """Reset the part's done envs (the reset kernel on its rows)."""
         dst, src, sizes, pool_sizes, count = part.reset_args
         cpu_kernels.reset_env_rows(
-            lo, dst, src, sizes, pool_sizes, count, part.dm.data_on_device_via_torch(Constants.DONE),
-            part.dm.data_on_device_via_torch(Constants.TIMESTEP), self.resetter._pool_counters[lo:hi],
+            part.lo, dst, src, sizes, pool_sizes, count, part.dm.data_on_device_via_torch(Constants.DONE),
+            part.dm.data_on_device_via_torch(Constants.TIMESTEP), self.resetter._pool_counters[part.lo : part.hi],
             self.resetter._pool_seed, 0, 1)
+
+    def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
+        """Bootstrap order: reset the part's done envs; the policy outputs for the next step
+        (:meth:`Rollout.advance`)."""
+        lo, hi = part.lo, part.hi
+        self._reset(part)
         for p in self.spec.policies.values():
             heads, values = next_out[p.tag]
             if self.spec.reset_obs_known:

@@ -49,8 +49,7 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int = 1) -> 
             lengths[slot, envs] += torch.where(record, running_len, 0.0)
             running_len.mul_((~done).float())
             finished += record.long()
-            d, nxt = rollout.after_step(None)
-            rollout.advance(d, nxt)
+            rollout.end_step(None)
     done_mask = (torch.arange(num_episodes, device=dev)[:, None] < finished[None, :]).cpu().numpy()
     out = {}
     for tag in policies:
@@ -107,8 +106,7 @@ def evaluate_per_agent(engine: Any, greedy: bool) -> tuple[dict[str, np.ndarray]
                 sums[tag] += torch.where(active[:, None], p.select(rewards), 0.0)
             steps += active.int()
             active &= ~done
-            d, nxt = rollout.after_step(None)
-            rollout.advance(d, nxt)
+            rollout.end_step(None)
             if t % 32 == 31 and not bool(active.any()):  # one host sync every 32 steps
                 break
     lengths = steps.cpu().numpy()
@@ -185,8 +183,7 @@ def fetch_episode_states(
             actions[t].copy_(pick(actions_all)[env_id])
             rewards[t].copy_(pick(rewards_all)[env_id])
             done[t] = done_all[env_id] > 0
-            d, nxt = rollout.after_step(None)
-            rollout.advance(d, nxt)
+            rollout.end_step(None)
     ended = torch.nonzero(done).flatten()
     last = int(ended[0]) if len(ended) else T - 1  # the step that ended env_id's first episode
     out_states = {}

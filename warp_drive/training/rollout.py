@@ -1,14 +1,32 @@
 """On-device rollout: policy forward, in-kernel sampling, env step and resets, without host syncs.
 
-Order of one step, for every env replica at once:
+One step, for every env replica at once, in one of two orders that give the same rollout buffers
+(``tests/cpu/training/test_rollout_order.py``):
 
-1. sample actions from the policy outputs for the current observations ``s_t``;
-2. step the env kernel: rewards ``r_t``, done flags, observations ``s_{t+1}`` (before reset);
-3. one policy forward on ``s_{t+1}``: its values are the bootstrap values ``V(s_{t+1})`` (used at
-   time-limit truncations too, since the final observation is still there);
+**Reset first** (``trainer.bootstrap_at_time_limit`` False, where no step needs the value of an
+episode's final observation):
+
+1. sample actions from the policy outputs for ``s_t`` (its observations already in the obs
+   buffer row ``t``);
+2. step the env kernel: rewards ``r_t``, done flags, observations ``s_{t+1}``;
+3. record the done flags and rewards, then reset the done envs in one kernel launch;
+4. one forward per policy on the observations after the reset, gathered straight into the obs
+   buffer row ``t + 1``: its outputs are step ``t + 1``'s policy outputs and values.
+
+**Bootstrap** (``trainer.bootstrap_at_time_limit`` True):
+
+1. record ``s_t`` into the obs buffers and sample actions;
+2. step the env kernel;
+3. one policy forward on ``s_{t+1}`` before the reset: its values are the bootstrap values
+   ``V(s_{t+1})`` (used at time-limit truncations, since the final observation is still there);
 4. reset done envs in one kernel launch; for those envs the observations become the saved reset
    observations, whose policy outputs were computed once per iteration, so the outputs for
-   ``s_{t+1}`` after the reset are a ``torch.where`` away: one forward per step in total.
+   ``s_{t+1}`` after the reset are a ``torch.where`` away (without saved reset observations, one
+   more forward on the observations after the reset).
+
+Per step the reset-first order launches, per policy, one gather fewer, no ``torch.where`` and no
+copy of the bootstrap values, and records neither timesteps nor truncation flags (read only to
+split episode ends for bootstrapping).
 """
 
 from __future__ import annotations
@@ -21,6 +39,7 @@ import torch
 
 from warp_drive.env.constants import Constants
 from warp_drive.env.done import split_done
+from warp_drive.errors import UsageError
 from warp_drive.training.policy_state import PolicyState
 
 Tensor = torch.Tensor
@@ -44,21 +63,36 @@ def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: boo
 
 
 def record_policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], step: int,
-                      rows: slice = slice(None)) -> None:
+                      rows: slice = slice(None)) -> Any:
     """Policy ``policy``'s observations into its buffer at ``step`` (env rows ``rows``): one gather
     straight into the buffer for a plain agent-first placeholder of a subset of agents, else a view
-    (or gather) and a copy."""
+    (or gather) and a copy.
+
+    Returns the observations to run the policy on, what :func:`policy_obs` gives (same values,
+    layout and shape): the buffer rows themselves after the one gather, else that view.
+    """
     if obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last:
         src, dst = dm.data_on_device_via_torch(Constants.OBSERVATIONS), policy.buffers.obs[step][rows]
         if src.dtype == dst.dtype and dst.is_contiguous():
             torch.index_select(src, 1, policy.agent_index, out=dst)
-            return
+            return dst
     obs = policy_obs(dm, policy, obs_names)
     if isinstance(obs, dict):
         for k, v in obs.items():
             policy.buffers.obs[k][step][rows].copy_(v)
     else:
         policy.buffers.obs[step][rows].copy_(obs)
+    return obs
+
+
+def observe(dm: Any, policy: PolicyState, obs_names: list[str], step: int | None,
+            rows: slice = slice(None)) -> Any:
+    """The policy's observations to run it on (:func:`policy_obs`), also recorded in its obs buffer
+    at ``step`` (env rows ``rows``) unless ``step`` is None (:func:`record_policy_obs`: gathered
+    once, straight into the buffer, where it can)."""
+    if step is None:
+        return policy_obs(dm, policy, obs_names)
+    return record_policy_obs(dm, policy, obs_names, step, rows)
 
 
 def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
@@ -100,13 +134,14 @@ def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     return torch.where(mask, a, b)
 
 
-def split_episode_ends(done_flags: Tensor, timesteps: Tensor, episode_length: int,
+def split_episode_ends(done_flags: Tensor, timesteps: Tensor | None, episode_length: int,
                        bootstrap_at_time_limit: bool, truncated_flags: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``(done, terminated, truncated)`` bool flags from a rollout's ``_done_`` flags and timesteps
     (and ``_truncated_`` flags, for envs whose step writes them).
 
     An episode cut by the time limit (:func:`warp_drive.env.done.split_done`) is truncated
-    (bootstrapped) when ``bootstrap_at_time_limit``, else terminated like any other end.
+    (bootstrapped) when ``bootstrap_at_time_limit``, else terminated like any other end; the
+    timesteps and truncation flags are read only then (None otherwise is fine).
 
     Shapes: every input and output (B, E).
     """
@@ -118,30 +153,49 @@ def split_episode_ends(done_flags: Tensor, timesteps: Tensor, episode_length: in
 
 
 class SharedBuffers:
-    """Per-step arrays every policy reads: done flags, timesteps and all agents' rewards.
+    """Per-step arrays every policy reads: done flags, timesteps and all agents' rewards (and actions).
+
+    Args:
+        steps: rows (env steps) of every array.
+        dm: the data manager whose placeholders are recorded.
+        time_limits: keep timesteps and (envs whose step writes ``_truncated_``) truncation flags,
+            which only bootstrapping at time limits reads; False: both are None and not recorded.
+        joint_actions: keep every agent's actions (the joint ``sampled_actions`` placeholder) once
+            per step, for policies that sample into placeholders of their own: one copy per step
+            instead of one per policy (:meth:`Rollout.finalize` picks each policy's agents).
 
     Shapes: done, timestep, truncated: (B, E) int32 (truncated: None unless the env's step writes
-    ``_truncated_``); rewards: (B, E, N) float32.
+    ``_truncated_``); rewards: (B, E, N) float32; actions: (B, E, N, columns) or None.
     """
 
-    def __init__(self, steps: int, dm: Any) -> None:
+    def __init__(self, steps: int, dm: Any, time_limits: bool = True, joint_actions: bool = False) -> None:
         done = dm.data_on_device_via_torch(Constants.DONE)
         rewards = dm.data_on_device_via_torch(Constants.REWARDS)
         self.done = torch.zeros((steps, *done.shape), dtype=done.dtype, device=done.device)
-        self.timestep = torch.zeros_like(self.done)
-        self.truncated = torch.zeros_like(self.done) if dm.is_data_on_device(Constants.TRUNCATED) else None
+        self.timestep = torch.zeros_like(self.done) if time_limits else None
+        writes_truncated = time_limits and dm.is_data_on_device(Constants.TRUNCATED)
+        self.truncated = torch.zeros_like(self.done) if writes_truncated else None
         self.rewards = torch.zeros((steps, *rewards.shape), dtype=rewards.dtype, device=rewards.device)
+        self.actions: Tensor | None = None
+        if joint_actions:
+            actions = dm.data_on_device_via_torch(Constants.ACTIONS)
+            self.actions = torch.zeros((steps, *actions.shape), dtype=actions.dtype, device=actions.device)
 
     def record(self, step: int, dm: Any) -> Tensor:
         """Copy the env's done flags, timesteps and rewards after a step into row ``step``; returns
         the done flags (E,)."""
         done = dm.data_on_device_via_torch(Constants.DONE)
         self.done[step].copy_(done)
-        self.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
+        if self.timestep is not None:
+            self.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
         if self.truncated is not None:
             self.truncated[step].copy_(dm.data_on_device_via_torch(Constants.TRUNCATED))
         self.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
         return done
+
+    def record_actions(self, step: int, dm: Any) -> None:
+        """Copy every agent's sampled actions into row ``step`` (with ``joint_actions``)."""
+        self.actions[step].copy_(dm.data_on_device_via_torch(Constants.ACTIONS))
 
     def policy_rewards(self, p: Any) -> Tensor:
         """The rewards of policy ``p``'s agents, (B, E, A_p) (a view when it covers all agents in order)."""
@@ -169,9 +223,14 @@ class RolloutSpec:
 class Rollout:
     """Runs ``steps`` env steps for every policy, filling each policy's :class:`RolloutBuffers`.
 
-    Per step only what cannot be derived later is copied (observations, actions, log-probs and
-    values per policy; done flags, timesteps and rewards once); rewards per policy, termination
-    flags and episode statistics are computed once per iteration by :meth:`finalize`.
+    Per step only what cannot be derived later is copied (observations, log-probs and values per
+    policy; actions per policy, or once for all agents when the policies sample into placeholders
+    of their own; done flags and rewards once, and timesteps and truncation flags when
+    bootstrapping at time limits); rewards and actions per policy, termination flags and episode
+    statistics are computed once per iteration by :meth:`finalize`.
+
+    The step order (module docstring) is "reset first" unless the spec bootstraps at time limits;
+    :attr:`reset_first` says which.
 
     Args:
         spec: what the rollout reads of its engine.
@@ -184,7 +243,23 @@ class Rollout:
         self.dm = spec.env_wrapper.cuda_data_manager
         self.heads: dict[str, Any] = {}
         self.values: dict[str, Tensor] = {}
-        self.shared = SharedBuffers(spec.steps_per_iter, self.dm)
+        self._reset_first = not spec.bootstrap_at_time_limit
+        own_placeholders = any(p.action_name != Constants.ACTIONS for p in spec.policies.values())
+        self.shared = SharedBuffers(spec.steps_per_iter, self.dm, time_limits=spec.bootstrap_at_time_limit,
+                                    joint_actions=own_placeholders)
+
+    @property
+    def reset_first(self) -> bool:
+        """Steps run in the reset-first order (True, the default without bootstrapping at time
+        limits) or the bootstrap order (False; tests set it to compare the two)."""
+        return self._reset_first
+
+    @reset_first.setter
+    def reset_first(self, value: bool) -> None:
+        if value and self.spec.bootstrap_at_time_limit:
+            raise UsageError("reset_first=True drops the bootstrap values that trainer.bootstrap_at_time_limit=True "
+                             "needs; set trainer.bootstrap_at_time_limit=false to step resets first")
+        self._reset_first = bool(value)
 
     def run(self, timer: Any = None) -> dict[str, Tensor]:
         """One rollout: ``steps_per_iter`` env steps of every env, then :meth:`finalize` (no host sync).
@@ -202,17 +277,15 @@ class Rollout:
                 return values
         mark = timer.start if timer is not None else _no_mark
         mark("policy")
-        self.begin()
+        self.begin(record=True)
         for step in range(self.spec.steps_per_iter):
             mark("sampling")
-            self.record_obs(step)
+            if not self.reset_first:
+                self.record_obs(step)
             self.sample(step)
             mark("env_step")
             self.spec.env_wrapper.step_all_envs()
-            mark("policy")
-            done, next_out = self.after_step(step)
-            mark("env_step")
-            self.advance(done, next_out)
+            self.end_step(step, mark)
         mark("policy")
         self.finalize()
         if timer is not None:
@@ -234,12 +307,22 @@ class Rollout:
         """The policy's model on (E, A, ...) observations (in env chunks on the cpu backend)."""
         return forward_in_chunks(p.model, obs, self.chunk_envs(p))
 
+    def next_obs_row(self, step: int | None) -> int | None:
+        """The obs buffer row that the observations after step ``step``'s reset go to in the
+        reset-first order: ``step + 1``, or None after the last step (or for ``step`` None)."""
+        if step is None or step + 1 >= self.spec.steps_per_iter:
+            return None
+        return step + 1
+
     @torch.no_grad()
-    def begin(self) -> None:
-        """Forward on the current observations and on the reset observations (weights changed)."""
+    def begin(self, record: bool = False) -> None:
+        """Forward on the current observations (the weights changed) and, in the bootstrap order, on
+        the reset observations. ``record``: a rollout starts, and in the reset-first order the
+        current observations go to row 0 of the obs buffers (gathered once)."""
+        row = 0 if record and self.reset_first else None
         for p in self.spec.policies.values():
-            self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, self.spec.obs_names))
-            if self.spec.reset_obs_known:
+            self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
+            if self.spec.reset_obs_known and not self.reset_first:
                 p.reset_heads, p.reset_values = self.forward(p, policy_obs(self.dm, p, self.spec.obs_names, at_reset=True))
 
     @torch.no_grad()
@@ -249,6 +332,7 @@ class Rollout:
         The sampler kernel writes the joint log-probability of the sampled action directly.
         """
         t = self.spec
+        joint = step is not None and self.shared.actions is not None
         for p in t.policies.values():
             heads = self.heads[p.tag]
             record = step is not None and p.buffers is not None
@@ -265,8 +349,11 @@ class Rollout:
             if p.action_name != Constants.ACTIONS:
                 self.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
             if record:
-                p.buffers.actions[step].copy_(actions)
+                if not joint:
+                    p.buffers.actions[step].copy_(actions)
                 p.buffers.values[step].copy_(self.values[p.tag])
+        if joint:
+            self.shared.record_actions(step, self.dm)
 
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
@@ -274,8 +361,32 @@ class Rollout:
             record_policy_obs(self.dm, p, self.spec.obs_names, step)
 
     @torch.no_grad()
+    def end_step(self, step: int | None, mark: Callable[[str], None] = _no_mark) -> None:
+        """Everything after the env step: record it at ``step`` (None: record nothing), reset the
+        done envs and set the policy outputs for the next step, in this rollout's order (always
+        reset first when nothing is recorded, as in evaluation: no bootstrap values are needed).
+
+        ``mark(phase)`` splits the time as :meth:`run` does (resets count as env_step).
+        """
+        t = self.spec
+        if step is not None and not self.reset_first:
+            mark("policy")
+            done, next_out = self.after_step(step)
+            mark("env_step")
+            self.advance(done, next_out)
+            return
+        if step is not None:
+            self.shared.record(step, self.dm)
+        t.env_wrapper.reset_only_done_envs()
+        mark("policy")
+        row = self.next_obs_row(step)
+        for p in t.policies.values():
+            self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, t.obs_names, row))
+
+    @torch.no_grad()
     def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
-        """Record done flags, timesteps and rewards; forward on ``s_{t+1}`` (bootstrap values)."""
+        """Bootstrap order: record done flags, timesteps and rewards; forward on ``s_{t+1}``
+        (bootstrap values)."""
         t, dm = self.spec, self.dm
         done_i = self.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)
         next_out = {}
@@ -287,7 +398,7 @@ class Rollout:
 
     @torch.no_grad()
     def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
-        """Reset done envs (one launch) and set the policy outputs for the next step."""
+        """Bootstrap order: reset done envs (one launch) and set the policy outputs for the next step."""
         t = self.spec
         t.env_wrapper.reset_only_done_envs()
         for p in t.policies.values():
@@ -300,18 +411,23 @@ class Rollout:
 
     @torch.no_grad()
     def finalize(self) -> None:
-        """Per-policy rewards, termination/truncation flags, episode statistics and advantages."""
+        """Per-policy rewards (and actions, when recorded for all agents at once),
+        termination/truncation flags, episode statistics and advantages."""
         t, sh = self.spec, self.shared
         done, terminated, truncated = split_episode_ends(sh.done, sh.timestep, t.env_wrapper.episode_length,
                                                          t.bootstrap_at_time_limit, sh.truncated)
+        bootstrap = t.bootstrap_at_time_limit
         for p in t.policies.values():
             b = p.buffers
             b.rewards.copy_(sh.policy_rewards(p))
+            if sh.actions is not None:
+                torch.index_select(sh.actions, 2, p.agent_index, out=b.actions)
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
             p.stats.update_from_batch(b.rewards, done)
-            if p.to_train:
+            if p.to_train:  # without bootstrapping nothing is truncated: no bootstrap values are read
                 adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, self.values[p.tag], b.terminated,
-                                                          b.truncated, b.next_values)
+                                                          b.truncated if bootstrap else None,
+                                                          b.next_values if bootstrap else None)
                 b.advantages.copy_(adv)
                 b.returns.copy_(ret)

@@ -25,6 +25,7 @@ from gymnasium import spaces
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
+from tests.helpers.training_state import trainer_state
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import SamplerError
 from warp_drive.training import cpu_pipeline
@@ -108,25 +109,6 @@ def _trainer(tmp_path, name: str, parts: bool, num_envs: int = 8) -> Trainer:
     return t
 
 
-def _state(t: Trainer) -> dict[str, torch.Tensor]:
-    out = {}
-    for tag, p in t.policies.items():
-        for field in p.buffers.__dataclass_fields__:
-            value = getattr(p.buffers, field)
-            for k, v in (value.items() if isinstance(value, dict) else [("", value)]):
-                out[f"{tag}.{field}{k}"] = v.clone()
-        for k, v in p.model.state_dict().items():
-            out[f"{tag}.weights.{k}"] = v.clone()
-    sh = t.rollout.shared
-    out.update(done=sh.done.clone(), timestep=sh.timestep.clone(), rewards=sh.rewards.clone())
-    for k, v in t.env_wrapper.cuda_data_manager.host_view().items():
-        out[f"store.{k}"] = torch.as_tensor(np.array(v))
-    for k, v in t.sampler.counters_state().items():
-        out[f"sampler.{k}"] = v
-    out["pool_counters"] = t.env_wrapper.env_resetter.state_dict()["pool_counters"]
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(ENVS))
 def test_parts_rollout_equals_the_plain_loop_bit_for_bit(tmp_path, monkeypatch, name):
     parts, plain = _trainer(tmp_path / "parts", name, True), _trainer(tmp_path / "plain", name, False)
@@ -144,7 +126,7 @@ def test_parts_rollout_equals_the_plain_loop_bit_for_bit(tmp_path, monkeypatch, 
         parts.update(last_parts)
         plain.update(last_plain)
     assert seen == [2, 2, 2]
-    a, b = _state(parts), _state(plain)
+    a, b = trainer_state(parts), trainer_state(plain)
     assert a.keys() == b.keys()
     differ = [k for k in a if not torch.equal(a[k], b[k])]
     assert not differ
@@ -165,7 +147,7 @@ def test_a_timed_rollout_runs_in_parts_and_times_its_phases(tmp_path):
     assert cpu_pipeline._PIPELINES[timed.rollout][1] is not None  # it ran in parts
     phases = timer.totals()
     assert set(phases) == {"policy", "sampling", "env_step"} and all(v > 0 for v in phases.values())
-    a, b = _state(timed), _state(plain)
+    a, b = trainer_state(timed), trainer_state(plain)
     assert not [k for k in a if not torch.equal(a[k], b[k])]
 
 
