@@ -31,7 +31,8 @@ split episode ends for bootstrapping).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,26 @@ def _cat_outputs(parts: list[Any]) -> Any:
     if isinstance(first, Tensor):
         return torch.cat(parts, 0)
     return type(first)(_cat_outputs([p[i] for p in parts]) for i in range(len(first)))
+
+
+@contextlib.contextmanager
+def cached_head_weights(models: Iterable[Any]) -> Iterator[None]:
+    """Within the block, models that offer it (``cache_head_weights``, e.g.
+    :class:`~warp_drive.training.models.fully_connected.FullyConnected`) concatenate their head
+    weights once, at the start, instead of in every no-grad forward. The weights do not change
+    during a rollout; inside a CUDA graph the concatenation is captured too, so each replay reads
+    the current weights."""
+    cached = []
+    try:
+        for model in models:
+            module = getattr(model, "module", model)  # DistributedDataParallel wraps the model
+            if hasattr(module, "cache_head_weights"):
+                module.cache_head_weights(True)
+                cached.append(module)
+        yield
+    finally:
+        for module in cached:
+            module.cache_head_weights(False)
 
 
 def _no_mark(phase: str) -> None:
@@ -277,15 +298,16 @@ class Rollout:
                 return values
         mark = timer.start if timer is not None else _no_mark
         mark("policy")
-        self.begin(record=True)
-        for step in range(self.spec.steps_per_iter):
-            mark("sampling")
-            if not self.reset_first:
-                self.record_obs(step)
-            self.sample(step)
-            mark("env_step")
-            self.spec.env_wrapper.step_all_envs()
-            self.end_step(step, mark)
+        with cached_head_weights(p.model for p in self.spec.policies.values()):
+            self.begin(record=True)
+            for step in range(self.spec.steps_per_iter):
+                mark("sampling")
+                if not self.reset_first:
+                    self.record_obs(step)
+                self.sample(step)
+                mark("env_step")
+                self.spec.env_wrapper.step_all_envs()
+                self.end_step(step, mark)
         mark("policy")
         self.finalize()
         if timer is not None:

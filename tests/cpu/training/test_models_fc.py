@@ -203,3 +203,25 @@ def test_factory_errors():
         factory.create("broken")
     with pytest.raises(ConfigError):
         factory.add("bad", "no_colon_path")
+
+
+def test_cached_head_weights_give_the_same_outputs_and_only_without_grad():
+    from warp_drive.training.rollout import cached_head_weights
+
+    torch.manual_seed(3)
+    model = FullyConnected(6, [3, 4], fc_dims=(8,))
+    x = torch.randn(5, 6)
+    with torch.no_grad():
+        want_probs, want_values = model(x)
+    with cached_head_weights([model]):
+        assert model._head_weights is not None and model._head_weights[0].grad_fn is None
+        with torch.no_grad():
+            probs, values = model(x)
+        _, graded = model(x)  # with grad: the live weights, so gradients reach the heads
+        graded.sum().backward()
+    assert model._head_weights is None
+    assert torch.equal(values, want_values) and all(torch.equal(a, b) for a, b in zip(probs, want_probs))
+    assert model.value_head.weight.grad is not None
+    with pytest.raises(RuntimeError), cached_head_weights([model]):
+        raise RuntimeError("the cache is dropped on errors too")
+    assert model._head_weights is None

@@ -117,6 +117,7 @@ class FullyConnected(nn.Module):
             self.policy_heads = nn.ModuleList(nn.Linear(width, n) for n in action_spec.categorical)
             self.log_std = None
         self.value_head = nn.Linear(width, 1)
+        self._head_weights: tuple[Tensor, Tensor] | None = None  # see cache_head_weights
         self._initialize(init_method)
 
     @classmethod
@@ -234,6 +235,21 @@ class FullyConnected(nn.Module):
             x = linear_relu(x, layers[i])
         return x
 
+    def _concat_head_weights(self) -> tuple[Tensor, Tensor]:
+        linears = [*self.policy_heads, self.value_head]
+        return torch.cat([m.weight for m in linears]), torch.cat([m.bias for m in linears])
+
+    def cache_head_weights(self, enabled: bool) -> None:
+        """With ``enabled``, concatenate the heads' weights now and let no-grad forwards use that
+        copy (two kernels fewer per forward) until ``cache_head_weights(False)``. The caller must
+        turn it off before the weights change: the rollout keeps it on for one rollout
+        (:func:`~warp_drive.training.rollout.cached_head_weights`)."""
+        if not enabled:
+            self._head_weights = None
+            return
+        with torch.no_grad():
+            self._head_weights = self._concat_head_weights()
+
     def _heads(self, h: Tensor) -> tuple[list[Tensor], Tensor]:
         """All policy heads and the value head as one matrix product (one read of ``h``, one GEMM
         instead of one per head); the parameters stay in their own ``nn.Linear`` modules.
@@ -242,9 +258,11 @@ class FullyConnected(nn.Module):
             the raw outputs of each policy head, and the values squeezed to the leading shape.
         """
         linears = [*self.policy_heads, self.value_head]
-        out = torch.nn.functional.linear(
-            h, torch.cat([m.weight for m in linears]), torch.cat([m.bias for m in linears])
-        )
+        if self._head_weights is not None and not torch.is_grad_enabled():
+            weight, bias = self._head_weights
+        else:
+            weight, bias = self._concat_head_weights()
+        out = torch.nn.functional.linear(h, weight, bias)
         sizes = [m.out_features for m in linears]
         *outputs, values = torch.split(out, sizes, dim=-1)
         return list(outputs), values.squeeze(-1)
