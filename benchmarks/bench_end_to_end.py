@@ -1,6 +1,7 @@
 """End-to-end training throughput, ours vs the reference (rl-warp-drive 2.7.1), same GPU, same configs.
 
-Usage: ``python benchmarks/bench_end_to_end.py [--iters N] [--skip-reference] [--configs name ...]``.
+Usage: ``python benchmarks/bench_end_to_end.py [--iters N] [--skip-reference] [--reference-runs N]
+[--configs name ...]``.
 Ours: the Trainer with the Tag continuous tutorial config (10 taggers, 100 runners, T=500,
 FC 256x256, A2C) and the Tag gridworld config. Reference: its own A2C trainer through
 ``.device/anchor/anchor_wd.py`` (each config in a fresh process). Keep these configs stable
@@ -109,6 +110,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=4)
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--reference-runs", type=int, default=1,
+                    help="run the reference this many times (fresh processes); ratios use its best run")
     ap.add_argument("--variant", action="append", default=[], metavar="OVERRIDE",
                     help="also measure ours with this dotted override (repeatable; all together), e.g. "
                          "trainer.update_precision=bf16: row 'ours_variant', ratio 'ratio_total_variant'")
@@ -116,6 +119,8 @@ def main() -> None:
     ap.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS, choices=list(CONFIGS),
                     help="default: the README's four; also " + ", ".join(c for c in CONFIGS if c not in DEFAULT_CONFIGS))
     args = ap.parse_args()
+    if args.reference_runs < 1:
+        ap.error(f"--reference-runs {args.reference_runs}: give at least 1 (or --skip-reference)")
     results = {}
     for name in args.configs:
         env_name, overrides, anchor_cfg = CONFIGS[name]
@@ -124,7 +129,12 @@ def main() -> None:
             row["variant"] = args.variant
             row["ours_variant"] = measure_ours(env_name, overrides + args.variant, args.iters)
         if anchor_cfg is not None and not args.skip_reference and ANCHOR.is_dir():
-            row["reference"] = measure_reference(anchor_cfg, args.iters)
+            # the reference's host-bound loop varies between runs (20 K to 30 K env-steps/s at 100 envs
+            # on one H100): ratios are taken against its best run
+            runs = [measure_reference(anchor_cfg, args.iters) for _ in range(args.reference_runs)]
+            ok = [r for r in runs if r.get("env_steps_per_s_total")]
+            row["reference"] = max(ok, key=lambda r: r["env_steps_per_s_total"]) if ok else runs[-1]
+            row["reference_runs_env_steps_per_s"] = [r.get("env_steps_per_s_total") for r in runs]
             ref = row["reference"].get("env_steps_per_s_total")
             if ref:
                 row["ratio_total"] = row["ours"]["env_steps_per_s"] / ref
