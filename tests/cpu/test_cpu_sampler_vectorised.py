@@ -41,7 +41,8 @@ def reference_sample(p, counters, seed, stream, log_probs, stride, offset, actio
     chosen = np.where(found, action, last_positive)
     counters += np.uint32(1)
     actions.reshape(-1)[np.arange(rows) * stride + offset] = chosen
-    lp = np.log(np.maximum(p[np.arange(rows), chosen], np.finfo(np.float32).tiny)).astype(np.float32)
+    # fmaxf (the kernel's) returns the other operand for a NaN: np.fmax, not np.maximum
+    lp = np.log(np.fmax(p[np.arange(rows), chosen], np.finfo(np.float32).tiny)).astype(np.float32)
     log_probs[...] = log_probs + lp if mode == 2 else lp
     return bits
 

@@ -34,14 +34,17 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CORE_KERNELS",
+    "ERROR_BAD_INDEX",
     "ERROR_BAD_SUM",
     "ERROR_BAD_VALUE",
+    "MAX_SAMPLE_HEADS",
     "POOL_STREAM",
     "PROB_SUM_TOLERANCE",
     "log_one_step",
     "reset_log_mask",
     "reset_when_done",
     "sample_actions",
+    "sample_action_heads",
     "sample_gaussian_actions",
     "sample_action_rows",
     "sample_gaussian_action_rows",
@@ -62,8 +65,12 @@ __all__ = [
 ERROR_BAD_VALUE = 1
 #: Error bit: |sum(probs) - 1| > PROB_SUM_TOLERANCE (WK_ERROR_BAD_SUM).
 ERROR_BAD_SUM = 2
+#: Error bit: an agent index outside the joint placeholder, that row not written (WK_ERROR_BAD_INDEX).
+ERROR_BAD_INDEX = 4
 #: Tolerance on a probability row's float32 sum (WK_PROB_SUM_TOLERANCE).
 PROB_SUM_TOLERANCE = np.float32(1e-3)
+#: Most categorical heads one ``sample_action_heads`` call takes (WK_MAX_SAMPLE_HEADS).
+MAX_SAMPLE_HEADS = 4
 #: Philox stream (key word 1) of the reset pools, "pool" in ASCII (WK_POOL_STREAM).
 POOL_STREAM = 0x706F6F6C
 _FLT_TINY = np.finfo(np.float32).tiny  # WK_FLT_TINY
@@ -198,6 +205,39 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
 # --------------------------------------------------------------------------- samplers
 
 
+def _categorical_head(p: np.ndarray, counters: Any, rows: np.ndarray, seed: int, stream_id: int,
+                      use_argmax: int) -> tuple[np.ndarray, int]:
+    """One categorical head of a block of rows (twin of ``wkSampleCategoricalRow`` per row).
+
+    Args:
+        p: ``(rows, actions)`` float32 probabilities.
+        counters: uint32 (or int32) per-row call counters, advanced by one unless argmax (not
+            read with argmax).
+        rows: uint32 row indices (counter word 0 of the rows' draws).
+        seed: Philox key word 0.
+        stream_id: Philox key word 1.
+        use_argmax: Nonzero: the first maximum, no draw.
+
+    Returns:
+        ``(chosen, bits)``: int32 action per row and the ORed error bits.
+    """
+    total, bits, running = _categorical_errors(p)
+    if use_argmax:
+        return _argmax_rows(p), bits
+    calls = _words(counters, np.uint32)[: p.shape[0]]
+    words = philox_words(seed, stream_id, rows, calls)
+    chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]), running, monotone=not bits)
+    calls += np.uint32(1)
+    return chosen, bits
+
+
+def _log_prob_of(p: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """float32 ``log(fmaxf(p[r, chosen[r]], FLT_TINY))`` per row (the kernels' log-probability;
+    like C's ``fmaxf``, ``np.fmax`` takes FLT_TINY for a NaN probability, which argmax can pick)."""
+    picked = np.take_along_axis(p, chosen[:, None].astype(np.intp), axis=1)[:, 0]
+    return np.log(np.fmax(picked, np.float32(_FLT_TINY))).astype(np.float32)
+
+
 def sample_action_rows(
     row_offset: int,
     probs: np.ndarray,
@@ -239,18 +279,10 @@ def sample_action_rows(
     """
     p = _rows(probs, np.float32, num_rows, num_actions)
     out = _words(actions, np.int32)
-    total, bits, running = _categorical_errors(p)
-    if use_argmax:
-        chosen = _argmax_rows(p)
-    else:
-        calls = _words(counters, np.uint32)[:num_rows]
-        words = philox_words(seed, stream_id, _row_ids(row_offset, num_rows), calls)
-        chosen = _inverse_cdf(p, total, uniform_from_bits(words[:, 0]), running, monotone=not bits)
-        calls += np.uint32(1)
+    chosen, bits = _categorical_head(p, counters, _row_ids(row_offset, num_rows), seed, stream_id, use_argmax)
     out[: num_rows * action_stride].reshape(num_rows, action_stride)[:, action_offset] = chosen
     if log_prob_mode:
-        picked = np.take_along_axis(p, chosen[:, None].astype(np.intp), axis=1)[:, 0]
-        lp = np.log(np.maximum(picked, np.float32(_FLT_TINY))).astype(np.float32)
+        lp = _log_prob_of(p, chosen)
         dst = _words(log_probs, np.float32)[:num_rows]
         dst[...] = dst + lp if log_prob_mode == 2 else lp
     _or_error_flag(error_flag, bits)
@@ -258,6 +290,98 @@ def sample_action_rows(
 
 #: Twin of the ``sample_actions`` kernel: :func:`sample_action_rows` of a whole batch (rows from 0).
 sample_actions = functools.partial(sample_action_rows, 0)
+
+
+def sample_action_heads(
+    probs_0: np.ndarray,
+    probs_1: np.ndarray | None,
+    probs_2: np.ndarray | None,
+    probs_3: np.ndarray | None,
+    counters_0: np.ndarray | None,
+    counters_1: np.ndarray | None,
+    counters_2: np.ndarray | None,
+    counters_3: np.ndarray | None,
+    num_actions_0: int,
+    num_actions_1: int,
+    num_actions_2: int,
+    num_actions_3: int,
+    stream_id_0: int,
+    stream_id_1: int,
+    stream_id_2: int,
+    stream_id_3: int,
+    actions: np.ndarray,
+    error_flag: np.ndarray,
+    log_probs: np.ndarray | None,
+    joint_actions: np.ndarray | None,
+    agent_index: np.ndarray | None,
+    num_rows: int,
+    num_heads: int,
+    num_agents: int,
+    num_joint_agents: int,
+    seed: int,
+    use_argmax: int,
+) -> None:
+    """Every categorical head of an action placeholder at once; twin of the ``sample_action_heads``
+    kernel (``sampler.cuh``).
+
+    Gives bit for bit what ``num_heads`` calls of :data:`sample_actions` (head ``h``: ``probs_h``,
+    ``counters_h``, ``num_actions_h``, ``stream_id_h``, column ``h`` of ``num_heads``; log-prob
+    mode 1 for head 0, 2 after it) followed by an ``index_copy_`` of the actions into the joint
+    placeholder give.
+
+    Args:
+        probs_0 .. probs_3: ``(num_rows, num_actions_h)`` float32 per head (heads from
+            ``num_heads`` on: None, unused).
+        counters_0 .. counters_3: uint32 (or int32) per-row call counters of each head, advanced by
+            one unless argmax.
+        num_actions_0 .. num_actions_3: Actions in each head.
+        stream_id_0 .. stream_id_3: Philox key word 1 of each head.
+        actions: int32 ``(num_rows, num_heads)`` output.
+        error_flag: int32 word; bit 1 = NaN / negative prob, bit 2 = sum off by > 1e-3.
+        log_probs: float32 ``(num_rows,)`` receiving the joint log-probability (float32 sum over
+            the heads in order), or None.
+        joint_actions: int32 ``(num_envs, num_joint_agents, num_heads)`` joint placeholder, or
+            None; row ``r = env * num_agents + a`` also goes to its row
+            ``env * num_joint_agents + agent_index[a]``.
+        agent_index: int64 ``(num_agents,)`` the rows' agents among all (with ``joint_actions``).
+        num_rows: Number of rows (envs x the policy's agents).
+        num_heads: Heads sampled, 1 to :data:`MAX_SAMPLE_HEADS`.
+        num_agents: The policy's agents per env.
+        num_joint_agents: Agents per env of the joint placeholder.
+        seed: Philox key word 0.
+        use_argmax: Nonzero: take the first maximum, draw nothing.
+
+    Raises:
+        DataShapeError: ``num_heads`` outside 1 .. :data:`MAX_SAMPLE_HEADS`.
+    """
+    if not 1 <= num_heads <= MAX_SAMPLE_HEADS:
+        raise DataShapeError(f"num_heads={num_heads}; sample_action_heads takes 1 to {MAX_SAMPLE_HEADS} heads")
+    probs = (probs_0, probs_1, probs_2, probs_3)
+    counters = (counters_0, counters_1, counters_2, counters_3)
+    sizes = (num_actions_0, num_actions_1, num_actions_2, num_actions_3)
+    streams = (stream_id_0, stream_id_1, stream_id_2, stream_id_3)
+    out = _rows(actions, np.int32, num_rows, num_heads)
+    rows = _row_ids(0, num_rows)
+    bits = 0
+    joint_lp = None
+    for h in range(num_heads):
+        p = _rows(probs[h], np.float32, num_rows, sizes[h])
+        chosen, head_bits = _categorical_head(p, counters[h], rows, seed, streams[h], use_argmax)
+        bits |= head_bits
+        out[:, h] = chosen
+        if log_probs is not None:
+            lp = _log_prob_of(p, chosen)
+            joint_lp = lp if joint_lp is None else joint_lp + lp
+    if log_probs is not None:
+        _words(log_probs, np.float32)[:num_rows] = joint_lp
+    if joint_actions is not None:
+        env, agent = np.divmod(np.arange(num_rows, dtype=np.int64), num_agents)
+        index = np.asarray(agent_index).reshape(-1)[:num_agents].astype(np.int64, copy=False)[agent]
+        ok = (index >= 0) & (index < num_joint_agents)  # out-of-range agents are flagged, not written
+        if not ok.all():
+            bits |= ERROR_BAD_INDEX
+        _words(joint_actions, np.int32).reshape(-1, num_heads)[(env * num_joint_agents + index)[ok]] = out[ok]
+    _or_error_flag(error_flag, bits)
 
 
 def sample_gaussian_action_rows(
@@ -545,6 +669,7 @@ def free_random() -> None:
 #: Kernel name -> NumPy twin, for the CPU function manager.
 CORE_KERNELS: dict[str, Callable[..., None]] = {
     "sample_actions": sample_actions,
+    "sample_action_heads": sample_action_heads,
     "sample_gaussian_actions": sample_gaussian_actions,
     "reset_when_done": reset_when_done,
     "undo_done_flag_and_reset_timestep": undo_done_flag_and_reset_timestep,

@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 #: Names of the core service kernels (CUDA ``core_service.cuh`` and ``cpu_kernels.py``).
 DEFAULT_FUNCTIONS: tuple[str, ...] = (
     "sample_actions",
+    "sample_action_heads",
     "sample_gaussian_actions",
     "reset_when_done",
     "undo_done_flag_and_reset_timestep",

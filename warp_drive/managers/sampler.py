@@ -11,19 +11,19 @@ import functools
 import logging
 import secrets
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from warp_drive.errors import DataShapeError, DataTypeError, SamplerError
+from warp_drive.errors import DataNotFoundError, DataShapeError, DataTypeError, SamplerError
+from warp_drive.managers.cpu_kernels import ERROR_BAD_INDEX, ERROR_BAD_SUM, ERROR_BAD_VALUE, MAX_SAMPLE_HEADS
 from warp_drive.managers.function_manager import FunctionManager
 
 logger = logging.getLogger(__name__)
 
 THREADS_PER_BLOCK = 256
-ERROR_BAD_VALUE = 1
-ERROR_BAD_SUM = 2
 
 
 @functools.lru_cache(maxsize=1024)
@@ -43,6 +43,12 @@ class Sampler:
     def __init__(self, function_manager: FunctionManager) -> None:
         self._fm = function_manager
         function_manager.initialize_functions(["sample_actions", "sample_gaussian_actions"])
+        try:  # a module built by an older warp_drive lacks it: heads are then sampled one at a time
+            function_manager.initialize_functions(["sample_action_heads"])
+            self._has_heads_kernel = True
+        except DataNotFoundError:
+            logger.info("the loaded module has no sample_action_heads kernel; each head takes its own launch")
+            self._has_heads_kernel = False
         self._seed: int | None = None
         self._counters: dict[tuple[str, int], torch.Tensor] = {}
         self._registered: dict[str, tuple[int, bool]] = {}
@@ -87,25 +93,15 @@ class Sampler:
         return counter
 
     def _actions(self, data_manager: Any, action_name: str, dist: torch.Tensor, head: int, is_float: bool) -> torch.Tensor:
+        """The (num_envs, num_agents, num_heads) view of ``action_name`` after checking that ``dist``
+        fits it and that ``head`` is one of its columns."""
         if self._seed is None:
             raise SamplerError("call init_random(seed) before sampling")
         if action_name not in self._registered:
             raise SamplerError(f"'{action_name}' is not registered; call register_actions() first")
-        actions = data_manager.data_on_device_via_torch(action_name)
-        if actions.dim() == 2:  # (num_envs, num_agents): one head
-            actions = actions.view(*actions.shape, 1)
-        if not isinstance(dist, torch.Tensor):
-            raise DataTypeError(f"distribution must be a torch tensor, got {type(dist).__name__}")
-        if dist.dtype != torch.float32:
-            raise DataTypeError(f"distribution has dtype {dist.dtype}; pass float32 (use .float())")
-        if dist.is_cuda != actions.is_cuda or (dist.is_cuda and dist.get_device() != actions.get_device()):
-            raise DataTypeError(f"distribution is on {dist.device} but '{action_name}' is on {actions.device}")
-        E, A, H = actions.shape
-        if dist.dim() != 3 or dist.shape[:2] != (E, A):
-            raise DataShapeError(
-                f"distribution has shape {tuple(dist.shape)}; expected (num_envs={E}, num_agents={A}, n) "
-                f"to match '{action_name}'"
-            )
+        actions = _heads_view(data_manager.data_on_device_via_torch(action_name))
+        _check_distribution(dist, actions, action_name)
+        H = actions.shape[2]
         if not 0 <= head < H:
             raise DataShapeError(f"head={head} is out of range for '{action_name}' with {H} heads")
         want_float = actions.dtype == torch.float32
@@ -152,6 +148,119 @@ class Sampler:
         if check:
             self.check(dist)
 
+    def fits_heads(self, data_manager: Any, action_name: str, num_heads: int, joint_name: str | None = None) -> bool:
+        """True when :meth:`sample_heads` takes ``num_heads`` categorical heads of ``action_name``
+        (and, given ``joint_name``, copies them into that joint placeholder): 1 to
+        :data:`MAX_SAMPLE_HEADS` heads, one per column of int32 placeholders. Otherwise sample the
+        heads one at a time with :meth:`sample` (and copy them with ``index_copy_``)."""
+        if not self._has_heads_kernel or action_name not in self._registered or not 1 <= num_heads <= MAX_SAMPLE_HEADS:
+            return False
+        names = (action_name,) if joint_name is None else (action_name, joint_name)
+        views = [_heads_view(data_manager.data_on_device_via_torch(n)) for n in names]
+        return all(v.dtype == torch.int32 and v.shape[2] == num_heads and v.shape[0] == views[0].shape[0]
+                   for v in views)
+
+    def sample_heads(
+        self,
+        data_manager: Any,
+        heads: Sequence[torch.Tensor],
+        action_name: str,
+        *,
+        use_argmax: bool = False,
+        check: bool = False,
+        log_probs: torch.Tensor | None = None,
+        joint: tuple[str, torch.Tensor] | None = None,
+    ) -> None:
+        """Draw every categorical head of ``action_name`` in one kernel launch.
+
+        Bit for bit what one :meth:`sample` per head (``head=h``, ``log_probs`` written by head 0
+        and accumulated by the others) followed by
+        ``joint_placeholder.index_copy_(1, agent_index, actions)`` gives: the same draws, actions,
+        joint log-probability, counters and error bits. No host synchronisation (unless ``check``)
+        and nothing allocated that outlives the call, so a CUDA graph can capture it.
+
+        Args:
+            heads: one (num_envs, num_agents, n_h) float32 probability tensor per column of
+                ``action_name`` (1 to :data:`MAX_SAMPLE_HEADS`; heads may differ in size).
+            use_argmax: take each head's most probable action (first on ties) instead of sampling.
+            check: raise at once on bad probabilities (reads a flag from the device; see
+                :meth:`sample`).
+            log_probs: optional float32 (num_envs, num_agents) tensor receiving the joint
+                log-probability of the sampled actions.
+            joint: ``(joint_name, agent_index)``: also write the actions into the joint
+                placeholder ``joint_name`` (num_envs, N, num_heads) at the agents ``agent_index``
+                ((num_agents,) int64 on the device: this placeholder's agents among the N).
+
+        Raises:
+            DataShapeError: more heads than :data:`MAX_SAMPLE_HEADS` (sample them one at a time
+                with :meth:`sample`), a head count other than the placeholder's columns, or
+                shapes that do not fit.
+            DataTypeError: wrong dtypes or devices.
+            SamplerError: bad probabilities (with ``check``), or not initialized / registered.
+        """
+        num_heads = len(heads)
+        if not 1 <= num_heads <= MAX_SAMPLE_HEADS:
+            raise DataShapeError(
+                f"got {num_heads} heads for '{action_name}'; sample_heads takes 1 to {MAX_SAMPLE_HEADS} "
+                f"(sample more heads one at a time with sample(..., head=h))"
+            )
+        actions = self._actions(data_manager, action_name, heads[0], 0, is_float=False)
+        E, A, H = actions.shape
+        if num_heads != H:
+            raise DataShapeError(
+                f"got {num_heads} heads for '{action_name}', which has {H} columns; pass one probability "
+                f"tensor per column (or sample single heads with sample(..., head=h))"
+            )
+        rows = E * A
+        null = 0 if self._fm.has_kernels else None
+        probs: list[Any] = [null] * MAX_SAMPLE_HEADS
+        counters: list[Any] = [null] * MAX_SAMPLE_HEADS
+        sizes = [0] * MAX_SAMPLE_HEADS
+        streams = [0] * MAX_SAMPLE_HEADS
+        for h, dist in enumerate(heads):
+            if h:
+                _check_distribution(dist, actions, action_name)
+            if dist.shape[2] < 1:
+                raise DataShapeError(f"head {h} of '{action_name}' has no actions (shape {tuple(dist.shape)})")
+            probs[h] = dist.contiguous()
+            counters[h] = self._counter(data_manager, action_name, h, rows)
+            sizes[h] = dist.shape[2]
+            streams[h] = stream_id(action_name, h)
+        lp, _ = self._log_prob_arg(log_probs, (E, A), 1)
+        joint_actions, agent_index, joint_agents = null, null, 0
+        if joint is not None:
+            joint_actions, agent_index = self._joint_arg(data_manager, joint, actions, action_name)
+            joint_agents = joint_actions.shape[1]
+        args = [*probs, *counters, *sizes, *streams, actions, self._error_flag, lp, joint_actions, agent_index,
+                rows, H, A, joint_agents, self._seed, int(bool(use_argmax))]
+        self._fm.launch("sample_action_heads", args, grid=(-(-rows // THREADS_PER_BLOCK), 1),
+                        block=(THREADS_PER_BLOCK, 1, 1))
+        if check:
+            self.check(heads)
+
+    @staticmethod
+    def _joint_arg(data_manager: Any, joint: Any, actions: torch.Tensor,
+                   action_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The checked ``(joint placeholder (E, N, H) view, agent index)`` of ``sample_heads``' ``joint``."""
+        if not isinstance(joint, (tuple, list)) or len(joint) != 2 or not isinstance(joint[0], str):
+            raise DataTypeError(f"joint must be (joint_placeholder_name, agent_index), got {joint!r}")
+        name, index = joint
+        if name == action_name:
+            raise DataShapeError(f"joint placeholder '{name}' is the sampled placeholder itself; pass joint=None")
+        target = _heads_view(data_manager.data_on_device_via_torch(name))
+        E, A, H = actions.shape
+        if target.dtype != torch.int32 or target.shape[0] != E or target.shape[2] != H or target.shape[1] < A:
+            raise DataShapeError(
+                f"joint placeholder '{name}' is {target.dtype} {tuple(target.shape)}; expected int32 "
+                f"(num_envs={E}, N >= {A}, {H}) to take the actions of '{action_name}'"
+            )
+        if not isinstance(index, torch.Tensor) or index.dtype != torch.int64 or tuple(index.shape) != (A,):
+            desc = f"{index.dtype} {tuple(index.shape)}" if isinstance(index, torch.Tensor) else type(index).__name__
+            raise DataTypeError(f"agent_index must be an int64 tensor of shape ({A},), got {desc}")
+        if index.device != actions.device or not index.is_contiguous():
+            raise DataTypeError(f"agent_index must be contiguous and on {actions.device}, got {index.device}")
+        return target, index
+
     def sample_gaussian(
         self,
         data_manager: Any,
@@ -194,8 +303,11 @@ class Sampler:
                                  f"{log_probs.dtype} {tuple(log_probs.shape)}")
         return log_probs, mode
 
-    def check(self, distribution: torch.Tensor | None = None) -> None:
-        """Raise :class:`SamplerError` if any sample since the last check saw bad inputs."""
+    def check(self, distribution: torch.Tensor | Sequence[torch.Tensor] | None = None) -> None:
+        """Raise :class:`SamplerError` if any sample since the last check saw bad inputs.
+
+        ``distribution`` (a (num_envs, num_agents, n) tensor, or one per head) only adds the first
+        bad row to the message."""
         if self._error_flag is None:
             return
         flag = int(self._error_flag.item())
@@ -207,14 +319,24 @@ class Sampler:
             problems.append("NaN or negative values")
         if flag & ERROR_BAD_SUM:
             problems.append("rows whose probabilities do not sum to 1 (tolerance 1e-3)")
+        if flag & ERROR_BAD_INDEX:
+            raise SamplerError(
+                "sample_heads got an agent index outside the joint placeholder (those rows were not "
+                "written): pass joint=(name, agent_index) with indices in 0 .. num_agents - 1"
+            )
+        heads = [distribution] if isinstance(distribution, torch.Tensor) else list(distribution or ())
         detail = ""
-        if distribution is not None and distribution.dim() == 3:
-            d = distribution.detach().float().cpu()
+        for h, dist in enumerate(heads):
+            if not isinstance(dist, torch.Tensor) or dist.dim() != 3:
+                continue
+            d = dist.detach().float().cpu()
             bad = ~torch.isfinite(d).all(-1) | (d < 0).any(-1) | ((d.sum(-1) - 1).abs() > 1e-3)
             idx = bad.nonzero()
             if len(idx):
                 e, a = idx[0].tolist()
-                detail = f"; first bad row: env {e}, agent {a}: {d[e, a].tolist()}"
+                head = f"head {h}, " if len(heads) > 1 else ""
+                detail = f"; first bad row: {head}env {e}, agent {a}: {d[e, a].tolist()}"
+                break
         raise SamplerError(
             f"the sampler received {' and '.join(problems)}{detail}. Pass softmax probabilities "
             f"(check the policy for NaN: lower the learning rate or clip gradients)"
@@ -239,6 +361,29 @@ class Sampler:
                 self._counters[(name, int(head))] = value.clone()
             else:
                 counter.copy_(value)
+
+
+def _heads_view(actions: torch.Tensor) -> torch.Tensor:
+    """An action placeholder as (num_envs, num_agents, num_heads): a view with one head column
+    when it is (num_envs, num_agents)."""
+    return actions.view(*actions.shape, 1) if actions.dim() == 2 else actions
+
+
+def _check_distribution(dist: Any, actions: torch.Tensor, action_name: str) -> None:
+    """Raise unless ``dist`` is a float32 (num_envs, num_agents, n) tensor on the device of
+    ``actions`` (the (E, A, H) view of ``action_name``)."""
+    if not isinstance(dist, torch.Tensor):
+        raise DataTypeError(f"distribution must be a torch tensor, got {type(dist).__name__}")
+    if dist.dtype != torch.float32:
+        raise DataTypeError(f"distribution has dtype {dist.dtype}; pass float32 (use .float())")
+    if dist.is_cuda != actions.is_cuda or (dist.is_cuda and dist.get_device() != actions.get_device()):
+        raise DataTypeError(f"distribution is on {dist.device} but '{action_name}' is on {actions.device}")
+    E, A = actions.shape[:2]
+    if dist.dim() != 3 or dist.shape[:2] != (E, A):
+        raise DataShapeError(
+            f"distribution has shape {tuple(dist.shape)}; expected (num_envs={E}, num_agents={A}, n) "
+            f"to match '{action_name}'"
+        )
 
 
 # names used by the reference

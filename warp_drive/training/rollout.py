@@ -352,24 +352,36 @@ class Rollout:
     def sample(self, step: int | None) -> None:
         """Sample every policy's actions into the env's action placeholder; record them at ``step``.
 
-        The sampler kernel writes the joint log-probability of the sampled action directly.
+        The sampler kernel writes the joint log-probability of the sampled action directly. A
+        categorical policy takes one launch for all its heads and, when it samples into a
+        placeholder of its own, the copy into the joint ``sampled_actions`` placeholder
+        (``Sampler.sample_heads``, where the sampler offers it and the heads fit it; else one
+        launch per head and an ``index_copy_``: the same results).
         """
         t = self.spec
         joint = step is not None and self.shared.actions is not None
+        fits_heads = getattr(t.sampler, "fits_heads", None)
         for p in t.policies.values():
             heads = self.heads[p.tag]
             record = step is not None and p.buffers is not None
             lp = p.buffers.log_probs[step] if record else None
+            own = p.action_name != Constants.ACTIONS  # a placeholder of its own: copy into the joint one
+            copied = False
             if p.action_spec.is_gaussian:
                 mean, std = heads[0]
                 t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=self.greedy, check=False,
                                           log_probs=lp)
+            elif fits_heads is not None and fits_heads(self.dm, p.action_name, len(heads),
+                                                       Constants.ACTIONS if own else None):
+                t.sampler.sample_heads(self.dm, heads, p.action_name, use_argmax=self.greedy, log_probs=lp,
+                                       joint=(Constants.ACTIONS, p.agent_index) if own else None)
+                copied = own  # the same launch wrote the joint placeholder
             else:
                 for h, probs in enumerate(heads):
                     t.sampler.sample(self.dm, probs, p.action_name, use_argmax=self.greedy, head=h, check=False,
                                      log_probs=lp, accumulate_log_probs=h > 0)
             actions = self.dm.data_on_device_via_torch(p.action_name)
-            if p.action_name != Constants.ACTIONS:
+            if own and not copied:
                 self.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
             if record:
                 if not joint:

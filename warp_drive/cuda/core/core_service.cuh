@@ -3,7 +3,8 @@
 //
 // Kernels (extern "C", signatures in docs/architecture.md; NumPy twins in
 // warp_drive/managers/cpu_kernels.py):
-//   sample_actions, sample_gaussian_actions          (sampler.cuh)
+//   sample_actions, sample_action_heads,
+//   sample_gaussian_actions                          (sampler.cuh)
 //   reset_when_done, undo_done_flag_and_reset_timestep (reset.cuh)
 //   log_one_step, reset_log_mask, update_log_mask     (log.cuh)
 //   WarpDrive 2.7.1's kernel-side names: getEnvID, getAgentID, getRankInEnv,

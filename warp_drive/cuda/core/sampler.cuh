@@ -19,6 +19,7 @@
 // Error bits ORed into error_flag[0].
 #define WK_ERROR_BAD_VALUE 1  // NaN / negative probability, NaN mean or std, std < 0
 #define WK_ERROR_BAD_SUM 2    // |sum(probs) - 1| > WK_PROB_SUM_TOLERANCE
+#define WK_ERROR_BAD_INDEX 4  // an agent index outside the joint placeholder (not written)
 
 #define WK_PROB_SUM_TOLERANCE 1e-3f
 #define WK_FLT_TINY 1.17549435e-38f       // smallest normal float: log-probabilities of 0 stay finite
@@ -81,6 +82,38 @@ __host__ __device__ inline int wkSampleCategoricalRow(const float* p, int n, uns
   return last_positive;
 }
 
+// Most categorical heads one sample_action_heads launch takes (fixed-arity kernel arguments).
+#define WK_MAX_SAMPLE_HEADS 4
+
+// Samples the first num_heads (<= WK_MAX_SAMPLE_HEADS) categorical heads of one row: head h
+// draws wkSampleCategoricalRow(probs[h], num_actions[h], row, call_counts[h], seed, streams[h])
+// into actions[h], exactly what one sample_actions launch per head draws. With want_log_prob,
+// *log_prob receives the joint log-probability, summed over the heads in order in float32 as the
+// per-head launches accumulate it (log_prob_mode 1, then 2). Returns the ORed error bits.
+//
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_action_heads.
+__host__ __device__ inline int wkSampleHeadsRow(const float* const* probs, const int* num_actions,
+                                                const unsigned int* call_counts,
+                                                const unsigned int* streams, int num_heads,
+                                                unsigned int row, unsigned int seed, int use_argmax,
+                                                int* actions, int want_log_prob, float* log_prob) {
+  int errors = 0;
+  float joint = 0.0f;
+#pragma unroll
+  for (int h = 0; h < WK_MAX_SAMPLE_HEADS; ++h) {
+    if (h >= num_heads) break;
+    const int action = wkSampleCategoricalRow(probs[h], num_actions[h], row, call_counts[h], seed,
+                                              streams[h], use_argmax, &errors);
+    actions[h] = action;
+    if (want_log_prob) {
+      const float lp = logf(fmaxf(probs[h][action], WK_FLT_TINY));
+      joint = h == 0 ? lp : joint + lp;
+    }
+  }
+  if (want_log_prob) *log_prob = joint;
+  return errors;
+}
+
 // Samples one row of a diagonal Gaussian: out[j] = mean[j] + std[j] * z_j.
 //
 // Dimensions 2k and 2k+1 use Box-Muller on output words 0 and 1 of
@@ -139,6 +172,69 @@ extern "C" __global__ void sample_actions(const float* probs, int* actions,
   }
   if (!use_argmax) counters[r] = call_count + 1u;
   if (errors != 0) atomicOr(error_flag, errors);
+}
+
+// Every categorical head of one action placeholder in one launch, one thread per row: bit for
+// bit what num_heads sample_actions launches (head h: probs_h, counters_h, num_actions_h,
+// stream_id_h; log_prob_mode 1 for head 0, 2 after it) followed by an index_copy_ of the
+// actions into the joint placeholder give.
+// probs_h: (num_rows, num_actions_h) float32; heads h >= num_heads are unused (null / 0).
+// actions: (num_rows, num_heads) int32, actions[r * num_heads + h]; counters_h[r] advance by one
+// unless use_argmax. log_probs (may be null): (num_rows,) float32, the joint log-probability.
+// joint_actions (may be null): (num_envs, num_joint_agents, num_heads) int32; row
+// r = env * num_agents + a also goes to joint row env * num_joint_agents + agent_index[a]
+// (agent_index: (num_agents,) int64, the policy's agents among all).
+// NumPy twin: warp_drive.managers.cpu_kernels.sample_action_heads.
+extern "C" __global__ void sample_action_heads(
+    const float* probs_0, const float* probs_1, const float* probs_2, const float* probs_3,
+    unsigned int* counters_0, unsigned int* counters_1, unsigned int* counters_2,
+    unsigned int* counters_3, int num_actions_0, int num_actions_1, int num_actions_2,
+    int num_actions_3, int stream_id_0, int stream_id_1, int stream_id_2, int stream_id_3,
+    int* actions, int* error_flag, float* log_probs, int* joint_actions,
+    const long long* agent_index, int num_rows, int num_heads, int num_agents,
+    int num_joint_agents, int seed, int use_argmax) {
+  const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= num_rows) return;
+  const int num_actions[WK_MAX_SAMPLE_HEADS] = {num_actions_0, num_actions_1, num_actions_2,
+                                                num_actions_3};
+  const float* probs[WK_MAX_SAMPLE_HEADS] = {probs_0, probs_1, probs_2, probs_3};
+  unsigned int* counters[WK_MAX_SAMPLE_HEADS] = {counters_0, counters_1, counters_2, counters_3};
+  const unsigned int streams[WK_MAX_SAMPLE_HEADS] = {
+      static_cast<unsigned int>(stream_id_0), static_cast<unsigned int>(stream_id_1),
+      static_cast<unsigned int>(stream_id_2), static_cast<unsigned int>(stream_id_3)};
+  const float* rows[WK_MAX_SAMPLE_HEADS] = {nullptr, nullptr, nullptr, nullptr};
+  unsigned int call_counts[WK_MAX_SAMPLE_HEADS] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int h = 0; h < WK_MAX_SAMPLE_HEADS; ++h) {
+    if (h >= num_heads) break;
+    rows[h] = probs[h] + r * num_actions[h];
+    if (!use_argmax) call_counts[h] = counters[h][r];
+  }
+  int chosen[WK_MAX_SAMPLE_HEADS];
+  float log_prob = 0.0f;
+  const int errors = wkSampleHeadsRow(rows, num_actions, call_counts, streams, num_heads,
+                                      static_cast<unsigned int>(r), static_cast<unsigned int>(seed),
+                                      use_argmax, chosen, log_probs != nullptr, &log_prob);
+  long long joint_row = -1;  // -1: no joint write
+  int index_errors = 0;
+  if (joint_actions != nullptr) {
+    const long long env = r / num_agents;
+    const long long agent = agent_index[r - env * num_agents];
+    if (agent >= 0 && agent < num_joint_agents) {
+      joint_row = env * num_joint_agents + agent;
+    } else {
+      index_errors = WK_ERROR_BAD_INDEX;
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < WK_MAX_SAMPLE_HEADS; ++h) {
+    if (h >= num_heads) break;
+    actions[r * num_heads + h] = chosen[h];
+    if (joint_row >= 0) joint_actions[joint_row * num_heads + h] = chosen[h];
+    if (!use_argmax) counters[h][r] = call_counts[h] + 1u;
+  }
+  if (log_probs != nullptr) log_probs[r] = log_prob;
+  if ((errors | index_errors) != 0) atomicOr(error_flag, errors | index_errors);
 }
 
 // Diagonal Gaussian sampling, one thread per row.
