@@ -1,5 +1,8 @@
 """Env step alone (in-kernel sampling of both action heads + step kernel + reset of done envs).
 
+Both heads are sampled in one launch (``Sampler.sample_heads``, as the trainer does; before commit
+c8a85d9 this benchmark launched the sampler once per head).
+
 Tag continuous (partial observation, K = 10), over a grid of envs x agents, launched eagerly and
 replayed from a CUDA graph. Each config checks its work (timesteps advanced, observations finite).
 Usage: ``python benchmarks/bench_env_step.py [--steps 200] [--grid 2000x1000,100x110] [--tag before]
@@ -41,8 +44,7 @@ def make(envs: int, agents: int, search: str = "auto"):
     dm = w.cuda_data_manager
 
     def step() -> None:
-        s.sample(dm, probs, "sampled_actions", head=0, check=False)
-        s.sample(dm, probs, "sampled_actions", head=1, check=False)
+        s.sample_heads(dm, [probs, probs], "sampled_actions")
         w.step_all_envs()
         w.reset_only_done_envs()
 
