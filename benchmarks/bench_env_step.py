@@ -40,11 +40,12 @@ def make(envs: int, agents: int, search: str = "auto"):
     s = Sampler(w.cuda_function_manager)
     s.init_random(0)
     s.register_actions(w.cuda_data_manager, "sampled_actions", 21)
-    probs = torch.full((envs, agents, 21), 1 / 21, device="cuda")
+    # one tensor per head, as a policy's heads are (one tensor read twice would hit the cache)
+    heads = [torch.full((envs, agents, 21), 1 / 21, device="cuda") for _ in range(2)]
     dm = w.cuda_data_manager
 
     def step() -> None:
-        s.sample_heads(dm, [probs, probs], "sampled_actions")
+        s.sample_heads(dm, heads, "sampled_actions")
         w.step_all_envs()
         w.reset_only_done_envs()
 
