@@ -353,17 +353,29 @@ def cmd_sweep(args) -> None:
 
 def cmd_parity(args) -> None:
     """The chosen settings as they are and with ``--override``s (default: the bf16 update), for the
-    same number of iterations (same seeds, same env steps): scores at half and full length."""
+    same number of iterations (same seeds, same env steps): scores at half and full length, for each
+    of ``--seeds`` (runs named ``as-is`` / ``changed``, with ``@<seed>`` when there are several), and
+    with several seeds the mean of each score over them."""
     ev = Evaluator(200)
     marks = sorted({args.iterations // 2, args.iterations})
+    seeds = args.seeds or [SEED]
     rows = {}
-    for name, overrides in (("as-is", []), ("changed", args.override)):
-        run = train_ours(ours_config(overrides), marks, Path("/tmp/parity") / name, by_iterations=True)
-        score = {str(m): ev.versus_published(Path("/tmp/parity") / name, m) for m in marks}
-        rows[name] = {"overrides": overrides, **run, "scores": score}
-        print(name, json.dumps(run["snapshots"]), json.dumps(score), flush=True)
-    print("written", save("learning_parity", {"iterations": args.iterations, "seed": SEED, "chosen": CHOSEN,
-                                              "runs": rows}))
+    for seed in seeds:
+        for name, overrides in (("as-is", []), ("changed", args.override)):
+            key = name if len(seeds) == 1 else f"{name}@{seed}"
+            seeded = [f"trainer.seed={seed}", *overrides]
+            run = train_ours(ours_config(seeded), marks, Path("/tmp/parity") / key, by_iterations=True)
+            score = {str(m): ev.versus_published(Path("/tmp/parity") / key, m) for m in marks}
+            rows[key] = {"overrides": overrides, "seed": seed, **run, "scores": score}
+            print(key, json.dumps(run["snapshots"]), json.dumps(score), flush=True)
+    payload = {"iterations": args.iterations, "seeds": seeds, "chosen": CHOSEN, "runs": rows}
+    if len(seeds) > 1:
+        payload["mean_over_seeds"] = {
+            name: {str(m): {side: sum(rows[f"{name}@{s}"]["scores"][str(m)][side]["mean"] for s in seeds) / len(seeds)
+                            for side in rows[f"{name}@{seeds[0]}"]["scores"][str(m)]} for m in marks}
+            for name in ("as-is", "changed")}
+        print("mean over seeds", json.dumps(payload["mean_over_seeds"]), flush=True)
+    print("written", save("learning_parity", payload))
 
 
 def cmd_refcheck(_args) -> None:
@@ -393,6 +405,8 @@ def main(argv: list[str] | None = None) -> None:
         sp.set_defaults(fn=cmd_train)
     pa = sub.add_parser("parity", help="chosen settings vs the same with --override (default: bf16 update), equal iterations")
     pa.add_argument("--iterations", type=int, default=200)
+    pa.add_argument("--seeds", nargs="+", type=int, default=None,
+                    help=f"trainer seeds, each run both ways (default: {SEED})")
     pa.add_argument("--override", action="append", default=None,
                     help="dotted override of the changed run (repeatable; default: trainer.update_precision=bf16)")
     pa.set_defaults(fn=cmd_parity)

@@ -103,6 +103,29 @@ def test_bundled_tag_config_carries_the_chosen_settings(lsbs):
     assert bundled["policy"]["runner"]["algorithm"] == "PPO"
 
 
+def test_parity_with_several_seeds_runs_each_both_ways_and_averages(lsbs, monkeypatch, tmp_path):
+    small = ["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",
+             "policy.runner.model.fc_dims=[8,8]", "policy.tagger.num_minibatches=1", "policy.runner.num_minibatches=1"]
+    real = lsbs.ours_config
+    seen = []
+    monkeypatch.setattr(lsbs, "ours_config", lambda overrides=(): seen.append(list(overrides)) or real([*small, *overrides]))
+    evaluator = lsbs.Evaluator
+    monkeypatch.setattr(lsbs, "Evaluator", lambda num_envs=200: evaluator(4))
+    monkeypatch.setattr(lsbs, "RESULTS", tmp_path / "results")
+    monkeypatch.setenv("WARP_DRIVE_BENCH_RESULTS", str(tmp_path / "results"))
+    lsbs.main(["parity", "--iterations", "2", "--seeds", "5", "6"])
+    import json
+
+    doc = json.loads(next((tmp_path / "results").glob("learning_parity_*.json")).read_text())
+    assert set(doc["runs"]) == {"as-is@5", "changed@5", "as-is@6", "changed@6"} and doc["seeds"] == [5, 6]
+    assert seen == [["trainer.seed=5"], ["trainer.seed=5", "trainer.update_precision=bf16"],
+                    ["trainer.seed=6"], ["trainer.seed=6", "trainer.update_precision=bf16"]]
+    for name in ("as-is", "changed"):
+        for side, mean in doc["mean_over_seeds"][name]["2"].items():
+            runs = [doc["runs"][f"{name}@{s}"]["scores"]["2"][side]["mean"] for s in (5, 6)]
+            assert mean == pytest.approx(sum(runs) / 2)
+
+
 def test_parity_trains_both_runs_for_equal_iterations(lsbs, monkeypatch, tmp_path):
     """``parity``: the chosen settings as they are and with the bf16 update, 4 iterations each, snapshots
     at 2 and 4 iterations (equal env steps), both scored against the published policies."""
