@@ -44,8 +44,15 @@ def fused_path(x: Tensor, linear: torch.nn.Linear) -> bool:
         and x.dtype == torch.float32
         and linear.weight.dtype == torch.float32
         and linear.bias is not None
-        and not torch.is_autocast_enabled("cuda")
+        and not _cuda_autocast_enabled()
     )
+
+
+def _cuda_autocast_enabled() -> bool:
+    try:
+        return torch.is_autocast_enabled("cuda")
+    except TypeError:  # torch < 2.4 takes no device; its no-argument form is CUDA's
+        return torch.is_autocast_enabled()
 
 
 def linear_relu(x: Tensor, linear: torch.nn.Linear) -> Tensor:
