@@ -364,13 +364,13 @@ def test_sample_heads_host_matches_numpy(host_binary: Path, sizes: list[int], ar
 
 
 def test_sampler_error_bits_match_the_cuda_defines():
-    """One set of error bits: the NumPy twins' constants equal sampler.cuh's #defines."""
+    """One set of error bits and head limit: the NumPy twins' constants equal sampler.cuh's #defines."""
     import re
     from pathlib import Path
 
     from warp_drive.managers import cpu_kernels
 
     text = (Path(cpu_kernels.__file__).parents[1] / "cuda" / "core" / "sampler.cuh").read_text()
-    defines = {m[0]: int(m[1]) for m in re.findall(r"#define WK_(ERROR_BAD_\w+) (\d+)", text)}
+    defines = {m[0]: int(m[1]) for m in re.findall(r"#define WK_(ERROR_BAD_\w+|MAX_SAMPLE_HEADS) (\d+)", text)}
     assert defines == {"ERROR_BAD_VALUE": cpu_kernels.ERROR_BAD_VALUE, "ERROR_BAD_SUM": cpu_kernels.ERROR_BAD_SUM,
-                       "ERROR_BAD_INDEX": cpu_kernels.ERROR_BAD_INDEX}
+                       "ERROR_BAD_INDEX": cpu_kernels.ERROR_BAD_INDEX, "MAX_SAMPLE_HEADS": cpu_kernels.MAX_SAMPLE_HEADS}

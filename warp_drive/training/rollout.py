@@ -266,6 +266,7 @@ class Rollout:
         self.values: dict[str, Tensor] = {}
         self._reset_first = not spec.bootstrap_at_time_limit
         self._streams: list[Any] = []  # side streams of forward_policies
+        self._fits_heads: dict[str, bool] = {}  # per policy: one sampler launch for all heads (_one_launch)
         own_placeholders = any(p.action_name != Constants.ACTIONS for p in spec.policies.values())
         self.shared = SharedBuffers(spec.steps_per_iter, self.dm, time_limits=spec.bootstrap_at_time_limit,
                                     joint_actions=own_placeholders)
@@ -360,7 +361,6 @@ class Rollout:
         """
         t = self.spec
         joint = step is not None and self.shared.actions is not None
-        fits_heads = getattr(t.sampler, "fits_heads", None)
         for p in t.policies.values():
             heads = self.heads[p.tag]
             record = step is not None and p.buffers is not None
@@ -371,8 +371,7 @@ class Rollout:
                 mean, std = heads[0]
                 t.sampler.sample_gaussian(self.dm, mean, std, p.action_name, deterministic=self.greedy, check=False,
                                           log_probs=lp)
-            elif fits_heads is not None and fits_heads(self.dm, p.action_name, len(heads),
-                                                       Constants.ACTIONS if own else None):
+            elif self._one_launch(p, len(heads)):
                 t.sampler.sample_heads(self.dm, heads, p.action_name, use_argmax=self.greedy, log_probs=lp,
                                        joint=(Constants.ACTIONS, p.agent_index) if own else None)
                 copied = own  # the same launch wrote the joint placeholder
@@ -389,6 +388,15 @@ class Rollout:
                 p.buffers.values[step].copy_(self.values[p.tag])
         if joint:
             self.shared.record_actions(step, self.dm)
+
+    def _one_launch(self, p: PolicyState, num_heads: int) -> bool:
+        """Whether policy ``p``'s ``num_heads`` categorical heads take one ``Sampler.sample_heads``
+        launch (``Sampler.fits_heads``; placeholders keep their shapes, so decided once per policy)."""
+        if p.tag not in self._fits_heads:
+            fits = getattr(self.spec.sampler, "fits_heads", None)
+            joint = Constants.ACTIONS if p.action_name != Constants.ACTIONS else None
+            self._fits_heads[p.tag] = fits is not None and fits(self.dm, p.action_name, num_heads, joint)
+        return self._fits_heads[p.tag]
 
     @torch.no_grad()
     def record_obs(self, step: int) -> None:
@@ -425,19 +433,21 @@ class Rollout:
         kernels overlap the first policy's instead of queueing behind them. Same kernels, same
         results.
         """
+        def forward(p: PolicyState) -> None:
+            self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
+
         policies = list(self.spec.policies.values())
         side = self._side_streams(len(policies) - 1)
         if not side:
             for p in policies:
-                self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
+                forward(p)
             return
         main = torch.cuda.current_stream()
         for p, stream in zip(policies[1:], side):
             stream.wait_stream(main)
             with torch.cuda.stream(stream):
-                self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
-        first = policies[0]
-        self.heads[first.tag], self.values[first.tag] = self.forward(first, observe(self.dm, first, self.spec.obs_names, row))
+                forward(p)
+        forward(policies[0])
         for stream in side:
             main.wait_stream(stream)
 

@@ -82,6 +82,12 @@ __host__ __device__ inline int wkSampleCategoricalRow(const float* p, int n, uns
   return last_positive;
 }
 
+// log p(action) of one probability row, floored at the smallest normal float (a row's log-probability
+// stays finite). NumPy twin: warp_drive.managers.cpu_kernels._log_prob_of.
+__host__ __device__ inline float wkLogProbOf(const float* p, int action) {
+  return logf(fmaxf(p[action], WK_FLT_TINY));
+}
+
 // Most categorical heads one sample_action_heads launch takes (fixed-arity kernel arguments).
 #define WK_MAX_SAMPLE_HEADS 4
 
@@ -106,7 +112,7 @@ __host__ __device__ inline int wkSampleHeadsRow(const float* const* probs, const
                                               streams[h], use_argmax, &errors);
     actions[h] = action;
     if (want_log_prob) {
-      const float lp = logf(fmaxf(probs[h][action], WK_FLT_TINY));
+      const float lp = wkLogProbOf(probs[h], action);
       joint = h == 0 ? lp : joint + lp;
     }
   }
@@ -167,7 +173,7 @@ extern "C" __global__ void sample_actions(const float* probs, int* actions,
       static_cast<unsigned int>(seed), static_cast<unsigned int>(stream_id), use_argmax, &errors);
   actions[r * action_stride + action_offset] = action;
   if (log_prob_mode != 0) {
-    const float lp = logf(fmaxf(probs[r * num_actions + action], WK_FLT_TINY));
+    const float lp = wkLogProbOf(probs + r * num_actions, action);
     log_probs[r] = log_prob_mode == 2 ? log_probs[r] + lp : lp;
   }
   if (!use_argmax) counters[r] = call_count + 1u;
