@@ -34,6 +34,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from warp_drive.cuda.start_state_kernel import reset_kernel
 from warp_drive.env.backends import canonical_backend, is_numba
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
@@ -154,6 +155,7 @@ class EnvWrapper:
         self._passthrough = self.env_backend == "cpu" and not has_vectorised_cpu_step(env_obj)
         self.reset_on_host = True
         self.has_custom_reset = False
+        self._fresh_start_states = False
         if self._passthrough:
             self.blocks_per_env = 1 if blocks_per_env is None else _positive_int("blocks_per_env", blocks_per_env)
             self.cuda_data_manager = self.cuda_function_manager = self.cuda_function_feed = self.env_resetter = None
@@ -201,6 +203,7 @@ class EnvWrapper:
         self.has_custom_reset = self.env_resetter.register_custom_reset_function(
             self.cuda_data_manager, f"Cuda{self.name}Reset"
         )
+        self.fresh_start_states = bool(getattr(env_obj, "fresh_start_states", False))
 
     # ------------------------------------------------------------------ construction helpers
     def _convert_spaces(self) -> None:
@@ -293,7 +296,9 @@ class EnvWrapper:
         seed = getattr(self.env, "seed", None)
         self.env_resetter.init_reset_pool(dm, seed if isinstance(seed, (int, np.integer)) else None)
         self.env.initialize_step_function_context(dm, self.cuda_function_manager, self.cuda_function_feed)
-        if dm.reset_target_to_pool:
+        if self.env_resetter.register_start_state(dm, self.env):
+            self.env_resetter.fresh_start_states = self._fresh_start_states
+        if dm.reset_target_to_pool or self.env_resetter.fresh_start_states:
             self.env_resetter.reset_when_done(dm, mode="force_reset")
         self.reset_on_host = False
         return self._host_obs
@@ -312,6 +317,36 @@ class EnvWrapper:
                 value = np.broadcast_to(arr, (self.n_envs, *arr.shape)).copy()
             out[name] = {"data": value, "attributes": attrs}
         return out
+
+    @property
+    def supports_fresh_start_states(self) -> bool:
+        """Whether the env has a start-state hook (:mod:`warp_drive.env.start_state`), so that
+        :attr:`fresh_start_states` can be turned on."""
+        env = self.env
+        if self._passthrough or not getattr(env, "start_state_args", ()) or not hasattr(env, "numpy_start_state"):
+            return False
+        fm = self.cuda_function_manager
+        return not fm.has_kernels or fm.has_function(reset_kernel(self.name))
+
+    @property
+    def fresh_start_states(self) -> bool:
+        """True: every reset draws a new start state for each env replica and episode, on the
+        device (the env's start-state hook). False: resets restore the start state of the host
+        reset (2.7.1's semantics). Starts as the env's own ``fresh_start_states`` attribute (its
+        constructor argument in the example envs); may be changed at any time."""
+        return self._fresh_start_states
+
+    @fresh_start_states.setter
+    def fresh_start_states(self, value: bool) -> None:
+        if value and not self.supports_fresh_start_states:
+            raise ConfigError(
+                f"{type(self.env).__name__} has no start-state hook, so every reset restores its one saved start "
+                f"state; define {self.name}StartState in its CUDA source, numpy_start_state and start_state_args "
+                f"on its class (docs/adding_an_env.md), or leave fresh_start_states off"
+            )
+        self._fresh_start_states = bool(value)
+        if not self.reset_on_host:
+            self.env_resetter.fresh_start_states = self._fresh_start_states
 
     def reset_only_done_envs(self, undo_done_after_reset: bool = True) -> dict:
         """Reset, on the device, every replica whose ``_done_`` flag is set."""

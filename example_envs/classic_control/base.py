@@ -31,6 +31,7 @@ from gymnasium import spaces
 from example_envs import check_backend
 from warp_drive.config._checks import closest_match
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
+from warp_drive.env.start_state import StartKey, uniform_in
 from warp_drive.errors import ConfigError
 
 #: Name of the per-env state array (E, 1, state_dim) in the data store.
@@ -177,8 +178,12 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         reset_pool_size: 0 -> every reset restores the initial state of :meth:`reset`; P >= 2 ->
             each reset draws one of P initial states (state and observation pools, one row per
             env per reset, shared by both pools).
-        seed: seed of the initial-state draws (None: fresh entropy). Also the pool-draw seed the
-            wrapper uses (``env.seed``).
+        seed: seed of the initial-state draws (None: fresh entropy). Also the pool-draw and
+            start-state seed the wrapper uses (``env.seed``).
+        fresh_start_states: True -> every reset draws a new initial state for each env replica and
+            episode on the device, from gymnasium's reset distribution (:meth:`numpy_start_state`
+            and its CUDA twin ``ClassicControlStartState``); False -> 2.7.1's resets (saved copy
+            or pool).
         **physics: overrides of the env's physics constants (see its ``constants.PHYSICS``).
 
     Raises:
@@ -204,6 +209,8 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         ("episode_length", "meta"),
     )
     writes_truncation = True  # _truncated_: the time limit ended an episode that did not terminate
+    #: Arguments of the start-state hook ``<name>StartState`` (classic_control.cuh).
+    start_state_args: ClassVar[tuple] = (STATE, Constants.OBSERVATIONS)
     array_schema: ClassVar[Mapping[str, ArraySpec]] = MappingProxyType({
         STATE: ArraySpec((1, "STATE_DIM")),
         # with reset_pool_size P >= 2 only
@@ -218,9 +225,13 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         env_backend: str = "cpu",
         reset_pool_size: int = 0,
         seed: int | None = None,
+        fresh_start_states: bool = False,
         **physics: Any,
     ) -> None:
         env = type(self).__name__
+        if not isinstance(fresh_start_states, (bool, np.bool_)):
+            raise ConfigError(f"{env}: fresh_start_states={fresh_start_states!r} must be true or false")
+        self.fresh_start_states = bool(fresh_start_states)
         reset_pool_size = _check_int(env, "reset_pool_size", reset_pool_size, 0)
         if reset_pool_size == 1:
             raise ConfigError(
@@ -291,6 +302,11 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
 
     def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """(n, STATE_DIM) float32 initial states from gymnasium's reset distribution."""
+        low, high = self.start_bounds()
+        return rng.uniform(low, high, size=(n, self.STATE_DIM)).astype(np.float32)
+
+    def start_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """gymnasium's reset distribution: state component i uniform in [low[i], high[i])."""
         raise NotImplementedError
 
     def observe(self, state: np.ndarray) -> np.ndarray:
@@ -310,6 +326,17 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
         """Draw a new initial state (gymnasium's distribution); returns ``{0: obs}``."""
         self.state = self.sample_initial_states(self._reset_rng, 1)[0]
         return {0: self.observe(self.state[None, :])[0]}
+
+    def numpy_start_state(self, data: Mapping[str, Any], rows: np.ndarray, key: StartKey) -> None:
+        """Start-state hook: a fresh initial state (and its observation) for each reset env.
+
+        State component i = ``uniform_in(word i of slot 0, low[i], high[i])`` (:meth:`start_bounds`);
+        mirrored by ``ClassicControlStartState`` (classic_control.cuh).
+        """
+        low, high = self.start_bounds()
+        state = uniform_in(key.words(0)[:, : self.STATE_DIM], np.asarray(low), np.asarray(high))
+        data[STATE][rows, 0, :] = state
+        data[Constants.OBSERVATIONS][rows, 0, :] = self.observe(state)
 
     def reset_pool(self) -> tuple[np.ndarray, np.ndarray]:
         """``(states (P, 1, d), observations (P, 1, obs_dim))``, drawn once and cached."""
@@ -358,6 +385,8 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
             "kStateDim": self.STATE_DIM,
             "kObsDim": self.OBS_DIM,
             "kTerminalDoneValue": self.TERMINAL_DONE_VALUE,
+            "kStartLow": tuple(float(v) for v in self.start_bounds()[0]),
+            "kStartHigh": tuple(float(v) for v in self.start_bounds()[1]),
         }
         values = {p.cuda_name: (self.params[key], p.rule) for key, p in self.PHYSICS.items() if p.cuda_name}
         values.update({name: (v, None) for name, v in self.extra_cuda_constants().items()})

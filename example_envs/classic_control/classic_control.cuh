@@ -7,6 +7,8 @@
 //   (ceil(E / blockDim.x) blocks, env = global thread id), the env's transition, then the
 //   bookkeeping. Layout: state (E, 1, kStateDim), observations (E, 1, kObsDim),
 //   sampled_actions (E, 1, 1), rewards (E, 1), _done_, _truncated_, _timestep_ (E,).
+// * ClassicControlStartState: the body of every env's start-state hook <Name>StartState (a fresh
+//   initial state per env and episode, drawn on the device; base.py: numpy_start_state).
 #pragma once
 
 #define CC_DOUBLE(name) \
@@ -39,4 +41,24 @@ __device__ __forceinline__ void ClassicControlFlatStep(float* state_arr, float* 
   const bool terminated = Transition(state, sampled_actions_arr[env], state,
                                      observations_arr + env * kObsDim, rewards_arr + env);
   ClassicControlEndStep(env, terminated, done_arr, truncated_arr, timestep_arr, episode_length);
+}
+
+// Observation = state (CartPole and both MountainCars).
+__host__ __device__ inline void ClassicControlObserveState(const float* state, float* obs) {
+  for (int i = 0; i < kObsDim; ++i) obs[i] = state[i];
+}
+
+// Mirrors base.py: ClassicControlEnv.numpy_start_state. Called by every thread of env
+// start.env's reset block; thread 0 draws state component i uniform in
+// [kStartLow[i], kStartHigh[i]) from word i of slot 0, then writes its observation.
+template <void (*Observe)(const float*, float*)>
+__device__ __forceinline__ void ClassicControlStartState(const WkStartKey& start, float* state_arr,
+                                                         float* observations_arr) {
+  static_assert(kStateDim <= 4, "one Philox block (4 words) per start state");
+  if (threadIdx.x != 0) return;
+  const uint4 w = wkStartWords(start, 0u);
+  const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+  float* state = state_arr + static_cast<long long>(start.env) * kStateDim;
+  for (int i = 0; i < kStateDim; ++i) state[i] = wkStartUniform(words[i], kStartLow[i], kStartHigh[i]);
+  Observe(state, observations_arr + static_cast<long long>(start.env) * kObsDim);
 }

@@ -25,5 +25,9 @@ class MountainCarBase(ClassicControlEnv):
         position = rng.uniform(low=RESET_LOW, high=RESET_HIGH, size=n)
         return np.stack([position, np.zeros(n)], axis=1).astype(np.float32)
 
+    def start_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Position uniform in [-0.6, -0.4), velocity 0."""
+        return (RESET_LOW, 0.0), (RESET_HIGH, 0.0)
+
     def observe(self, state: np.ndarray) -> np.ndarray:
         return np.asarray(state, dtype=np.float32).copy()

@@ -43,6 +43,7 @@ DEFAULTS: Final[dict[str, object]] = {
     "runner_exits_game_after_tagged": True,
     "neighbour_search": "auto",
     "env_backend": "cpu",
+    "fresh_start_states": False,
 }
 
 # ----------------------------------------------------------------- agent types

@@ -42,6 +42,8 @@ from example_envs import (
 )
 from example_envs.tag_continuous import constants as C
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
+from warp_drive.env.start_state import StartKey, uniform_in
+from warp_drive.utils.philox import scale_bits_to_range
 from warp_drive.errors import ConfigError
 
 F32 = np.float32
@@ -90,7 +92,13 @@ class TagContinuous(CUDAEnvironmentContext):
         starting_location_x, starting_location_y: (N,) start positions in [0, L], or None
             (uniform, drawn at each host ``reset()``).
         starting_directions: (N,) start directions in radians, or None (random multiple of pi/2).
-        seed: seed of the env's own ``np.random.default_rng`` (tagger ids, start states).
+        seed: seed of the env's own ``np.random.default_rng`` (tagger ids, start states); also the
+            seed of the device's start-state draws.
+        fresh_start_states: True -> every reset draws new positions (uniform in [0, L)) and
+            headings (a random multiple of pi/2) for each env replica and episode, on the device
+            (:meth:`numpy_start_state` and its CUDA twin ``TagContinuousStartState``); given
+            starting locations or directions stay fixed. False -> every reset restores the one
+            start state of the host ``reset()`` (2.7.1's semantics). Roles never change.
         max_speed, skill_level_runner, skill_level_tagger: an agent's top speed is
             max_speed * its skill level (all > 0).
         min_acceleration, max_acceleration, num_acceleration_levels: acceleration table
@@ -166,6 +174,11 @@ class TagContinuous(CUDAEnvironmentContext):
         "end_of_game_reward_for_runner",
         ("episode_length", "meta"),
     )
+    #: Arguments of the start-state hook ``TagContinuousStartState``.
+    start_state_args = (
+        "loc_x", "loc_y", "speed", "direction", "acceleration", "still_in_the_game", "agent_types",
+        Constants.OBSERVATIONS, "grid_length", "max_speed",
+    )
 
     def __init__(
         self,
@@ -198,6 +211,7 @@ class TagContinuous(CUDAEnvironmentContext):
         runner_exits_game_after_tagged: bool = True,
         env_backend: str = "cpu",
         neighbour_search: str = "auto",
+        fresh_start_states: bool = False,
         **unknown: Any,
     ) -> None:
         env = self.name
@@ -261,6 +275,7 @@ class TagContinuous(CUDAEnvironmentContext):
         self.starting_location_x = self._check_start("starting_location_x", starting_location_x, bounded=True)
         self.starting_location_y = self._check_start("starting_location_y", starting_location_y, bounded=True)
         self.starting_directions = self._check_start("starting_directions", starting_directions, bounded=False)
+        self.fresh_start_states = check_bool(env, "fresh_start_states", fresh_start_states)
 
         self.rng = np.random.default_rng(self.seed)
         n = self.num_agents
@@ -445,9 +460,35 @@ class TagContinuous(CUDAEnvironmentContext):
             "kGridAgentsPerCell": C.grid_agents_per_cell(self.use_full_observation, self.num_observed),
             "kTaggerType": C.TAGGER,
             "kTwoPi": float(C.TWO_PI),
+            "kStartDirections": tuple(float(d) for d in C.START_DIRECTIONS),
+            "kDrawStartX": self.starting_location_x is None,
+            "kDrawStartY": self.starting_location_y is None,
+            "kDrawStartDirection": self.starting_directions is None,
             "kSqrt2": float(C.SQRT2),
             **C.feature_constants(),
         }
+
+    def numpy_start_state(self, data: Mapping[str, Any], rows: np.ndarray, key: StartKey) -> None:
+        """Start-state hook: for each reset env, agent a at x, y = uniform in [0, L) from words 0
+        and 1 of slot a and heading ``START_DIRECTIONS[floor(u * 4)]`` from word 2 (each only
+        where no starting value was given); the rest of the state is the restored saved copy
+        (at rest, in the game). Observations at t = 0. Mirrored by ``TagContinuousStartState``."""
+        words = key.words(np.arange(self.num_agents))  # (R, N, 4)
+        length = F32(data["grid_length"])
+        x, y, direction = data["loc_x"], data["loc_y"], data["direction"]
+        if self.starting_location_x is None:
+            x[rows] = uniform_in(words[..., 0], 0.0, length)
+        if self.starting_location_y is None:
+            y[rows] = uniform_in(words[..., 1], 0.0, length)
+        if self.starting_directions is None:
+            table = np.asarray(C.START_DIRECTIONS, F32)
+            direction[rows] = table[scale_bits_to_range(words[..., 2], len(table))]
+        data[Constants.OBSERVATIONS][rows] = compute_observations(
+            x[rows], y[rows], data["speed"][rows], data["acceleration"][rows], direction[rows],
+            data["agent_types"], data["still_in_the_game"][rows], np.zeros(len(rows), np.int32),
+            self.episode_length, length, F32(data["max_speed"]), self.use_full_observation,
+            self.num_other_agents_observed,
+        )
 
     # ------------------------------------------------------------------ CPU step
     def numpy_step(self, data: Mapping[str, Any]) -> None:

@@ -571,3 +571,40 @@ extern "C" __global__ void CudaTagContinuousFinish(
                  end_of_game_reward_for_runner);
   if (agent == 0) TagEndStep(env, t, episode_length, num_runners_arr[env], done_arr, truncated_arr);
 }
+
+// ------------------------------------------------------------------------------------------
+// Start-state hook (fresh_start_states), called by every thread of env start.env's reset block
+// after the saved copies are restored. Mirrors tag_continuous.py: TagContinuous.numpy_start_state:
+// agent a at x, y uniform in [0, L) (words 0, 1 of slot a) and heading kStartDirections[floor(u * 4)]
+// (word 2), each where no starting value was given; then every observation at t = 0 by a
+// brute-force K-nearest scan (once per episode).
+__device__ void TagContinuousStartState(WkStartKey start, float* loc_x_arr, float* loc_y_arr,
+                                        const float* speed_arr, float* direction_arr,
+                                        const float* acceleration_arr,
+                                        const int* still_in_the_game_arr, const int* agent_types_arr,
+                                        float* observations_arr, float grid_length, float max_speed) {
+  const int env = static_cast<int>(start.env);
+  const long long base = static_cast<long long>(env) * wkNumberAgents;
+  constexpr unsigned int kNumStartDirections = sizeof(kStartDirections) / sizeof(kStartDirections[0]);
+  for (int a = threadIdx.x; a < wkNumberAgents; a += blockDim.x) {
+    const uint4 w = wkStartWords(start, static_cast<unsigned int>(a));
+    if (kDrawStartX) loc_x_arr[base + a] = wkStartUniform(w.x, 0.0f, grid_length);
+    if (kDrawStartY) loc_y_arr[base + a] = wkStartUniform(w.y, 0.0f, grid_length);
+    if (kDrawStartDirection) direction_arr[base + a] = kStartDirections[wkScaleBitsToRange(w.z, kNumStartDirections)];
+  }
+  __syncthreads();  // every agent's start is written before any observation reads it
+  const TagEnvView<int> view = {loc_x_arr + base, loc_y_arr + base, speed_arr + base,
+                                acceleration_arr + base, direction_arr + base, agent_types_arr,
+                                still_in_the_game_arr + base};
+  const float pos_norm = __fmul_rn(grid_length, kSqrt2);
+  if (kUseFullObservation) {
+    TagWriteFullObservationRows(env, 0, wkNumberAgents, view, observations_arr, pos_norm, max_speed, 0.0f);
+  } else {
+    for (int a = threadIdx.x; a < wkNumberAgents; a += blockDim.x) {
+      TagNearestList list;
+      list.Clear();
+      if (view.in_game[a] != 0) TagKNearestScan(a, view, list);
+      TagWriteObservationRow(a, list, view, observations_arr + (base + a) * kObsDim, pos_norm, max_speed, 0.0f);
+    }
+  }
+}

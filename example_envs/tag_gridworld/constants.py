@@ -21,6 +21,7 @@ DEFAULTS: Final[dict[str, object]] = {
     "step_cost_for_tagger": 0.01,
     "use_full_observation": True,
     "env_backend": "cpu",
+    "fresh_start_states": False,
 }
 
 #: Extra argument of TagGridWorldWithResetPool.

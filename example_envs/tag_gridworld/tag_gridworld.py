@@ -35,6 +35,8 @@ from example_envs import (
 )
 from example_envs.tag_gridworld import constants as C
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
+from warp_drive.env.start_state import StartKey
+from warp_drive.utils.philox import scale_bits_to_range
 from warp_drive.errors import ConfigError
 
 F32 = np.float32
@@ -68,6 +70,10 @@ class TagGridWorld(CUDAEnvironmentContext):
             magnitudes (>= 0); signs are applied as in the module docstring.
         use_full_observation: 4 N + 1 values (every agent) or 6 (self and target).
         env_backend: "cpu" or "pycuda" (overwritten by the EnvWrapper).
+        fresh_start_states: True -> every reset puts every agent on a uniformly drawn cell, a new
+            layout per env replica and episode, drawn on the device (:meth:`numpy_start_state`
+            and its CUDA twin ``TagGridWorldStartState``); False -> every reset restores the one
+            start layout (2.7.1's semantics). Not combined with starting locations.
 
     Raises:
         ConfigError: an argument is unknown, has the wrong type or is out of range.
@@ -102,6 +108,8 @@ class TagGridWorld(CUDAEnvironmentContext):
         "world_boundary",
         ("episode_length", "meta"),
     )
+    #: Arguments of the start-state hook ``TagGridWorldStartState``.
+    start_state_args = ("loc_x", "loc_y", Constants.OBSERVATIONS, "world_boundary")
     _accepted: tuple[str, ...] = tuple(C.DEFAULTS)
 
     def __init__(
@@ -118,6 +126,7 @@ class TagGridWorld(CUDAEnvironmentContext):
         step_cost_for_tagger: float = 0.01,
         use_full_observation: bool = True,
         env_backend: str = "cpu",
+        fresh_start_states: bool = False,
         **unknown: Any,
     ) -> None:
         env = type(self).__name__
@@ -143,6 +152,12 @@ class TagGridWorld(CUDAEnvironmentContext):
         self.starting_location_x = self._check_start("starting_location_x", starting_location_x)
         self.starting_location_y = self._check_start("starting_location_y", starting_location_y)
         self.rng = np.random.default_rng(self.seed)
+        self.fresh_start_states = check_bool(env, "fresh_start_states", fresh_start_states)
+        if self.fresh_start_states and (self.starting_location_x is not None or self.starting_location_y is not None):
+            raise ConfigError(
+                f"{env}: fresh_start_states=True draws every start layout; drop starting_location_x/y, or set "
+                f"fresh_start_states=False to start every episode from them"
+            )
 
         n = self.num_agents
         self.runner_id = n - 1
@@ -261,6 +276,19 @@ class TagGridWorld(CUDAEnvironmentContext):
             "kObsDim": self.obs_dim,
             "kRunnerType": C.RUNNER,
         }
+
+    def numpy_start_state(self, data: Mapping[str, Any], rows: np.ndarray, key: StartKey) -> None:
+        """Start-state hook: agent a of each reset env on cell (x, y), x and y uniform in [0, L]
+        from words 0 and 1 of slot a; observations at t = 0. Mirrored by ``TagGridWorldStartState``."""
+        length = int(data["world_boundary"])
+        words = key.words(np.arange(self.num_agents))  # (R, N, 4)
+        x = scale_bits_to_range(words[..., 0], length + 1).astype(np.int32)
+        y = scale_bits_to_range(words[..., 1], length + 1).astype(np.int32)
+        data["loc_x"][rows] = x
+        data["loc_y"][rows] = y
+        data[Constants.OBSERVATIONS][rows] = compute_observations(
+            x, y, np.zeros(len(rows), np.int32), int(data["episode_length"]), length, self.use_full_observation
+        )
 
     # ------------------------------------------------------------------ CPU step
     def numpy_step(self, data: Mapping[str, Any]) -> None:

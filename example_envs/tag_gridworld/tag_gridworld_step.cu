@@ -235,3 +235,30 @@ extern "C" __global__ void CudaTagGridWorldFinish(
                         GridTimeFraction(t, episode_length), observations_arr);
   if (agent == 0) GridEndStep(env, t, episode_length, tagged, done_arr, truncated_arr);
 }
+
+// ------------------------------------------------------------------------------------------
+// Start-state hook (fresh_start_states), called by every thread of env start.env's reset block.
+// Mirrors tag_gridworld.py: TagGridWorld.numpy_start_state: agent a on cell (x, y), x and y
+// uniform in [0, L] from words 0 and 1 of slot a; observations at t = 0.
+__device__ void TagGridWorldStartState(WkStartKey start, int* loc_x_arr, int* loc_y_arr,
+                                       float* observations_arr, int world_boundary) {
+  const int env = static_cast<int>(start.env);
+  int* x = loc_x_arr + static_cast<long long>(env) * wkNumberAgents;
+  int* y = loc_y_arr + static_cast<long long>(env) * wkNumberAgents;
+  const unsigned int cells = static_cast<unsigned int>(world_boundary) + 1u;
+  for (int a = threadIdx.x; a < wkNumberAgents; a += blockDim.x) {
+    const uint4 w = wkStartWords(start, static_cast<unsigned int>(a));
+    x[a] = static_cast<int>(wkScaleBitsToRange(w.x, cells));
+    y[a] = static_cast<int>(wkScaleBitsToRange(w.y, cells));
+  }
+  __syncthreads();  // every agent's cell is written before any observation reads it
+  // observations at t = 0: time fraction 0
+  if (kUseFullObservation) {
+    GridWriteFullObservationRows(env, 0, wkNumberAgents, x, y, world_boundary, 0.0f, observations_arr);
+  } else {
+    for (int a = threadIdx.x; a < wkNumberAgents; a += blockDim.x) {
+      GridWritePartialObservation(a, x, y, world_boundary, 0.0f,
+                                  observations_arr + (static_cast<long long>(env) * wkNumberAgents + a) * kObsDim);
+    }
+  }
+}

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from warp_drive.cuda import core_dir
+from warp_drive.cuda.start_state_kernel import render_start_state_kernels
 from warp_drive.errors import CUDACompileError, ConfigError
 
 logger = logging.getLogger(__name__)
@@ -215,7 +216,9 @@ def render_source(
     """Render the whole translation unit as a string.
 
     Layout: prelude, ``#include "core_service.cuh"``, then the env's source (inlined with a
-    ``#line`` directive so nvcc errors point at the original file), then ``extra_code``.
+    ``#line`` directive so nvcc errors point at the original file), then one reset kernel per
+    start-state hook the env's source defines (:mod:`warp_drive.cuda.start_state_kernel`), then
+    ``extra_code``.
     """
     parts = [render_prelude(num_envs, num_agents, blocks_per_env, constants, max_shared_bytes),
              '#include "core_service.cuh"\n']
@@ -223,7 +226,11 @@ def render_source(
         path = Path(env_source)
         if not path.is_file():
             raise ConfigError(f"env CUDA source {str(path)!r} does not exist")
-        parts.append(f'#line 1 "{path.as_posix()}"\n{path.read_text()}\n')
+        text = path.read_text()
+        parts.append(f'#line 1 "{path.as_posix()}"\n{text}\n')
+        hooks = render_start_state_kernels(text)
+        if hooks:
+            parts.append('#line 1 "<start-state reset kernels>"\n' + hooks)
     if extra_code:
         parts.append('#line 1 "<user source>"\n' + extra_code + "\n")
     return "".join(parts)

@@ -104,7 +104,8 @@ def _parse_param(text: str, position: int) -> KernelParam:
     return KernelParam(ctype=" ".join(type_words), name=name, is_pointer=is_pointer)
 
 
-def _parse_params(params: str) -> list[KernelParam]:
+def parse_params(params: str) -> list[KernelParam]:
+    """The parameters of a C parameter list (the text between the parentheses)."""
     params = params.strip()
     if not params or params == "void":
         return []
@@ -123,7 +124,7 @@ def parse_kernel_signatures(source: str) -> dict[str, list[KernelParam]]:
         name, params, end = match.group(1), match.group(2), match.group(3)
         if name in defined:
             continue
-        out[name] = _parse_params(params)
+        out[name] = parse_params(params)
         if end == "{":
             defined.add(name)
     return out

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from warp_drive.env.start_state import StartKey
 from warp_drive.errors import DataShapeError
 from warp_drive.utils.philox import (
     box_muller,
@@ -31,6 +32,9 @@ from warp_drive.utils.philox import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: An env's NumPy start-state hook as the reset twin calls it: ``hook(rows, key)``.
+StartStateHook = Callable[[np.ndarray, StartKey], None]
 
 __all__ = [
     "CORE_KERNELS",
@@ -471,6 +475,8 @@ def reset_env_rows(
     seed: int,
     force_reset: int,
     undo_done: int,
+    *,
+    start_state: StartStateHook | None = None,
 ) -> None:
     """Restores every registered array of every done env of envs ``env_offset ..`` of a batch.
 
@@ -501,6 +507,9 @@ def reset_env_rows(
         seed: Philox key word 0.
         force_reset: Nonzero: reset every env.
         undo_done: Nonzero: clear ``done`` and ``timestep`` of reset envs.
+        start_state: An env's start-state hook (twin of the rendered
+            ``Cuda<Name>ResetWithStartState`` kernel): called after the copies with the reset rows
+            (indices into this block of envs) and their :class:`~warp_drive.env.start_state.StartKey`.
     """
     done_w = _words(done, np.int32)
     num_envs = done_w.size
@@ -511,6 +520,8 @@ def reset_env_rows(
     pool_bits = philox_words(seed, POOL_STREAM, (envs + env_offset).astype(np.uint32), calls[envs])[:, 0]
     for k in range(num_entries):
         _reset_entry(dst[k], src[k], int(sizes[k]), int(pool_sizes[k]), num_envs, envs, pool_bits)
+    if start_state is not None:
+        start_state(envs, StartKey(int(seed) & 0xFFFFFFFF, (envs + env_offset).astype(np.uint32), calls[envs].copy()))
     calls[envs] += np.uint32(1)
     if undo_done:
         done_w[envs] = 0

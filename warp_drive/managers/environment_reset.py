@@ -1,4 +1,5 @@
-"""EnvironmentReset: restore done envs from their saved copies or reset pools, in one launch."""
+"""EnvironmentReset: restore done envs from their saved copies or reset pools, and draw fresh start
+states through the env's start-state hook, in one launch."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any, Sequence
 
 import torch
 
+from warp_drive.cuda.start_state_kernel import RESET_PARAMS, reset_kernel
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
+from warp_drive.managers import cpu_kernels
 from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
 from warp_drive.utils.constants import Constants
 
@@ -35,6 +38,8 @@ class EnvironmentReset:
         self._pool_counters: torch.Tensor | None = None
         self._pool_seed = 0
         self._custom: tuple[str, FunctionFeed] | None = None
+        self._start: tuple[str, tuple, FunctionFeed] | None = None
+        self._fresh = False
 
     def init_reset_pool(self, data_manager: Any, seed: int | None = None) -> None:
         """Seed the pool draws (random when None) and validate every (target, pool) pair."""
@@ -97,7 +102,67 @@ class EnvironmentReset:
             int(mode == "force_reset"),
             int(bool(undo_done_after_reset)),
         ]
-        self._fm.launch("reset_when_done", args, grid=(data_manager.num_envs, 1), block=(RESET_THREADS, 1, 1))
+        name = "reset_when_done"
+        if self._fresh and self._start is not None:
+            name, specs, feed = self._start
+            args += feed(specs)
+        self._fm.launch(name, args, grid=(data_manager.num_envs, 1), block=(RESET_THREADS, 1, 1))
+
+    # ------------------------------------------------------------------ fresh start states
+    def register_start_state(self, data_manager: Any, env: Any) -> bool:
+        """Use ``env``'s start-state hook (:mod:`warp_drive.env.start_state`) when it has one: the
+        rendered ``Cuda<Name>ResetWithStartState`` kernel on the GPU, ``env.numpy_start_state`` on
+        the cpu backend. Returns whether the env has a hook; it is used while
+        :attr:`fresh_start_states` is True."""
+        specs = tuple(getattr(env, "start_state_args", ()) or ())
+        name = reset_kernel(getattr(env, "name", "") or type(env).__name__)
+        if self._fm.has_kernels:
+            if not specs or not self._fm.has_function(name):
+                return False
+            self._fm.initialize_functions([name])
+            self._fm.check_arguments(name, specs, data_manager, skip=len(RESET_PARAMS))
+        else:
+            hook = getattr(env, "numpy_start_state", None)
+            if not specs or hook is None:
+                return False
+            view = data_manager.host_view
+
+            def reset_with_start_state(*args: Any) -> None:
+                cpu_kernels.reset_when_done(*args[: len(RESET_PARAMS)],
+                                            start_state=lambda rows, key: hook(view(), rows, key))
+
+            self._fm.register_function(name, reset_with_start_state)
+            self._fm.initialize_functions([name])
+        self._start = (name, specs, FunctionFeed(data_manager))
+        return True
+
+    @property
+    def has_start_state(self) -> bool:
+        """Whether a start-state hook is registered."""
+        return self._start is not None
+
+    @property
+    def fresh_start_states(self) -> bool:
+        """True: every reset draws a new start state per env and episode through the hook.
+        False: resets restore the saved copies (2.7.1's semantics)."""
+        return self._fresh
+
+    @fresh_start_states.setter
+    def fresh_start_states(self, value: bool) -> None:
+        if value and self._start is None:
+            raise ConfigError(
+                "this env has no start-state hook, so resets can only restore its saved start state; define "
+                "<Name>StartState in its CUDA source, numpy_start_state and start_state_args on its class "
+                "(docs/adding_an_env.md), or set fresh_start_states=False"
+            )
+        self._fresh = bool(value)
+
+    def start_state_hook(self, env: Any, data: Any) -> Any:
+        """The NumPy hook bound to ``data`` (a block of envs' views) while fresh starts are on,
+        else None: the argument ``start_state`` of :func:`cpu_kernels.reset_env_rows`."""
+        if not (self._fresh and self._start is not None):
+            return None
+        return lambda rows, key: env.numpy_start_state(data, rows, key)
 
     # ------------------------------------------------------------------ custom reset kernels
     def register_custom_reset_function(self, data_manager: Any, reset_function_name: str | None = None) -> bool:

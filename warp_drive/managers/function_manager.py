@@ -181,8 +181,9 @@ class FunctionManager:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ argument checks
-    def check_arguments(self, name: str, specs: Sequence[Any], data_manager: Any) -> None:
-        """Check data-name bound arguments against the kernel's parsed signature.
+    def check_arguments(self, name: str, specs: Sequence[Any], data_manager: Any, skip: int = 0) -> None:
+        """Check data-name bound arguments against the kernel's parsed signature (after its first
+        ``skip`` parameters, which the caller binds itself).
 
         Raises:
             KernelSignatureError: wrong count, pointer where a scalar is expected (or the
@@ -192,6 +193,7 @@ class FunctionManager:
         params = self._signatures.get(name)
         if params is None:
             return
+        params = params[skip:]
         names = [arg_name(s) for s in specs]
         if len(specs) != len(params):
             missing = [p.name for p in params[len(specs):]]

@@ -373,7 +373,7 @@ class EnvPartsRollout:
         cpu_kernels.reset_env_rows(
             part.lo, dst, src, sizes, pool_sizes, count, part.dm.data_on_device_via_torch(Constants.DONE),
             part.dm.data_on_device_via_torch(Constants.TIMESTEP), self.resetter._pool_counters[part.lo : part.hi],
-            self.resetter._pool_seed, 0, 1)
+            self.resetter._pool_seed, 0, 1, start_state=self.resetter.start_state_hook(self.spec.env_wrapper.env, part.env_view))
 
     def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
         """Bootstrap order: reset the part's done envs; the policy outputs for the next step

@@ -110,3 +110,20 @@ extern "C" __global__ void CudaClassicControlAcrobotEnvStep(
       state_arr, observations_arr, sampled_actions_arr, rewards_arr, done_arr, truncated_arr,
       timestep_arr, episode_length);
 }
+
+// Mirrors acrobot.py: acrobot_observe (gymnasium's _get_ob), in double.
+__host__ __device__ inline void AcrobotObserve(const float* state, float* obs) {
+  const double t1 = state[0];
+  const double t2 = state[1];
+  obs[0] = static_cast<float>(cos(t1));
+  obs[1] = static_cast<float>(sin(t1));
+  obs[2] = static_cast<float>(cos(t2));
+  obs[3] = static_cast<float>(sin(t2));
+  obs[4] = state[2];
+  obs[5] = state[3];
+}
+
+// Start-state hook (fresh_start_states): a gymnasium initial state per env and episode.
+__device__ void ClassicControlAcrobotEnvStartState(WkStartKey start, float* state_arr, float* observations_arr) {
+  ClassicControlStartState<AcrobotObserve>(start, state_arr, observations_arr);
+}

@@ -79,8 +79,8 @@ class ClassicControlCartPoleEnv(ClassicControlEnv):
     def make_action_space(self) -> spaces.Discrete:
         return spaces.Discrete(C.NUM_ACTIONS)
 
-    def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.uniform(C.RESET_LOW, C.RESET_HIGH, size=(n, C.STATE_DIM)).astype(np.float32)
+    def start_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return (C.RESET_LOW,) * C.STATE_DIM, (C.RESET_HIGH,) * C.STATE_DIM
 
     def observe(self, state: np.ndarray) -> np.ndarray:
         return np.asarray(state, dtype=np.float32).copy()

@@ -49,3 +49,8 @@ extern "C" __global__ void CudaClassicControlMountainCarEnvStep(
       state_arr, observations_arr, sampled_actions_arr, rewards_arr, done_arr, truncated_arr,
       timestep_arr, episode_length);
 }
+
+// Start-state hook (fresh_start_states): a gymnasium initial state per env and episode.
+__device__ void ClassicControlMountainCarEnvStartState(WkStartKey start, float* state_arr, float* observations_arr) {
+  ClassicControlStartState<ClassicControlObserveState>(start, state_arr, observations_arr);
+}

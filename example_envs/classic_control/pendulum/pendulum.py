@@ -84,9 +84,8 @@ class ClassicControlPendulumEnv(ClassicControlEnv):
         t = self.params["max_torque"]
         return spaces.Box(low=-t, high=t, shape=(C.ACTION_DIM,), dtype=np.float32)
 
-    def sample_initial_states(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        high = np.array(C.RESET_HIGH)
-        return rng.uniform(low=-high, high=high, size=(n, C.STATE_DIM)).astype(np.float32)
+    def start_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return tuple(-h for h in C.RESET_HIGH), tuple(C.RESET_HIGH)
 
     def observe(self, state: np.ndarray) -> np.ndarray:
         return pendulum_observe(state)

@@ -86,3 +86,16 @@ extern "C" __global__ void CudaClassicControlPendulumEnvStep(
       state_arr, observations_arr, sampled_actions_arr, rewards_arr, done_arr, truncated_arr,
       timestep_arr, episode_length);
 }
+
+// Mirrors pendulum.py: pendulum_observe (gymnasium's _get_obs), in double.
+__host__ __device__ inline void PendulumObserve(const float* state, float* obs) {
+  const double th = state[0];
+  obs[0] = static_cast<float>(cos(th));
+  obs[1] = static_cast<float>(sin(th));
+  obs[2] = state[1];
+}
+
+// Start-state hook (fresh_start_states): a gymnasium initial state per env and episode.
+__device__ void ClassicControlPendulumEnvStartState(WkStartKey start, float* state_arr, float* observations_arr) {
+  ClassicControlStartState<PendulumObserve>(start, state_arr, observations_arr);
+}

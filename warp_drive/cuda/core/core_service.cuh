@@ -6,6 +6,7 @@
 //   sample_actions, sample_action_heads,
 //   sample_gaussian_actions                          (sampler.cuh)
 //   reset_when_done, undo_done_flag_and_reset_timestep (reset.cuh)
+//   WkStartKey, wkStartWords, wkStartUniform: the start-state hook (start_state.cuh)
 //   log_one_step, reset_log_mask, update_log_mask     (log.cuh)
 //   WarpDrive 2.7.1's kernel-side names: getEnvID, getAgentID, getRankInEnv,
 //   __sync_env_threads, get_flattened_array_index, wkMaxBlocks and its reset /
@@ -19,6 +20,7 @@
 #include "index.cuh"
 #include "sampler.cuh"
 #include "reset.cuh"
+#include "start_state.cuh"
 #include "log.cuh"
 #include "compat_271.cuh"
 

@@ -37,6 +37,54 @@ __device__ __forceinline__ void wkCopyWords(unsigned int* dst, const unsigned in
   for (long long i = first; i < count; i += stride) dst[i] = src[i];
 }
 
+// Restores env e's rows of every registered entry when env e resets (forced or done) and
+// returns whether it does, with the env's reset count before this reset (its episode index).
+// Called by every thread of block e (any block size); `reset` is the same for the whole block.
+struct WkEnvReset {
+  bool reset;
+  unsigned int episode;
+};
+
+__device__ __forceinline__ WkEnvReset wkRestoreEnv(int e, const unsigned long long* dst,
+                                                   const unsigned long long* src, const int* sizes,
+                                                   const int* pool_sizes, int num_entries,
+                                                   const int* done,
+                                                   const unsigned int* pool_counters, int seed,
+                                                   int force_reset) {
+  // Every thread reads done / the pool counter before wkFinishReset's barrier, after which they
+  // may be cleared / advanced.
+  const WkEnvReset r{force_reset != 0 || done[e] > 0, pool_counters[e]};
+  if (r.reset) {
+    for (int k = 0; k < num_entries; ++k) {
+      const long long size = sizes[k];
+      const int pool_size = pool_sizes[k];
+      const long long src_row =
+          pool_size > 0 ? static_cast<long long>(wkPoolRow(static_cast<unsigned int>(seed),
+                                                           static_cast<unsigned int>(e),
+                                                           r.episode,
+                                                           static_cast<unsigned int>(pool_size)))
+                        : static_cast<long long>(e);
+      unsigned int* dst_words = reinterpret_cast<unsigned int*>(dst[k]) + e * size;
+      const unsigned int* src_words = reinterpret_cast<const unsigned int*>(src[k]) + src_row * size;
+      wkCopyWords(dst_words, src_words, size, threadIdx.x, blockDim.x);
+    }
+  }
+  return r;
+}
+
+// After a barrier: advances env e's reset count and clears its done flag and timestep.
+__device__ __forceinline__ void wkFinishReset(int e, WkEnvReset r, int* done, int* timestep,
+                                              unsigned int* pool_counters, int undo_done) {
+  __syncthreads();
+  if (r.reset && threadIdx.x == 0) {
+    pool_counters[e] = r.episode + 1u;
+    if (undo_done) {
+      done[e] = 0;
+      timestep[e] = 0;
+    }
+  }
+}
+
 // grid = num_envs blocks (block e handles env e), any block size.
 // NumPy twin: warp_drive.managers.cpu_kernels.reset_when_done.
 extern "C" __global__ void reset_when_done(const unsigned long long* dst,
@@ -46,35 +94,9 @@ extern "C" __global__ void reset_when_done(const unsigned long long* dst,
                                            int force_reset, int undo_done) {
   const int e = blockIdx.x;
   if (e >= wkNumberEnvs) return;  // whole block leaves: no barrier is skipped
-  // Every thread reads done / the pool counter before the barrier below, after
-  // which they may be cleared / advanced.
-  const bool reset = force_reset != 0 || done[e] > 0;
-  const unsigned int pool_call = pool_counters[e];
-
-  if (reset) {
-    for (int k = 0; k < num_entries; ++k) {
-      const long long size = sizes[k];
-      const int pool_size = pool_sizes[k];
-      const long long src_row =
-          pool_size > 0 ? static_cast<long long>(wkPoolRow(static_cast<unsigned int>(seed),
-                                                           static_cast<unsigned int>(e),
-                                                           pool_call,
-                                                           static_cast<unsigned int>(pool_size)))
-                        : static_cast<long long>(e);
-      unsigned int* dst_words = reinterpret_cast<unsigned int*>(dst[k]) + e * size;
-      const unsigned int* src_words = reinterpret_cast<const unsigned int*>(src[k]) + src_row * size;
-      wkCopyWords(dst_words, src_words, size, threadIdx.x, blockDim.x);
-    }
-  }
-
-  __syncthreads();
-  if (reset && threadIdx.x == 0) {
-    pool_counters[e] = pool_call + 1u;
-    if (undo_done) {
-      done[e] = 0;
-      timestep[e] = 0;
-    }
-  }
+  const WkEnvReset r = wkRestoreEnv(e, dst, src, sizes, pool_sizes, num_entries, done,
+                                    pool_counters, seed, force_reset);
+  wkFinishReset(e, r, done, timestep, pool_counters, undo_done);
 }
 
 // One thread per env: clears done[e] and timestep[e] when forced or done.
