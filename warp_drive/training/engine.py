@@ -912,12 +912,19 @@ class Engine(EngineBase):
                                     policy, greedy)
 
     # ------------------------------------------------------------------ evaluation (warp_drive.training.evaluation)
-    def evaluate(self, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
-        """Roll out ``num_episodes`` episodes per env with the current policies (no training).
+    def evaluate(self, deterministic: bool = True, num_episodes: int | None = None, *,
+                 total_episodes: int = 100, random_baseline: bool = True,
+                 fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
+        """Play episodes from fresh start states with the current policies (no training) and with
+        the uniform-random policy; report both with 95% Student t intervals over episodes.
 
-        Returns ``{tag: {"episode_return": (E*num_episodes,), "episode_length": ...}}``: per
-        episode, the return summed over steps and averaged over the policy's agents.
+        ``num_episodes`` per env replica, default: at least ``total_episodes`` in total;
+        ``fresh_starts=False`` plays the start states as the wrapper is set. Returns
+        ``{tag: {"episode_return", "episode_length", "num_episodes", "return_interval",
+        "random_episode_return", "random_return_interval", ...}}``; see
+        :func:`warp_drive.training.evaluation.evaluate`.
         """
         from warp_drive.training.evaluation import evaluate
 
-        return evaluate(self, deterministic=deterministic, num_episodes=num_episodes)
+        return evaluate(self, deterministic=deterministic, num_episodes=num_episodes,
+                        total_episodes=total_episodes, random_baseline=random_baseline, fresh_starts=fresh_starts)

@@ -1,60 +1,258 @@
 """Evaluation: roll out whole episodes with an engine's current policies and report their returns.
 
-Every function plays inside :meth:`Engine.evaluation_episodes
+:func:`evaluate` (``Trainer.evaluate``) plays at least :data:`DEFAULT_EVAL_EPISODES` episodes in
+total, spread over the env replicas, from fresh start states where the env has them
+(``EnvWrapper.fresh_start_states``); it reports each policy's mean episode return with its 95%
+Student t interval over episodes (:mod:`warp_drive.training.statistics`) and the same for the
+uniform-random policy (:mod:`warp_drive.training.random_policy`) over as many fresh-start
+episodes. :func:`compare_with_random` gives the end-of-run learning summary's numbers and
+:func:`comparison_table` its text. Every function plays inside :meth:`Engine.evaluation_episodes
 <warp_drive.training.engine.Engine.evaluation_episodes>`: the envs are force-reset before and
 after, so training continues from fresh episodes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training.statistics import Interval, mean_interval
 from warp_drive.utils.constants import Constants
+
+logger = logging.getLogger(__name__)
+
+#: Episodes, in total over the env replicas, that an evaluation plays when the caller names none.
+DEFAULT_EVAL_EPISODES = 100
+#: Seed of the uniform-random policy's generator (a fresh one per evaluation pass: the baseline's
+#: draws do not depend on, or disturb, any random stream of the run).
+RANDOM_POLICY_SEED = 0
+
+
+def episodes_per_env(total: int, num_envs: int) -> int:
+    """Episodes each of ``num_envs`` replicas plays so that at least ``total`` are played.
+
+    Raises:
+        ConfigError: ``total`` is not an integer >= 1.
+    """
+    if isinstance(total, bool) or not isinstance(total, (int, np.integer)) or total < 1:
+        raise ConfigError(f"evaluation episodes = {total!r}; play at least 1 episode (an integer >= 1)")
+    return math.ceil(int(total) / num_envs)
+
+
+@contextlib.contextmanager
+def fresh_start_states(wrapper: Any) -> Iterator[bool]:
+    """Every reset draws a new start state per env replica and episode while inside, where the
+    env supports it (``wrapper.supports_fresh_start_states``); the previous setting comes back on
+    exit. Yields whether fresh start states are on."""
+    if not getattr(wrapper, "supports_fresh_start_states", False):
+        yield False
+        return
+    saved = getattr(wrapper, "fresh_start_states", False)
+    wrapper.fresh_start_states = True
+    try:
+        yield True
+    finally:
+        wrapper.fresh_start_states = saved
 
 
 @torch.no_grad()
-def evaluate(engine: Any, deterministic: bool = True, num_episodes: int = 1) -> dict[str, dict[str, np.ndarray]]:
-    """Run until every env finished ``num_episodes`` episodes (at most ``num_episodes * T`` steps).
+def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: Sequence[str] = (),
+                  fresh_starts: bool = True) -> dict[str, dict[str, np.ndarray]]:
+    """Every env replica plays its next ``per_env`` episodes (from fresh start states where the env
+    has them, unless not ``fresh_starts``: then as the wrapper is set); the policies in
+    ``random_tags`` act uniformly at random, the others with their models (greedy, or sampled when
+    not ``greedy``).
 
-    Greedy (argmax / Gaussian mean) actions when ``deterministic``, sampled otherwise. The envs
-    are force-reset before and after, so training can continue from fresh episodes.
+    Returns:
+        ``{tag: {"episode_return": (E * per_env,), "episode_length": (E * per_env,)}}``: per
+        episode, the return summed over steps and averaged over the policy's agents.
     """
-    w, policies, dev = engine.env_wrapper, engine.policies, engine.device
+    from warp_drive.training.random_policy import UniformRandomActions
+
+    w, policies = engine.env_wrapper, engine.policies
     dm = w.cuda_data_manager
     E, T = w.n_envs, w.episode_length
-    returns = {tag: torch.zeros((num_episodes, E), device=dev) for tag in policies}
-    lengths = torch.zeros((num_episodes, E), device=dev)
+    rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
+    dev = rewards_all.device
+    generator = torch.Generator(device=dev).manual_seed(RANDOM_POLICY_SEED)
+    randoms = [UniformRandomActions(w, policies[tag], generator) for tag in random_tags]
+    returns = {tag: torch.zeros((per_env, E), device=dev) for tag in policies}
+    lengths = torch.zeros((per_env, E), device=dev)
     running = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in policies.items()}
     running_len = torch.zeros(E, device=dev)
     finished = torch.zeros(E, dtype=torch.long, device=dev)
-    rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
     envs = torch.arange(E, device=dev)
-    with engine.evaluation_episodes(deterministic) as rollout:
-        for _ in range(num_episodes * T):
+    starts = fresh_start_states(w) if fresh_starts else contextlib.nullcontext(False)
+    with engine.evaluation_episodes(greedy) as rollout, starts as fresh:
+        if fresh:  # the start states of this evaluation's first episodes are fresh too
+            w.reset_all_envs()
+            rollout.begin()
+        for step in range(per_env * T):
             rollout.sample(None)
+            for r in randoms:
+                r.write()
             w.step_all_envs()
             done = dm.data_on_device_via_torch(Constants.DONE) > 0
-            active = finished < num_episodes
-            slot = finished.clamp(max=num_episodes - 1)
-            record = done & active
+            slot = finished.clamp(max=per_env - 1)
+            record = done & (finished < per_env)
             for tag, p in policies.items():
                 running[tag] += p.select(rewards_all)
-                mean = running[tag].mean(1)
-                returns[tag][slot, envs] += torch.where(record, mean, 0.0)
+                returns[tag][slot, envs] += torch.where(record, running[tag].mean(1), 0.0)
                 running[tag].mul_((~done).float()[:, None])
             running_len += 1
             lengths[slot, envs] += torch.where(record, running_len, 0.0)
             running_len.mul_((~done).float())
             finished += record.long()
             rollout.end_step(None)
-    done_mask = (torch.arange(num_episodes, device=dev)[:, None] < finished[None, :]).cpu().numpy()
-    out = {}
-    for tag in policies:
-        out[tag] = {"episode_return": returns[tag].cpu().numpy()[done_mask], "episode_length": lengths.cpu().numpy()[done_mask]}
+            if step % 32 == 31 and bool((finished >= per_env).all()):  # one host sync every 32 steps
+                break
+    done_mask = (torch.arange(per_env, device=dev)[:, None] < finished[None, :]).cpu().numpy()
+    length = lengths.cpu().numpy()[done_mask]
+    return {tag: {"episode_return": returns[tag].cpu().numpy()[done_mask], "episode_length": length.copy()}
+            for tag in policies}
+
+
+@torch.no_grad()
+def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None = None, *,
+             total_episodes: int = DEFAULT_EVAL_EPISODES, random_baseline: bool = True,
+             fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
+    """Play episodes from fresh start states with the current policies and with the uniform-random
+    policy; report both with 95% Student t intervals over episodes.
+
+    Args:
+        deterministic: greedy actions (argmax / Gaussian mean) for the trained policies, else sampled.
+        num_episodes: episodes per env replica; default: enough for ``total_episodes`` in total.
+        total_episodes: episodes in total (rounded up to a multiple of the env replicas).
+        random_baseline: also play the uniform-random baseline over as many episodes: every
+            policy uniformly random and, with several policies, each policy with its model against
+            uniformly random other policies (the same opponents as in the baseline).
+        fresh_starts: turn the wrapper's ``fresh_start_states`` on for these episodes (where the
+            env supports it); False plays the start states as the wrapper is set (2.7.1's: the
+            saved start state).
+
+    Returns:
+        ``{tag: {...}}`` with ``episode_return`` and ``episode_length`` (arrays, one entry per
+        episode, return averaged over the policy's agents; every policy playing its model),
+        ``num_episodes`` (int) and ``return_interval`` (:class:`~warp_drive.training.statistics.Interval`);
+        with ``random_baseline`` also ``random_episode_return`` and ``random_return_interval``
+        (every policy uniformly random) and, with several policies,
+        ``episode_return_vs_random_others`` and ``return_interval_vs_random_others``.
+
+    Raises:
+        ConfigError: ``num_episodes`` or ``total_episodes`` below 1 (or not an integer).
+    """
+    per_env = episodes_per_env(total_episodes, engine.env_wrapper.n_envs) if num_episodes is None \
+        else episodes_per_env(num_episodes, 1)
+    out: dict[str, dict[str, Any]] = play_episodes(engine, per_env, deterministic, (), fresh_starts)
+    tags = list(out)
+    for res in out.values():
+        res["num_episodes"] = len(res["episode_return"])
+        res["return_interval"] = mean_interval(res["episode_return"])
+    if not random_baseline:
+        return out
+    _add(out, "random_episode_return", "random_return_interval",
+         play_episodes(engine, per_env, deterministic, tags, fresh_starts))
+    if len(tags) > 1:
+        for tag in tags:
+            solo = play_episodes(engine, per_env, deterministic, [t for t in tags if t != tag], fresh_starts)
+            _add(out, "episode_return_vs_random_others", "return_interval_vs_random_others", {tag: solo[tag]})
     return out
+
+
+def _add(out: dict[str, dict[str, Any]], returns_key: str, interval_key: str, played: dict[str, dict[str, np.ndarray]]) -> None:
+    for tag, res in played.items():
+        out[tag][returns_key] = res["episode_return"]
+        out[tag][interval_key] = mean_interval(res["episode_return"])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One policy's greedy return against the uniform-random policy's, over fresh-start episodes.
+
+    ``trained``: the policy playing its model greedily; with several policies against uniformly
+    random other policies, as in ``random`` (every policy uniformly random), so both face the same
+    opponents. ``game``: with several policies, its return when every policy plays its model
+    (None with one policy: that is ``trained``). ``better``: ``trained``'s 95% interval lies
+    entirely above ``random``'s.
+    """
+
+    tag: str
+    trained: Interval
+    random: Interval
+    game: Interval | None = None
+
+    @property
+    def better(self) -> bool:
+        return self.trained.above(self.random)
+
+
+def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES,
+                        fresh_starts: bool = True) -> dict[str, Comparison]:
+    """Each policy's greedy return against the uniform-random policy's (the learning summary's numbers).
+
+    With several policies (Tag's taggers and runners) "better" is decided per policy against the
+    same opponents: the policy playing its model against uniformly random other policies versus
+    every policy uniformly random. (Against the other trained policies a team's return also moves
+    with how well its opponents learned: in a zero-sum game both teams cannot beat the all-random
+    game at once.)
+
+    Raises:
+        ConfigError: ``total_episodes`` below 1.
+        UsageError: the engine has no :meth:`evaluation_episodes` (DDPG trainers).
+    """
+    if not hasattr(engine, "evaluation_episodes"):
+        raise UsageError(f"{type(engine).__name__} cannot play the random-policy baseline; "
+                         "the learning summary needs an A2C/PPO trainer")
+    res = evaluate(engine, deterministic=True, total_episodes=total_episodes, fresh_starts=fresh_starts)
+    if len(res) == 1:
+        return {tag: Comparison(tag, r["return_interval"], r["random_return_interval"]) for tag, r in res.items()}
+    return {tag: Comparison(tag, r["return_interval_vs_random_others"], r["random_return_interval"], r["return_interval"])
+            for tag, r in res.items()}
+
+
+def comparison_table(comparisons: dict[str, Comparison]) -> str:
+    """The learning summary as a small text table and one verdict line (what the CLI prints)."""
+    several = len(comparisons) > 1
+    trained = "trained (greedy) vs random others" if several else "trained (greedy)"
+    rows = [("policy", trained, "uniform random", "episodes", "better than random")]
+    for c in comparisons.values():
+        rows.append((c.tag, _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
+                     "yes" if c.better else "no"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if several:
+        lines.append("every policy trained (greedy): " + ", ".join(f"{c.tag} {_cell(c.game)}" for c in comparisons.values()
+                                                                 if c.game is not None))
+    lines.append(_verdict(list(comparisons.values())))
+    same = [c.tag for c in comparisons.values() if c.trained.n >= 2 and not c.trained.spread]
+    if same:
+        lines.append(f"note: every greedy episode of {', '.join(same)} had the same return (the env starts "
+                     "every episode from the same state), so its interval has no width")
+    return "\n".join(lines)
+
+
+def _cell(iv: Interval) -> str:
+    if iv.n < 2:
+        return f"{iv.mean:.4g}"
+    return f"{iv.mean:.4g} ± {iv.half_width:.3g}  [{iv.low:.4g}, {iv.high:.4g}]"
+
+
+def _verdict(comparisons: list[Comparison]) -> str:
+    if all(c.better for c in comparisons):
+        names = "every policy is" if len(comparisons) > 1 else "the trained policy is"
+        return f"verdict: {names} better than uniform random (95% intervals do not overlap)"
+    reasons = [f"{c.tag} ({'interval below random' if c.random.above(c.trained) else 'intervals overlap'})"
+               for c in comparisons if not c.better]
+    return f"verdict: NOT measurably better than uniform random: {', '.join(reasons)}"
 
 
 # ----------------------------------------------------------------------------- 2.7.1 API helpers
@@ -68,8 +266,6 @@ def greedy_from_sample_params(sample_params: dict[str, Any], default: bool) -> b
     Raises:
         ConfigError: OU-noise parameters (2.7.1's DDPG exploration) or any other unknown name.
     """
-    from warp_drive.errors import ConfigError
-
     params = dict(sample_params)
     greedy = bool(params.pop("use_argmax", default))
     for name in params:
@@ -137,7 +333,7 @@ def fetch_episode_states(
         when only probabilities are asked for (2.7.1 silently dropped them then).
         ``policy`` restricts actions, rewards and probabilities to that policy's agents.
     """
-    from warp_drive.errors import ConfigError, DataNotFoundError
+    from warp_drive.errors import DataNotFoundError
 
     w, policies = engine.env_wrapper, engine.policies
     dm = w.cuda_data_manager

@@ -13,7 +13,9 @@ Overrides are dotted ``key=value`` pairs (YAML values). Multi-word flags accept 
 
 What it prints: the results folder first, then one progress line after the first iteration and
 at least every tenth of the run, then a summary with each policy's first and last logged episode
-return. Without a GPU (the cpu backend) the bundled configs, sized for a GPU, are replaced by
+return and the learning summary: the final policy's greedy return against the uniform-random
+policy's over fresh start states, each with its 95% Student t interval and episode count, and
+whether the trained policy is better (``--eval_episodes N`` sizes it, 0 leaves it out). Without a GPU (the cpu backend) the bundled configs, sized for a GPU, are replaced by
 CPU-sized settings (one printed line says which; ``--full_size`` keeps the bundled config).
 
 Ctrl-C (SIGINT) or SIGTERM: the iteration in progress is finished, a checkpoint written, and the
@@ -39,6 +41,10 @@ from typing import Any, Callable, Sequence
 import example_envs
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
+
+#: Episodes (in total over the env replicas) of ``--evaluate`` and the learning summary
+#: (warp_drive.training.evaluation.DEFAULT_EVAL_EPISODES, which imports torch: not imported before --help).
+DEFAULT_EVAL_EPISODES = 100
 
 PROG = "python -m warp_drive.training.example_training_script"
 
@@ -104,7 +110,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "continues in that folder. Without --env/--config the checkpoint's config is used")
     add_flag(p, "--num_gpus", "-n", type=int, default=None, help="processes/GPUs (torchrun is used for > 1)")
     p.add_argument("--tensorboard", action="store_true", help="also write TensorBoard scalars")
-    p.add_argument("--evaluate", action="store_true", help="only evaluate (greedy) the loaded weights")
+    p.add_argument("--evaluate", action="store_true",
+                   help="only evaluate the loaded weights: greedy return against the uniform-random policy's over "
+                        "fresh start states, mean ± 95%% Student t interval over episodes (see --eval_episodes)")
+    add_flag(p, "--eval_episodes", type=int, default=DEFAULT_EVAL_EPISODES, metavar="N",
+             help="episodes in total, spread over the env replicas, that --evaluate and the end-of-run learning "
+                  "summary play per policy, for the trained and for the random policy each "
+                  f"(default {DEFAULT_EVAL_EPISODES}; 0 leaves the summary's evaluation out)")
     add_flag(p, "--auto_scale", "-a", action="store_true",
              help="find the num_envs and batch size per env that fit in GPU memory and run fastest, then train")
     add_flag(p, "--full_size", action="store_true",
@@ -114,6 +126,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_intermixed_args(argv)  # overrides may come before or after the flags
     if not (args.env or args.config or args.resume):
         p.error("one of --env, --config or --resume is required")
+    if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1):
+        p.error(f"--eval_episodes {args.eval_episodes}: use an episode count >= 1 (or 0 to leave the "
+                "end-of-run evaluation out of a training run)")
     return args
 
 
@@ -368,8 +383,10 @@ def run(args: argparse.Namespace) -> int:
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
-        for tag, res in trainer.evaluate().items():
-            print(f"{tag}: mean episode return {res['episode_return'].mean():.3f} over {len(res['episode_return'])} episodes")
+        if plan.rank == 0:
+            from warp_drive.training.run_summary import print_random_comparison
+
+            print_random_comparison(trainer, args.eval_episodes)
         return 0
     from warp_drive.training.interrupt import TrainingInterrupted, signal_name
 
@@ -385,47 +402,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         trainer.graceful_close()
     if trainer.rank == 0:
-        print_summary(trainer, first, time.perf_counter() - start)
+        from warp_drive.training.run_summary import print_summary
+
+        print_summary(trainer, first, time.perf_counter() - start, args.eval_episodes)
     return 0
-
-
-def print_summary(trainer: Any, first_iteration: int, wall: float) -> None:
-    """The run's totals and, per policy, its first and last logged episode return (the learning signal)."""
-    world = trainer.num_devices
-    steps = (trainer.iteration - first_iteration) * trainer.config.trainer.train_batch_size * world
-    print(f"done: iterations {first_iteration + 1}-{trainer.iteration} of {trainer.num_iters}, {steps:,} env steps on "
-          f"{world} process(es) in {wall:.1f} s ({steps / wall if wall else float('nan'):,.0f} env steps/s)")
-    signal_line = learning_signal(trainer.save_dir, list(trainer.policies))
-    if signal_line:
-        print(f"learning: {signal_line}")
-    print(f"results: {trainer.save_dir}", flush=True)
-
-
-def learning_signal(run_dir: Path, policies: Sequence[str]) -> str:
-    """``"<tag> episode return A (iterations i-j) -> B (iterations k-l) | ..."``: each policy's mean
-    episode return over the first and over the last quarter of the run's logged metric rows."""
-    import math
-
-    from warp_drive.errors import ConfigError
-    from warp_drive.training.metrics import read_metrics
-
-    try:
-        rows = read_metrics(run_dir)
-    except ConfigError:
-        return ""
-    parts = []
-    for tag in policies:
-        key = f"{tag}/episode_return_mean"
-        found = [(int(r["iteration"]), float(r[key])) for r in rows if isinstance(r.get(key), (int, float))
-                 and math.isfinite(r[key])]
-        if len(found) < 2:
-            continue
-        k = max(1, len(found) // 4)
-        head, tail = found[:k], found[-k:]
-        mean = lambda part: sum(v for _, v in part) / len(part)  # noqa: E731
-        span = lambda part: f"iteration {part[0][0]}" if len(part) == 1 else f"iterations {part[0][0]}-{part[-1][0]}"  # noqa: E731
-        parts.append(f"{tag} episode return {mean(head):.3g} ({span(head)}) -> {mean(tail):.3g} ({span(tail)})")
-    return " | ".join(parts)
 
 
 # ----------------------------------------------------------------------------- errors and main

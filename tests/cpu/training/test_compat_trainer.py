@@ -142,7 +142,7 @@ def test_evaluate_episodes_returns_per_agent_sums_with_the_final_reward(tmp_path
     rewards, steps = t.evaluate_episodes(use_argmax=True)
     assert rewards["a"].shape == (E, 2) and rewards["b"].shape == (E, 2) and steps["a"].shape == (E,)
     assert (steps["a"] == T).all()  # greedy untrained policies do not finish early
-    ours = t.evaluate(deterministic=True)  # same episodes: return per episode averaged over agents
+    ours = t.evaluate(deterministic=True, num_episodes=1, fresh_starts=False)  # same episodes, averaged over agents
     np.testing.assert_allclose(rewards["a"].mean(1), ours["a"]["episode_return"], rtol=1e-5)
     np.testing.assert_allclose(rewards["b"].mean(1), ours["b"]["episode_return"], rtol=1e-5)
     # every reward of the episode counts: with greedy actions episode t's states are reproducible

@@ -1,0 +1,229 @@
+"""Evaluation that can tell trained from random: 95% t intervals, the uniform-random baseline,
+fresh start states, the learning summary and its command-line output (cpu backend)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
+from example_envs.classic_control.pendulum.pendulum import ClassicControlPendulumEnv
+from tests.helpers.threads import torch_threads
+from tests.helpers.toy_env import ToyLine
+from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training import evaluation as ev
+from warp_drive.training import example_training_script as script
+from warp_drive.training.random_policy import UniformRandomActions, box_sampling_bounds
+from warp_drive.training.statistics import Interval, mean_interval, t_quantile_975
+from warp_drive.training.trainer import Trainer
+from warp_drive.utils.constants import Constants
+
+
+def _policy(algorithm="PPO"):
+    return {"to_train": True, "algorithm": algorithm, "gamma": 0.98, "gae_lambda": 0.8, "lr": 0.003, "num_epochs": 4,
+            "num_minibatches": 2, "entropy_coeff": 0.0, "normalize_advantage": True, "vf_loss_coeff": 0.5,
+            "clip_grad_norm": True, "max_grad_norm": 0.5, "model": {"fc_dims": [32, 32]}}
+
+
+def _config(tmp_path, envs, steps, iters, T, policies):
+    return {"name": "eval", "trainer": {"num_envs": envs, "train_batch_size": envs * steps,
+                                        "num_episodes": envs * steps * iters // T, "env_backend": "cpu", "seed": 1},
+            "policy": policies,
+            "saving": {"metrics_log_freq": 1000, "model_params_save_freq": 100000, "basedir": str(tmp_path),
+                       "name": "eval", "tag": "t"}}
+
+
+def _cartpole(tmp_path, iters=30, envs=16, T=200):
+    w = EnvWrapper(ClassicControlCartPoleEnv(episode_length=T, reset_pool_size=256, seed=3), num_envs=envs,
+                   env_backend="cpu")
+    return Trainer(w, _config(tmp_path, envs, 64, iters, T, {"shared": _policy()}), verbose=False)
+
+
+# ----------------------------------------------------------------------------- intervals
+def test_t_quantiles_match_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 5, 29, 30, 31, 40, 99, 1000, 10**6):
+        assert t_quantile_975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=2e-4), df
+    with pytest.raises(ConfigError, match="degree of freedom"):
+        t_quantile_975(0)
+
+
+def test_mean_interval_is_the_student_t_interval():
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    iv = mean_interval(x)
+    half = 2.7764 * x.std(ddof=1) / math.sqrt(5)
+    assert (iv.mean, iv.n, iv.spread) == (3.0, 5, True)
+    assert iv.low == pytest.approx(3 - half) and iv.high == pytest.approx(3 + half)
+    same = mean_interval([2.0] * 10)
+    assert not same.spread and same.low == same.high == 2.0
+    one = mean_interval([7.0])
+    assert one.n == 1 and math.isnan(one.low) and not one.above(mean_interval([0.0, 1.0]))
+    assert mean_interval([10.0, 11.0, 12.0]).above(iv) and not iv.above(mean_interval([4.0, 5.0, 6.0]))
+    with pytest.raises(ConfigError, match="at least 1 episode"):
+        mean_interval([])
+    with pytest.raises(ConfigError, match="NaN or infinite"):
+        mean_interval([1.0, float("nan")])
+
+
+# ----------------------------------------------------------------------------- the random policy
+def test_random_discrete_actions_are_uniform_over_every_head(tmp_path):
+    t = Trainer(EnvWrapper(ToyLine(num_agents=4, episode_length=20), num_envs=64, env_backend="cpu"),
+                _config(tmp_path, 64, 20, 2, 20, {"a": _policy("A2C"), "b": _policy("A2C")}), {"a": [3, 1], "b": [0, 2]},
+                verbose=False)
+    t.env_wrapper.reset_all_envs()
+    placeholder = t.env_wrapper.cuda_data_manager.data_on_device_via_torch(Constants.ACTIONS)
+    placeholder.fill_(-1)
+    UniformRandomActions(t.env_wrapper, t.policies["a"], torch.Generator().manual_seed(0)).write()
+    a = placeholder.numpy()
+    assert (a[:, [0, 2]] == -1).all()  # policy b's agents untouched
+    counts = np.bincount(a[:, [3, 1]].ravel(), minlength=3)
+    assert counts.sum() == 128 and (counts > 128 / 3 * 0.6).all() and len(counts) == 3  # ToyLine: Discrete(3)
+
+
+def test_random_box_actions_fill_the_bounds(tmp_path):
+    w = EnvWrapper(ClassicControlPendulumEnv(episode_length=50), num_envs=500, env_backend="cpu")
+    t = Trainer(w, _config(tmp_path, 500, 10, 1, 50, {"shared": _policy()}), verbose=False)
+    t.env_wrapper.reset_all_envs()
+    UniformRandomActions(t.env_wrapper, t.policies["shared"], torch.Generator().manual_seed(0)).write()
+    a = w.cuda_data_manager.data_on_device_via_torch(Constants.ACTIONS).numpy().ravel()
+    assert a.min() >= -2.0 and a.max() <= 2.0 and a.min() < -1.8 and a.max() > 1.8 and abs(a.mean()) < 0.2
+    lo, hi = box_sampling_bounds(np.array([-np.inf, -np.inf, 3.0, 0.0]), np.array([np.inf, 5.0, np.inf, 1.0]))
+    np.testing.assert_array_equal(lo, [-1.0, 3.0, 3.0, 0.0])
+    np.testing.assert_array_equal(hi, [1.0, 5.0, 5.0, 1.0])
+
+
+# ----------------------------------------------------------------------------- fresh start states
+def test_fresh_start_states_are_turned_on_and_restored():
+    w = SimpleNamespace(supports_fresh_start_states=True, fresh_start_states=False)
+    with pytest.raises(RuntimeError):
+        with ev.fresh_start_states(w) as on:
+            assert on and w.fresh_start_states is True
+            raise RuntimeError
+    assert w.fresh_start_states is False
+    bare = SimpleNamespace()  # a wrapper without the start-state hook
+    with ev.fresh_start_states(bare) as on:
+        assert not on and not hasattr(bare, "fresh_start_states")
+
+
+def test_evaluate_plays_differing_episodes_and_at_least_100_by_default(tmp_path):
+    with torch_threads(1):
+        t = _cartpole(tmp_path)
+        seen = []
+        step = t.env_wrapper.step_all_envs
+        t.env_wrapper.step_all_envs = lambda: (seen.append(getattr(t.env_wrapper, "fresh_start_states", None)), step())[1]
+        before = getattr(t.env_wrapper, "fresh_start_states", None)
+        res = t.evaluate()["shared"]
+    assert set(seen) == {True if getattr(t.env_wrapper, "supports_fresh_start_states", False) else before}
+    assert getattr(t.env_wrapper, "fresh_start_states", None) == before
+    assert res["num_episodes"] == len(res["episode_return"]) == 112  # ceil(100 / 16) = 7 per env
+    assert len(res["random_episode_return"]) == 112
+    assert len(set(res["episode_length"].tolist())) > 1  # greedy episodes from different starts differ
+    assert res["return_interval"].spread and res["return_interval"].mean == pytest.approx(res["episode_return"].mean())
+    assert len(t.evaluate(num_episodes=2, random_baseline=False)["shared"]["episode_return"]) == 32
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ConfigError, match="at least 1 episode"):
+            t.evaluate(num_episodes=bad)
+        with pytest.raises(ConfigError, match="at least 1 episode"):
+            ev.compare_with_random(t, total_episodes=bad)
+
+
+# ----------------------------------------------------------------------------- trained vs random
+def test_trained_and_random_weights_give_separated_results(tmp_path):
+    """CartPole, PPO for 30 short iterations (about 2 s): the greedy return rises far above the
+    uniform-random policy's (about 22), while untrained weights are not better than random."""
+    with torch_threads(1):
+        t = _cartpole(tmp_path)
+        untrained = ev.compare_with_random(t)["shared"]
+        t.train()
+        trained = ev.compare_with_random(t)["shared"]
+    assert not untrained.better and trained.better, (untrained, trained)
+    assert trained.trained.above(untrained.trained) and trained.trained.mean > 3 * trained.random.mean
+    assert 15 < trained.random.mean < 35 and trained.random.n == trained.trained.n == 112
+    table = ev.comparison_table({"shared": trained})
+    assert "verdict: the trained policy is better than uniform random" in table and "112 / 112" in table
+
+
+def test_two_policies_are_each_compared_against_the_same_random_opponents(tmp_path):
+    t = Trainer(EnvWrapper(ToyLine(num_agents=4, episode_length=20, goal=6.0), num_envs=16, env_backend="cpu"),
+                _config(tmp_path, 16, 20, 2, 20, {"a": _policy("A2C"), "b": _policy("A2C")}), {"a": [3, 1], "b": [0, 2]},
+                verbose=False)
+    played = []
+    play = ev.play_episodes
+    ev_play = lambda engine, per_env, greedy, random_tags, fresh: (played.append(sorted(random_tags)),  # noqa: E731
+                                                                   play(engine, per_env, greedy, random_tags, fresh))[1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ev, "play_episodes", ev_play)
+        res = t.evaluate(total_episodes=32)
+        comparisons = ev.compare_with_random(t, total_episodes=32)
+    assert played[:4] == [[], ["a", "b"], ["b"], ["a"]]  # the game, all random, each policy against random others
+    for tag in ("a", "b"):
+        r = res[tag]
+        assert r["return_interval_vs_random_others"].n == r["random_return_interval"].n == 32
+        c = comparisons[tag]
+        assert c.game is not None and c.trained.n == c.random.n == 32
+    table = ev.comparison_table(comparisons)
+    assert "trained (greedy) vs random others" in table and "every policy trained (greedy): a " in table
+
+
+def test_comparison_table_verdicts():
+    hi, lo, mid = Interval(10.0, 9.0, 11.0, 50), Interval(2.0, 1.0, 3.0, 50), Interval(2.5, 0.5, 9.5, 50)
+    assert "verdict: the trained policy is better" in ev.comparison_table({"s": ev.Comparison("s", hi, lo)})
+    text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi), "b": ev.Comparison("b", lo, hi, lo),
+                                "c": ev.Comparison("c", mid, lo, mid)})
+    assert "NOT measurably better than uniform random: b (interval below random), c (intervals overlap)" in text
+    flat = ev.comparison_table({"s": ev.Comparison("s", Interval(5.0, 5.0, 5.0, 20, spread=False), lo)})
+    assert "note: every greedy episode of s had the same return" in flat
+
+
+def test_learning_summary_needs_an_a2c_or_ppo_trainer():
+    with pytest.raises(UsageError, match="A2C/PPO trainer"):
+        ev.compare_with_random(SimpleNamespace(env_wrapper=None, policies={}))
+
+
+# ----------------------------------------------------------------------------- command line
+TINY = ["--env", "cartpole", "--backend", "cpu", "--quiet", "trainer.num_envs=4", "trainer.train_batch_size=200",
+        "env.episode_length=50", "trainer.num_episodes=8"]
+
+
+def test_cli_summary_prints_the_table_and_eval_episodes_sizes_it(tmp_path, capsys):
+    assert script.main(TINY + ["--results_dir", str(tmp_path / "a"), "--eval_episodes", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "evaluation: final policy (greedy) vs uniform random" in out and "95% Student t interval" in out
+    assert "12 / 12" in out and "verdict: " in out  # ceil(10 / 4) = 3 episodes per env
+    assert script.main(TINY + ["--results_dir", str(tmp_path / "b"), "--eval_episodes", "0"]) == 0
+    assert "evaluation:" not in capsys.readouterr().out
+    assert script.main(TINY + ["--results_dir", str(tmp_path / "a"), "--resume", str(tmp_path / "a"), "--evaluate",
+                               "--eval_episodes", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "8 / 8" in out and "done:" not in out
+    for bad in (["--eval_episodes", "-1"], ["--evaluate", "--eval_episodes", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            script.main(TINY + bad)
+        assert exit_.value.code == 2
+    assert "--eval_episodes" in capsys.readouterr().err
+
+
+def test_tag_continuous_evaluation_plays_fresh_starts_and_restores_the_setting(tmp_path):
+    """Tag continuous starts every episode from one saved state unless fresh start states are on:
+    greedy episodes are then all alike; evaluation turns them on (and back off) so they differ."""
+    from example_envs.tag_continuous.tag_continuous import TagContinuous
+
+    env = TagContinuous(num_taggers=2, num_runners=5, grid_length=3.0, episode_length=30, seed=4,
+                        num_acceleration_levels=3, num_turn_levels=3, tagging_distance=0.3)
+    w = EnvWrapper(env, num_envs=4, env_backend="cpu")
+    policy_map = {"tagger": sorted(env.taggers), "runner": sorted(env.runners)}
+    t = Trainer(w, _config(tmp_path, 4, 30, 1, 30, {"tagger": _policy("A2C"), "runner": _policy("A2C")}), policy_map,
+                verbose=False)
+    assert w.supports_fresh_start_states and not w.fresh_start_states
+    with torch_threads(1):
+        saved = t.evaluate(num_episodes=3, random_baseline=False, fresh_starts=False)
+        fresh = t.evaluate(num_episodes=3, random_baseline=False)
+    assert not w.fresh_start_states  # restored
+    for tag in ("tagger", "runner"):
+        assert len(set(saved[tag]["episode_return"].tolist())) == 1  # one start state, greedy: one episode
+        assert len(set(fresh[tag]["episode_return"].tolist())) > 1, fresh[tag]["episode_return"]
