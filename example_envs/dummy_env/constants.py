@@ -12,7 +12,7 @@ DEFAULTS: Final[dict[str, object]] = {
     "env_backend": "cpu",
 }
 
-#: Actions: 0 = hold, 1 = update (x /= multiplier, y *= multiplier).
+#: Actions: 0 = hold, 1 = update (``x /= multiplier``, ``y *= multiplier``).
 NUM_ACTIONS: Final[int] = 2
 UPDATE_ACTION: Final[int] = 1
 #: Observation of one agent: (x, y).

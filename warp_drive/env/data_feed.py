@@ -76,5 +76,5 @@ class DataFeed(dict):
                 )
 
     def add_pool_for_reset(self, name: str, data: Any, reset_target: str) -> None:
-        """Add a reset pool of shape (pool_size, *target_shape_per_env) for ``reset_target``."""
+        """Add a reset pool of shape ``(pool_size, *target_shape_per_env)`` for ``reset_target``."""
         self.add_data(name, data, is_reset_pool=True, reset_target=reset_target)

@@ -67,7 +67,7 @@ __all__ = [
 
 #: Error bit: NaN / negative probability, NaN mean or std, or std < 0 (WK_ERROR_BAD_VALUE).
 ERROR_BAD_VALUE = 1
-#: Error bit: |sum(probs) - 1| > PROB_SUM_TOLERANCE (WK_ERROR_BAD_SUM).
+#: Error bit: ``|sum(probs) - 1| > PROB_SUM_TOLERANCE`` (WK_ERROR_BAD_SUM).
 ERROR_BAD_SUM = 2
 #: Error bit: an agent index outside the joint placeholder, that row not written (WK_ERROR_BAD_INDEX).
 ERROR_BAD_INDEX = 4

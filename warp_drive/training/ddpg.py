@@ -141,7 +141,7 @@ def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor,
 
     Args:
         nets: the four networks and two optimizers.
-        obs: (*lead, *obs); actions: (*lead, d); targets: (*lead,) n-step targets y.
+        obs: ``(*lead, *obs)``; actions: ``(*lead, d)``; targets: ``(*lead,)`` n-step targets y.
         tau: Polyak rate.
         max_grad_norm: clip level of each network's gradient norm (None: no clipping).
 
@@ -202,7 +202,7 @@ class DDPGNets:
 @dataclass
 class DDPGBuffers:
     """One policy's rollout, time first: obs, next_obs (after the step, before any reset):
-    (B, E, A, *obs); actions (B, E, A, d); rewards (B, E, A); n-step parts filled by the trainer."""
+    ``(B, E, A, *obs)``; actions (B, E, A, d); rewards (B, E, A); n-step parts filled by the trainer."""
 
     obs: Tensor
     next_obs: Tensor
@@ -222,7 +222,7 @@ class DDPGBuffers:
                    torch.zeros((steps, E), dtype=torch.long, device=dev))
 
     def boot_obs(self) -> Tensor:
-        """``next_obs[last[t, e], e]``: the observation each target bootstraps from, (B, E, A, *obs)."""
+        """``next_obs[last[t, e], e]``: the observation each target bootstraps from, ``(B, E, A, *obs)``."""
         B, E = self.last.shape
         env = torch.arange(E, device=self.last.device)[None, :].expand(B, E)
         return self.next_obs[self.last, env]

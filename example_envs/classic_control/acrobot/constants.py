@@ -17,7 +17,7 @@ OBS_DIM: Final = 6  # cos t1, sin t1, cos t2, sin t2, dtheta1, dtheta2
 NUM_ACTIONS: Final = 3
 #: Torque of each action (gymnasium's AVAIL_TORQUE); out-of-range actions are clamped to 0..2.
 AVAIL_TORQUE: Final = (-1.0, 0.0, 1.0)
-#: Bound on the iterations of gymnasium's ``wrap`` loops (|angle| <= 129 pi always suffices;
+#: Bound on the iterations of gymnasium's ``wrap`` loops (``|angle| <= 129 pi`` always suffices;
 #: gymnasium would loop forever on inf, which then stays inf here).
 MAX_WRAP_ITERATIONS: Final = 64
 

@@ -59,7 +59,7 @@ class ClassicControlCartPoleEnv(ClassicControlEnv):
     """CartPole-v1: keep a pole upright by pushing the cart left (0) or right (1).
 
     Reward 1 every step including the terminating one (``sutton_barto_reward=True``: 0, and -1
-    on termination). Terminates when |x| > x_threshold or |theta| > theta_threshold_radians.
+    on termination). Terminates when ``|x| > x_threshold`` or ``|theta| > theta_threshold_radians``.
     Physics overrides: see ``constants.PHYSICS``.
     """
 
