@@ -171,7 +171,9 @@ class SingleAgentEnv:
 class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
     """Base of the classic-control envs: one agent (id 0), state ``(E, 1, STATE_DIM)``.
 
-    Args (the first four in 2.7.1's order):
+    The first four arguments are 2.7.1's, in its order.
+
+    Args:
         episode_length: time limit T (``_done_`` = 1 at ``_timestep_ >= T``).
         env_backend: ``"cpu"`` (NumPy step) or ``"pycuda"`` (CUDA step kernel); 2.7.1's
             ``"numba"`` means ``"pycuda"``.

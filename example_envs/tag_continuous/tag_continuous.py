@@ -85,7 +85,9 @@ PHASE_KERNELS: dict[str, tuple[Any, ...]] = {
 class TagContinuous(CUDAEnvironmentContext):
     """Multi-agent Tag on a continuous square. Constructor defaults: ``constants.DEFAULTS``.
 
-    Args (all keyword):
+    Pass the arguments by keyword.
+
+    Args:
         num_taggers, num_runners: agent counts (>= 1 each); N = num_taggers + num_runners.
         grid_length: side L of the square (> 0).
         episode_length: steps per episode T (>= 1).
@@ -103,9 +105,10 @@ class TagContinuous(CUDAEnvironmentContext):
             max_speed * its skill level (all > 0).
         min_acceleration, max_acceleration, num_acceleration_levels: acceleration table
             [0, linspace(min, max, levels)]; index 0 is a no-op. Same for the turn table.
-        edge_hit_penalty (<= 0), step_penalty_for_tagger (<= 0), tag_penalty_for_runner (<= 0),
-            tag_reward_for_tagger (>= 0), step_reward_for_runner (>= 0),
-            end_of_game_reward_for_runner (>= 0): rewards, see README.md.
+        edge_hit_penalty, step_penalty_for_tagger, tag_penalty_for_runner: rewards (<= 0), see
+            README.md.
+        tag_reward_for_tagger, step_reward_for_runner, end_of_game_reward_for_runner: rewards
+            (>= 0), see README.md.
         use_full_observation: observe every other agent (7 (N-1) + 1 values) or only the K
             nearest agents still in the game (7 K + 1 values).
         num_other_agents_observed: K, 1 <= K <= N - 1 (used with partial observation).
@@ -688,9 +691,10 @@ def find_tags(
     """Tags of one step. CUDA twin: ``TagNearestTaggerInReach`` + integer atomics.
 
     Returns:
-        tagged (E, N): runner in the game whose nearest tagger is closer than ``margin``
-            (squared distances compared, first minimum = lowest tagger id).
-        counts (E, N): for each tagger, the number of runners it tagged (0 for runners).
+        ``(tagged, counts)``, both (E, N). ``tagged`` marks each runner in the game whose nearest
+        tagger is closer than ``margin`` (squared distances compared, first minimum = lowest
+        tagger id); ``counts`` holds, for each tagger, the number of runners it tagged (0 for
+        runners).
     """
     num_envs, n = x.shape
     dx = x[:, None, tagger_ids] - x[:, :, None]

@@ -324,9 +324,9 @@ def fetch_episode_states(
     Everything is recorded on the device and copied to the host once, at the end.
 
     Returns:
-        ``states`` = ``{name: (T + 1, *shape) float64}``: row t is the state before step t, the row
+        ``states`` = ``{name: (T + 1, *shape) float64}``, where row t is the state before step t, the row
         after the final state and later rows are NaN; with ``include_rewards_actions`` also
-        ``actions`` (T, *action_shape) and ``rewards`` (T, *reward_shape) float32 (a_t and
+        ``actions`` ``(T, *action_shape)`` and ``rewards`` ``(T, *reward_shape)`` float32 (a_t and
         r_{t+1}, zero after the episode), and with ``include_probabilities`` a dict
         ``{t: {tag: [per-head probabilities of env_id's agents]}}`` (Gaussian heads: mean and std).
         The tuple is ``(states, actions, rewards[, probabilities])``, or ``(states, probabilities)``

@@ -138,7 +138,9 @@ def _first_mismatch(bad: np.ndarray, a: np.ndarray, b: np.ndarray, config: str, 
 class EnvironmentCPUvsGPU:
     """Compare the CPU reference and the CUDA kernel of an env (see the module docstring).
 
-    Args (2.7.1's, in 2.7.1's order):
+    The arguments are 2.7.1's, in 2.7.1's order; the keyword arguments are extras.
+
+    Args:
         cpu_env_class, cuda_env_class: the two classes; or
         dual_mode_env_class: one class for both sides.
         env_configs: ``{label: constructor kwargs}``; each is checked.
@@ -151,11 +153,11 @@ class EnvironmentCPUvsGPU:
             ``testing_bin_filename`` (see :class:`~warp_drive.env_wrapper.EnvWrapper`).
         env_registrar: where env classes and CUDA sources are registered.
         env_wrapper: the wrapper class.
-        policy_tag_to_agent_id_map, create_separate_placeholders_for_each_policy,
-        obs_dim_corresponding_to_num_agents: placeholder layout for envs whose step writes
-            per-policy placeholders (see :func:`~warp_drive.utils.placeholders.create_and_push_data_placeholders`).
+        policy_tag_to_agent_id_map, create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents:
+            placeholder layout for envs whose step writes per-policy placeholders (see
+            :func:`~warp_drive.utils.placeholders.create_and_push_data_placeholders`).
 
-    Keyword-only extras:
+    Keyword Args:
         tolerances: ``{array name: (atol, rtol)}`` for vectorised envs, overriding
             :data:`DEFAULT_TOLERANCE` and the env class's ``consistency_tolerances``.
         resync: copy the CPU state into the GPU store after each compared step (vectorised envs).
