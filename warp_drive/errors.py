@@ -47,6 +47,12 @@ class SpaceMismatchError(WarpDriveError, ValueError):
     ``observation_space``)."""
 
 
+class InvalidActionError(SpaceMismatchError, ConfigError):
+    """An action given to an interop adapter lies outside its action space (out of range, not an
+    integer for Discrete / MultiDiscrete, NaN or infinite for Box). Also a ``ConfigError``, which
+    the adapters raised for bad actions before this type existed."""
+
+
 class DuplicateDataError(WarpDriveError, ValueError):
     """A data name was pushed twice."""
 

@@ -357,11 +357,11 @@ def test_bad_inputs_are_refused():
         envs.step(torch.zeros(4, dtype=torch.long))
 
 
-def test_check_actions():
-    envs = cartpole(3, check_actions=True)
+def test_actions_are_checked_by_default():
+    envs = cartpole(3)
     envs.reset()
     envs.step(torch.tensor([0, 1, 1]))
-    with pytest.raises(ConfigError, match=r"sub-envs \[1\]"):
+    with pytest.raises(ConfigError, match=r"sub-env 1: 2 \(allowed 0..1\)"):  # InvalidActionError is a ConfigError
         envs.step(torch.tensor([0, 2, 1]))
 
 

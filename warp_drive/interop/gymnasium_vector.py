@@ -82,8 +82,18 @@ reset-pool draw for envs with a reset pool.
 **Actions** are a torch tensor (ideally already on the device) or anything NumPy accepts, with
 ``num_envs`` rows: shape ``(num_envs,)`` or ``(num_envs, 1)`` for Discrete, ``(num_envs, heads)``
 for MultiDiscrete, ``(num_envs, *box_shape)`` for Box. They are written into the data store's
-``sampled_actions`` with one device copy; values are not range-checked unless
-``check_actions=True`` (which syncs with the host).
+``sampled_actions`` with one device copy.
+
+**Invalid actions** (``invalid_actions=``) are checked before that copy, vectorised, where the
+actions are (NumPy input on the host, a CUDA tensor on the device): Discrete / MultiDiscrete values
+outside ``[start, start + n - 1]`` (per head), non-integer values (1.5, NaN) and NaN, infinite or
+out-of-bounds Box values. ``"raise"`` (the default) refuses the step with
+:class:`~warp_drive.errors.InvalidActionError` naming the adapter, the sub-envs (and heads), up to
+five bad values with their bounds, and the fix; a CUDA tensor costs one host sync per step for
+that check. ``"clip"`` clips into the space instead (Box: NaN becomes 0 and +-inf the largest
+float before clipping), with no host sync; non-integer Discrete values are refused in both modes.
+Valid actions are pushed bit for bit unchanged in both modes (see
+:mod:`warp_drive.interop._actions`).
 
 Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
@@ -110,7 +120,8 @@ from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env.placeholders import action_layout
 from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env_wrapper import EnvWrapper, resolve_backend
-from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
+from warp_drive.errors import ConfigError, DataShapeError
+from warp_drive.interop._actions import ActionChecker, as_tensor, invalid_actions_mode
 from warp_drive.interop._common import (
     InteropError,
     agent_ids,
@@ -148,7 +159,9 @@ class WarpDriveVectorEnv(VectorEnv):
             their string values, e.g. ``"NextStep"``); see the module docstring.
         redraw_start_states: ``reset()`` without a seed draws new initial states on the host (True)
             or only restores the saved ones on the device (False).
-        check_actions: range-check actions on every step (costs one host sync per step).
+        invalid_actions: ``"raise"`` (default) refuses actions outside the action space with
+            :class:`~warp_drive.errors.InvalidActionError`; ``"clip"`` clips them into it (module
+            docstring).
         device_id: CUDA device of the pycuda backend.
         env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
         blocks_per_env: CUDA blocks per env.
@@ -173,11 +186,12 @@ class WarpDriveVectorEnv(VectorEnv):
         output: str = "torch",
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         redraw_start_states: bool = True,
-        check_actions: bool = False,
+        invalid_actions: str = "raise",
         device_id: int | None = None,
         blocks_per_env: int | None = None,
         env_registrar: EnvironmentRegistrar | None = None,
     ) -> None:
+        invalid_actions_mode(invalid_actions, type(self).__name__)  # refuse before compiling anything
         if output not in OUTPUTS:
             raise ConfigError(f"output={output!r} is unknown; use one of {', '.join(map(repr, OUTPUTS))}")
         try:
@@ -201,7 +215,6 @@ class WarpDriveVectorEnv(VectorEnv):
         self.copy = bool(copy)
         self.output = output
         self.redraw_start_states = bool(redraw_start_states)
-        self.check_actions = bool(check_actions)
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.autoreset_mode = mode
         self.render_mode = None
@@ -223,6 +236,8 @@ class WarpDriveVectorEnv(VectorEnv):
                 "adapter returns one float32 tensor of observations"
             )
         self._heads, _ = action_layout(self.single_action_space)
+        self._check_actions = ActionChecker(self.single_action_space, invalid_actions, type(self).__name__,
+                                            wrapper.cuda_data_manager.data_on_device_via_torch(Constants.ACTIONS).dtype)
 
         self.num_replicas = int(wrapper.n_envs)
         self.num_agents = n_agents
@@ -344,6 +359,7 @@ class WarpDriveVectorEnv(VectorEnv):
         Raises:
             InteropError: ``reset()`` was not called, or the env is closed.
             DataShapeError / DataTypeError: actions of the wrong shape or kind.
+            InvalidActionError: actions outside the action space (``invalid_actions="raise"``).
         """
         if self.closed:
             raise InteropError("the vector env is closed")
@@ -459,43 +475,17 @@ class WarpDriveVectorEnv(VectorEnv):
 
     def _write_actions(self, actions: Any) -> None:
         target = self._actions
-        if isinstance(actions, torch.Tensor):
-            src = actions.detach()
-        else:
-            arr = np.asarray(actions)
-            if arr.dtype == object:
-                raise DataTypeError(f"actions have dtype object; pass a numeric array of {self.num_envs} actions")
-            src = torch.from_numpy(np.ascontiguousarray(arr))
-        if src.dtype == torch.bool or src.is_complex():
-            raise DataTypeError(f"actions have dtype {src.dtype}; pass integers (Discrete) or floats (Box)")
-        if src.is_floating_point() and not target.is_floating_point():
-            raise DataTypeError(
-                f"actions are {src.dtype} but {self.single_action_space} needs integers; cast them (e.g. .long())"
-            )
+        src = as_tensor(actions, type(self).__name__)
         if src.dim() == 0 or src.shape[0] != self.num_envs or src.numel() != self.num_envs * self._heads:
             raise DataShapeError(
                 f"actions have shape {tuple(src.shape)}; expected {self.num_envs} rows of "
                 f"{self._heads} value(s) each (action_space.shape = {self.action_space.shape})"
             )
-        src = src.to(device=target.device, dtype=target.dtype)
-        if self.check_actions:
-            self._check_action_values(src)
-        target.copy_(src.reshape(target.shape))
+        src = self._check_actions(src.reshape(self.num_envs, self._heads), self._sub_env_label)
+        target.copy_(src.to(device=target.device).reshape(target.shape))
 
-    def _check_action_values(self, src: torch.Tensor) -> None:
-        space = self.single_action_space
-        flat = src.reshape(self.num_envs, -1)
-        if isinstance(space, spaces.Discrete):
-            lo = torch.full((1,), int(space.start), device=src.device)
-            hi = lo + int(space.n) - 1
-        elif isinstance(space, spaces.MultiDiscrete):
-            lo = torch.as_tensor(space.start.reshape(-1), device=src.device)
-            hi = lo + torch.as_tensor(space.nvec.reshape(-1), device=src.device) - 1
-        else:
-            assert isinstance(space, spaces.Box)  # action_layout() admits Discrete, MultiDiscrete, Box
-            lo = torch.as_tensor(space.low.reshape(-1), device=src.device)
-            hi = torch.as_tensor(space.high.reshape(-1), device=src.device)
-        bad = ((flat < lo) | (flat > hi)).any(dim=1)
-        if bool(bad.any()):
-            rows = torch.nonzero(bad).flatten()[:5].tolist()
-            raise ConfigError(f"actions of sub-envs {rows} are outside {space}")
+    def _sub_env_label(self, i: int) -> str:
+        """Sub-env ``i`` as error messages name it (with its replica and agent when agents are flattened)."""
+        if self.num_agents == 1:
+            return f"sub-env {i}"
+        return f"sub-env {i} (replica {i // self.num_agents}, agent {i % self.num_agents})"

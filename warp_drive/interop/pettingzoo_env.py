@@ -41,16 +41,26 @@ Semantics:
   restores the replica's saved initial state on the device (WarpDrive's own reset). Envs with
   fixed starts (TagGridWorld) draw the same state every time. The env's step itself is
   deterministic; actions come from the caller.
+* **Invalid actions** (``invalid_actions=``) are checked on the host before the push, for all
+  live agents at once: Discrete / MultiDiscrete values outside ``[start, start + n - 1]`` (per
+  head), non-integer values (1.5, NaN) and NaN, infinite or out-of-bounds Box values.
+  ``"raise"`` (the default) refuses the step with :class:`~warp_drive.errors.InvalidActionError`
+  naming the adapter, the agents (and heads), up to five bad values with their bounds, and the
+  fix; ``"clip"`` clips into the space instead (Box: NaN becomes 0 and +-inf the largest float
+  before clipping); non-integer Discrete values are refused in both modes. Valid actions are
+  pushed bit for bit unchanged in both modes (see :mod:`warp_drive.interop._actions`).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import torch
 from gymnasium import spaces
 
 try:
@@ -66,6 +76,7 @@ from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError
+from warp_drive.interop._actions import ActionChecker, as_tensor, excerpt, invalid_actions_mode
 from warp_drive.interop._common import (
     InteropError,
     agent_ids,
@@ -99,6 +110,9 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         active_flag: data name of a per-agent ``(1, N)`` int flag that is 0 once an agent left the
             game; ``"auto"`` uses the env's ``active_agent_flag`` when present, None disables.
         env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
+        invalid_actions: ``"raise"`` (default) refuses actions outside the action space with
+            :class:`~warp_drive.errors.InvalidActionError`; ``"clip"`` clips them into it (module
+            docstring).
 
     Raises:
         ConfigError: bad arguments, an EnvWrapper with several replicas, an unknown active flag,
@@ -124,7 +138,9 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         redraw_start_states: bool = True,
         active_flag: str | None = "auto",
         env_registrar: EnvironmentRegistrar | None = None,
+        invalid_actions: str = "raise",
     ) -> None:
+        invalid_actions_mode(invalid_actions, type(self).__name__)
         if isinstance(env, EnvWrapper) and env.n_envs != 1:
             raise ConfigError(
                 f"WarpDrivePettingZooEnv wraps one replica; the EnvWrapper runs {env.n_envs}. Build it "
@@ -163,6 +179,9 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             )
         self._action_shape = dm.get_shape(Constants.ACTIONS)
         self._action_dtype = np.int32 if "int" in dm.get_dtype(Constants.ACTIONS) else np.float32
+        # the store's action placeholder is shared: every agent has the same action space
+        self._check_actions = ActionChecker(self._action_spaces[self.possible_agents[0]], invalid_actions,
+                                            type(self).__name__, torch.int32 if self._action_dtype == np.int32 else torch.float32)
         self._active_flag = self._resolve_active_flag(active_flag)
         self._needs_reset = True
         #: Host values of the env's shared arrays (roles, pools) as last written to the store.
@@ -233,7 +252,10 @@ class WarpDrivePettingZooEnv(ParallelEnv):
 
         Raises:
             InteropError: no episode is running (call ``reset()``).
-            ConfigError: an action is missing, belongs to an unknown agent, or is outside its space.
+            ConfigError: an action is missing or belongs to an unknown agent.
+            InvalidActionError: an action is outside its space (``invalid_actions="raise"``) or not
+                an integer for a Discrete / MultiDiscrete space.
+            DataShapeError / DataTypeError: an action of the wrong size or kind.
         """
         self._check_open()
         if self._needs_reset or not self.agents:
@@ -330,25 +352,26 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         missing = [a for a in self.agents if a not in actions]
         if missing:
             raise ConfigError(f"no action for live agents {missing}; step() needs one per agent in env.agents")
+        live: list[str] = []
+        rows: list[torch.Tensor] = []
+        heads = self._action_shape[-1]
         for name, action in actions.items():
             if name not in self._index:
                 raise ConfigError(f"action for unknown agent {name!r}; possible agents: {self.possible_agents}")
             if name not in self.agents:
                 logger.debug("ignoring the action of %s, which is no longer in the game", name)
                 continue
-            space = self._action_spaces[name]
-            value = np.asarray(action)
-            if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
-                if value.dtype.kind not in "iu":
-                    raise ConfigError(f"{name}: action {action!r} must be integer for {space}")
-                value = value.astype(space.dtype)
-                if isinstance(space, spaces.Discrete):
-                    if value.size != 1:
-                        raise ConfigError(f"{name}: a Discrete action is one integer, got shape {value.shape}")
-                    value = value.reshape(())
-            else:
-                value = value.astype(space.dtype)
-            if not space.contains(value):
-                raise ConfigError(f"{name}: action {action!r} is not in its action space {space}")
-            out[0, self._index[name]] = value.reshape(-1).astype(self._action_dtype)
+            value = as_tensor(action, type(self).__name__).cpu()
+            if value.numel() != heads:
+                raise DataShapeError(
+                    f"{name}: action {excerpt(repr(action))} has {value.numel()} value(s); {self._action_spaces[name]} "
+                    f"takes {heads} per agent"
+                )
+            live.append(name)
+            rows.append(value.reshape(heads))
+        if live:
+            dtype = functools.reduce(torch.promote_types, (r.dtype for r in rows))
+            checked = self._check_actions(torch.stack([r.to(dtype) for r in rows]), live.__getitem__).numpy()
+            out[0, [self._index[name] for name in live]] = checked
         return out
+
