@@ -213,7 +213,10 @@ for num_agents in (110, 1000):
 # cd benchmarks && python bench_env_step.py --steps 200
 # ```
 #
-# In a clone, the committed results can be plotted directly:
+# In a clone, the committed results can be plotted directly. They are found from the notebook's
+# working directory (the clone's `tutorials/` folder, or any folder inside the clone) by walking
+# up to the repository root, or next to the package when it was installed from the clone in
+# editable mode (`pip install -e .`):
 
 # %%
 import json
@@ -221,10 +224,26 @@ from pathlib import Path
 
 import warp_drive
 
-results = Path(warp_drive.__file__).resolve().parents[1] / "benchmarks" / "results"
-files = sorted(results.glob("env_step_*.json")) if results.is_dir() else []
-if not files:
-    print("no benchmark results here (they ship with a clone of the repository, not with the wheel)")
+
+def find_benchmark_results(start=None):
+    """The clone's ``benchmarks/results`` folder: in ``start`` (default: the working directory) or
+    a folder above it, else next to the imported package; None when there is none."""
+    here = (start or Path.cwd()).resolve()
+    package_root = Path(warp_drive.__file__).resolve().parents[1]
+    for folder in (here, *here.parents, package_root):
+        if (folder / "benchmarks" / "results").is_dir():
+            return folder / "benchmarks" / "results"
+    return None
+
+
+results = find_benchmark_results()
+files = sorted(results.glob("env_step_*.json")) if results is not None else []
+if results is None:
+    print(f"no benchmark results found: no benchmarks/results folder in {Path.cwd()}, the folders above it, "
+          f"or next to the installed package ({Path(warp_drive.__file__).parent}). They ship with a clone of "
+          "this repository, not with the wheel: run this notebook from inside a clone.")
+elif not files:
+    print(f"{results} holds no env_step_*.json results (written by benchmarks/bench_env_step.py on a GPU)")
 for path in files:
     doc = json.loads(path.read_text())
     rows = [r for r in doc["rows"] if "graph_env_steps_per_s" in r]
