@@ -24,6 +24,13 @@ steps). The clock starts when training starts (the reference's ``train()``, our 
 (nvcc, data push) are timed and reported apart. Both run the published env config with the same
 env seed and trainer seed on the same GPU, one after the other.
 
+Start states. The published policies were trained from one start state (2.7.1's resets restore the
+host reset's layout in every env); ours train from fresh start states (``env.fresh_start_states``,
+a new layout per env and episode). Everything is scored both ways: the curve and the 6 x 6
+cross-play from the published config's own start state (``crossplay``), and the snapshots at each
+budget and a 4 x 4 cross-play of the 5-minute policies, published and random from fresh start
+states (``versus_published_fresh_starts``, ``crossplay_fresh_starts``).
+
 Tagged fraction: the runners' return is -10 when tagged and +1 when not (the published config has no
 step rewards), so the fraction of runners tagged in an episode is (1 - mean runner return) / 11. The
 sample unit is one env-episode; intervals are mean +- 1.96 standard errors over them.
@@ -66,6 +73,8 @@ def default_sources(budgets=BUDGETS) -> tuple[str, ...]:
 
 
 SOURCES = default_sources()  # ours-2min, ours-5min, reference-2min, reference-5min, published-1e9, random
+#: Cross-play sources from fresh start states (the published start state plays all of SOURCES).
+FRESH_SOURCES = ("ours-5min", "reference-5min", "published-1e9", "random")
 TAG_PENALTY, END_REWARD = -10.0, 1.0
 ANCHOR_SITE = "/tmp/anchor_site"
 BACKEND = "pycuda"  # the CPU smoke test sets "cpu"
@@ -137,8 +146,10 @@ def candidate_config(name: str, overrides: list[str] = ()) -> dict:
 
 
 def ours_config(overrides: list[str] = ()) -> dict:
-    """The published run config with this project's chosen Tag settings, then ``overrides``."""
-    return candidate_config(CHOSEN, overrides)
+    """The published run config with this project's chosen Tag settings and fresh start states
+    (every env replica and episode starts from its own layout, as the bundled config does), then
+    ``overrides``."""
+    return candidate_config(CHOSEN, ["env.fresh_start_states=true", *overrides])
 
 
 def expand(overrides: list[str]) -> list[str]:
@@ -146,12 +157,14 @@ def expand(overrides: list[str]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- our trainer
-def build_trainer(cfg: dict, num_envs: int | None = None):
+def build_trainer(cfg: dict, num_envs: int | None = None, fresh: bool | None = None):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     cfg = copy.deepcopy(cfg)
+    if fresh is not None:
+        cfg["env"]["fresh_start_states"] = fresh
     if num_envs is not None:
         cfg["trainer"].update(num_envs=num_envs, train_batch_size=num_envs * 50)
     wrapper = EnvWrapper(env_obj=TagContinuous(**cfg["env"]), num_envs=cfg["trainer"]["num_envs"], env_backend=BACKEND)
@@ -225,10 +238,13 @@ def train_reference(cfg: dict, marks: list[int], out: Path) -> dict:
 
 # ----------------------------------------------------------------------------- evaluation
 class Evaluator:
-    """One trainer of ours on the published config; loads any tagger and runner and plays."""
+    """One trainer of ours on the published config; loads any tagger and runner and plays, from the
+    published config's own start state (as the published policies were trained) or, with
+    ``fresh``, from a new start state per env and episode."""
 
-    def __init__(self, num_envs: int = EVAL_ENVS) -> None:
-        self.trainer = build_trainer(published_config(), num_envs)
+    def __init__(self, num_envs: int = EVAL_ENVS, fresh: bool = False) -> None:
+        self.fresh = fresh
+        self.trainer = build_trainer(published_config(), num_envs, fresh=fresh)
         self.published = pretrained_dir()
 
     def _load(self, tag: str, source: str | Path) -> None:
@@ -246,7 +262,8 @@ class Evaluator:
         """Fraction of runners tagged per env-episode: mean, 95% half-width, n."""
         self._load("tagger", tagger)
         self._load("runner", runner)
-        ret = self.trainer.evaluate(deterministic=False, num_episodes=episodes)["runner"]["episode_return"]
+        ret = self.trainer.evaluate(deterministic=False, num_episodes=episodes, random_baseline=False,
+                                    fresh_starts=self.fresh)["runner"]["episode_return"]
         frac = (END_REWARD - np.asarray(ret, np.float64)) / (END_REWARD - TAG_PENALTY)
         if not np.isfinite(frac).all():
             raise RuntimeError("non-finite runner returns in evaluation")
@@ -317,6 +334,8 @@ def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=
     run = train(cfg, marks(budgets, every), SIDE / framework)
     ev = Evaluator()
     run["curve"] = curve(ev, run, SIDE / framework)
+    fresh = Evaluator(fresh=True)
+    run["versus_published_fresh_starts"] = {str(b): fresh.versus_published(SIDE / framework, b) for b in budgets}
     (SIDE / framework / "run.json").write_text(json.dumps({"config": cfg, **run}, indent=1))
     other = SIDE / ("reference" if framework == "ours" else "ours") / "run.json"
     if other.is_file():
@@ -324,7 +343,8 @@ def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=
         payload = {"budgets_s": list(budgets), "seed": SEED, "env_seed": cfg["env"]["seed"],
                    "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
                    "ours": runs["ours"], "reference": runs["reference"], "sources": list(sources),
-                   "crossplay": crossplay(ev, sources)}
+                   "crossplay": crossplay(ev, sources),
+                   "fresh_sources": list(FRESH_SOURCES), "crossplay_fresh_starts": crossplay(fresh, FRESH_SOURCES)}
         print("written", save("learning_side_by_side", payload))
     else:
         logger.info("%s not there yet: run the other framework's command to finish", other)

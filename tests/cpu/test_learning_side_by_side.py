@@ -147,3 +147,19 @@ def test_parity_trains_both_runs_for_equal_iterations(lsbs, monkeypatch, tmp_pat
         assert [s["mark_iterations"] for s in run["snapshots"]] == [2, 4]
         assert [s["env_steps"] for s in run["snapshots"]] == [80, 160]
         assert set(run["scores"]) == {"2", "4"}
+
+
+def test_ours_train_from_fresh_starts_and_are_scored_from_both_start_modes(lsbs):
+    """Ours train from fresh start states; the published start state and fresh ones both score."""
+    assert lsbs.ours_config()["env"]["fresh_start_states"] is True
+    assert "fresh_start_states" not in lsbs.published_config()["env"]
+    same, fresh = lsbs.Evaluator(num_envs=4), lsbs.Evaluator(num_envs=4, fresh=True)
+    assert same.trainer.env_wrapper.fresh_start_states is False
+    assert fresh.trainer.env_wrapper.fresh_start_states is True
+    starts = {}
+    for name, ev in (("same", same), ("fresh", fresh)):
+        ev.tagged("random", "random", episodes=1)  # plays: the envs are force-reset after
+        x = ev.trainer.env_wrapper.cuda_data_manager.pull_data_from_device("loc_x")
+        starts[name] = len({row.tobytes() for row in x})
+    assert starts == {"same": 1, "fresh": 4}
+    assert set(lsbs.FRESH_SOURCES) <= set(lsbs.SOURCES)
