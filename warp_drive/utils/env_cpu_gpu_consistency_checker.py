@@ -15,7 +15,8 @@ the CPU side, picked from the CPU env class:
   rewards and done flags are compared after every step and after every reset.
 
 Either way the first mismatch raises :class:`~warp_drive.errors.ConsistencyError` naming the
-config, seed, step, array, env, agent, feature, both values and how many values differ.
+config, seed, step, array, env, agent, feature, both values and how many values differ (and
+:data:`SEED_HINT` when every value differs at the first reset of a config without a ``seed``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ DEFAULT_THRESHOLD_PCT = 1.0
 _EPSILON = 1e-10
 #: name of the ``__constant__`` action table 2.7.1's gridworld kernel reads (pushed when declared)
 ACTION_TABLE_SYMBOL = "kIndexToActionArr"
+#: added to a mismatch at the first reset where every value differs and the env config has no seed
+SEED_HINT = "every value differs at the first reset: seed both sides alike (env config `seed`)"
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Mismatch:
     gpu_value: Any
     count: int = 1
     size: int = 1
+    hint: str = ""
 
     def __str__(self) -> str:
         env = self.index[0] if self.index else "-"
@@ -66,7 +70,7 @@ class Mismatch:
         return (
             f"[{self.config}, seed {self.seed}] step {self.step}: '{self.name}' differs at env {env}, "
             f"agent {agent}, feature {feature}: cpu={self.cpu_value!r} gpu={self.gpu_value!r} "
-            f"({self.count} of {self.size} values differ)"
+            f"({self.count} of {self.size} values differ)" + (f"; {self.hint}" if self.hint else "")
         )
 
 
@@ -130,9 +134,12 @@ def random_actions(action_space: Mapping[Any, Any], num_envs: int, rng: np.rando
     return np.stack(cols, axis=1)
 
 
-def _first_mismatch(bad: np.ndarray, a: np.ndarray, b: np.ndarray, config: str, seed: int, step: Any, name: str) -> Mismatch:
+def _first_mismatch(bad: np.ndarray, a: np.ndarray, b: np.ndarray, config: str, seed: int, step: Any, name: str,
+                    unseeded: bool = False) -> Mismatch:
+    """The first bad entry, with :data:`SEED_HINT` when ``unseeded`` and every value differs at the first reset."""
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    return Mismatch(config, seed, step, name, idx, a[idx].item(), b[idx].item(), int(bad.sum()), int(bad.size))
+    hint = SEED_HINT if unseeded and step == "reset" and bad.all() else ""
+    return Mismatch(config, seed, step, name, idx, a[idx].item(), b[idx].item(), int(bad.sum()), int(bad.size), hint)
 
 
 class EnvironmentCPUvsGPU:
@@ -217,6 +224,7 @@ class EnvironmentCPUvsGPU:
         self.max_steps = max_steps
         #: True: the CPU side is the env's vectorised NumPy step; False: gym-style instances.
         self.vectorised = has_vectorised_cpu_step(cpu_env_class)
+        self._unseeded = False  # the config being checked has no seed: each side draws its own starts
 
     @property
     def wrapper(self) -> Callable[..., Any]:
@@ -249,6 +257,7 @@ class EnvironmentCPUvsGPU:
         report = ConsistencyReport(seeds=seed_list)
         for label, config in self.env_configs.items():
             report.configs.append(label)
+            self._unseeded = config.get("seed") is None
             for s in seed_list:
                 logger.info("consistency check: config %s, seed %d", label, s)
                 if self.vectorised:
@@ -400,7 +409,7 @@ class EnvironmentCPUvsGPU:
             else:
                 bad = a != b
             if bad.any():
-                raise ConsistencyError(str(_first_mismatch(bad, a, b, label, seed, step, name)))
+                raise ConsistencyError(str(_first_mismatch(bad, a, b, label, seed, step, name, self._unseeded)))
 
     # ------------------------------------------------------------------------------------------ gym style
     def _make_cpu_env(self, config: dict) -> Any:
@@ -474,8 +483,7 @@ class EnvironmentCPUvsGPU:
             cpu = np.array([[r[a] for a in agents] for r in rewards], dtype=np.float32)
             self._check_values(cpu, dm.pull_data_from_device(name), name, label, seed, step, report, pct)
 
-    @staticmethod
-    def _check_values(cpu: np.ndarray, gpu: np.ndarray, name: str, label: str, seed: int, step: Any,
+    def _check_values(self, cpu: np.ndarray, gpu: np.ndarray, name: str, label: str, seed: int, step: Any,
                       report: ConsistencyReport, pct: float) -> None:
         """2.7.1's rule: a value passes when it differs by < pct/100 or by < pct percent."""
         if name not in report.arrays:
@@ -487,4 +495,4 @@ class EnvironmentCPUvsGPU:
         if a.size:
             report.max_abs_error[name] = max(report.max_abs_error.get(name, 0.0), float(np.nanmax(diff)))
         if not ok.all():
-            raise ConsistencyError(str(_first_mismatch(~ok, cpu, gpu, label, seed, step, name)))
+            raise ConsistencyError(str(_first_mismatch(~ok, cpu, gpu, label, seed, step, name, self._unseeded)))
