@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -108,6 +109,24 @@ def _shapes_as_literal(app, what, name, obj, options, lines):
         i += 5 + len(body)
 
 
+def _list_reexports(app, what, name, obj, options, lines):
+    """End a module's page with the classes and functions it re-exports (its ``__all__`` names
+    defined elsewhere), linked to the page that documents them: packages such as ``warp_drive``
+    and ``warp_drive.config``, and the modules kept for 2.7.1's import paths, document their own
+    definitions only (``:ignore-module-all:``), so each object is described once."""
+    if what != "module":
+        return
+    entries = []
+    for export in getattr(obj, "__all__", ()):
+        target = getattr(obj, export, None)
+        home = getattr(target, "__module__", None)
+        if not (inspect.isclass(target) or inspect.isfunction(target)) or home in (None, name):
+            continue
+        entries.append(f"- :py:obj:`{export} <{home}.{target.__qualname__}>` (``{home}``)")
+    if entries:
+        lines.extend(["", ".. rubric:: Re-exported here", "", *entries, ""])
+
+
 class _BuiltinNamesAsText(SphinxPostTransform):
     """A type annotation naming a builtin (``type``, ``int``, ``dict``...) stays plain text.
 
@@ -133,5 +152,6 @@ _BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith
 
 def setup(app):
     app.connect("autodoc-process-docstring", _shapes_as_literal, priority=400)  # napoleon: 500
+    app.connect("autodoc-process-docstring", _list_reexports)
     app.add_post_transform(_BuiltinNamesAsText)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
