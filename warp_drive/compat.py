@@ -53,6 +53,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
     "warp_drive.training.utils.distributed_train.distributed_trainer_pycuda": "perform_distributed_training (warp_drive.training.distributed)",
     "warp_drive.training.utils.device_child_process": "package of 2.7.1's per-device process helpers",
+    "warp_drive.training.utils.device_child_process.child_process_base": "ProcessWrapper: a spawned process that hands its target's exception back (warp_drive.training.distributed)",
     "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.training.setup_and_train)",

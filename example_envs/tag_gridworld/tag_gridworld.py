@@ -37,7 +37,7 @@ from example_envs.tag_gridworld import constants as C
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.env.start_state import StartKey
 from warp_drive.utils.philox import scale_bits_to_range
-from warp_drive.errors import ConfigError
+from warp_drive.errors import ConfigError, SpaceMismatchError, UsageError
 
 F32 = np.float32
 #: Phase kernels (several blocks per env), in launch order, each with only the arguments it uses.
@@ -174,6 +174,7 @@ class TagGridWorld(CUDAEnvironmentContext):
         self.action_space = {i: spaces.Discrete(C.NUM_ACTIONS) for i in range(n)}
         self.timestep = 0
         self._start: tuple[np.ndarray, np.ndarray] | None = None
+        self._positions: tuple[np.ndarray, np.ndarray] | None = None  # of the unwrapped env (step)
 
     def reseed(self, seed: int) -> None:
         """Re-seed the env's RNG, as if the env had been built with ``seed`` (it draws the reset
@@ -241,6 +242,7 @@ class TagGridWorld(CUDAEnvironmentContext):
         """One env's start state on the host; returns ``{agent_id: obs}`` at t = 0."""
         x, y = self.default_start()
         self._start = (x, y)
+        self._positions = (x.copy(), y.copy())
         self.timestep = 0
         obs = compute_observations(
             x[None], y[None], np.zeros(1, np.int32), self.episode_length, self.grid_length,
@@ -289,6 +291,70 @@ class TagGridWorld(CUDAEnvironmentContext):
         data[Constants.OBSERVATIONS][rows] = compute_observations(
             x, y, np.zeros(len(rows), np.int32), int(data["episode_length"]), length, self.use_full_observation
         )
+
+    # ------------------------------------------------------------------ one env, no wrapper
+    def step(self, actions: Any = None) -> Any:
+        """Step the env.
+
+        Wrapped (an EnvWrapper bound a data store): every replica steps in place (see
+        :meth:`CUDAEnvironmentContext.step`). Unwrapped, as 2.7.1's TagGridWorld: one env steps on
+        the host from the state :meth:`reset` set, given ``{agent_id: action index}`` for every
+        agent, and returns ``(obs, rewards, {"__all__": done}, {})`` (obs and rewards keyed by agent
+        id). The numbers are those of :meth:`numpy_step`, which runs on a one-env copy of the state.
+
+        Raises:
+            UsageError: unwrapped without ``reset()`` first, or ``actions`` is not a mapping.
+            SpaceMismatchError: the keys are not the agent ids 0..N-1, or an action is not an
+                integer in [0, 5).
+        """
+        if self.cuda_data_manager is not None:
+            return super().step(actions)
+        if not isinstance(actions, Mapping):
+            raise UsageError(
+                f"{type(self).__name__}.step(actions) without an EnvWrapper steps one env: pass "
+                f"{{agent_id: action}} for the {self.num_agents} agents (got {type(actions).__name__}), "
+                f"or wrap the env in an EnvWrapper to step its replicas in place"
+            )
+        if self._positions is None:
+            raise UsageError(f"{type(self).__name__}.step() before reset(): call reset() first")
+        data = self._one_env_state(self._action_indices(actions))
+        self.numpy_step(data)
+        self._positions = (data["loc_x"][0], data["loc_y"][0])
+        self.timestep = int(data[Constants.TIMESTEP][0])
+        obs, rew = data[Constants.OBSERVATIONS][0], data[Constants.REWARDS][0]
+        agents = range(self.num_agents)
+        return {i: obs[i] for i in agents}, {i: float(rew[i]) for i in agents}, \
+            {"__all__": bool(data[Constants.DONE][0])}, {}
+
+    def _action_indices(self, actions: Mapping[Any, Any]) -> npt.NDArray[np.int32]:
+        """(N,) action indices from ``{agent_id: action}``, checked."""
+        env, n = type(self).__name__, self.num_agents
+        if set(actions) != set(range(n)):
+            raise SpaceMismatchError(f"{env}.step: actions must map each agent id 0..{n - 1} to an action; "
+                                     f"got keys {list(actions)[:12]}")
+        out = np.empty(n, np.int32)
+        for agent, action in actions.items():
+            value = np.asarray(action)
+            if value.shape != () or value.dtype.kind not in "iu" or not 0 <= int(value) < C.NUM_ACTIONS:
+                raise SpaceMismatchError(
+                    f"{env}.step: the action of agent {agent} is {action!r}; it must be an integer in "
+                    f"[0, {C.NUM_ACTIONS}) (stay, right, left, up, down)"
+                )
+            out[agent] = int(value)
+        return out
+
+    def _one_env_state(self, actions: npt.NDArray[np.int32]) -> dict[str, Any]:
+        """The data store :meth:`numpy_step` reads, for one env at the current host state."""
+        x, y = self._positions
+        n = self.num_agents
+        return {
+            "loc_x": x[None].copy(), "loc_y": y[None].copy(), "num_taggers_on_runner": np.zeros(1, np.int32),
+            **{name: F32(getattr(self, name)) for name in REWARD_PARAMS},
+            "world_boundary": np.int32(self.grid_length), "episode_length": np.int32(self.episode_length),
+            Constants.ACTIONS: actions[None, :, None], Constants.TIMESTEP: np.array([self.timestep], np.int32),
+            Constants.DONE: np.zeros(1, np.int32), Constants.TRUNCATED: np.zeros(1, np.int32),
+            Constants.REWARDS: np.zeros((1, n), F32), Constants.OBSERVATIONS: np.zeros((1, n, self.obs_dim), F32),
+        }
 
     # ------------------------------------------------------------------ CPU step
     def numpy_step(self, data: Mapping[str, Any]) -> None:

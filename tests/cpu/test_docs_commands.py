@@ -47,6 +47,8 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python -m pytest -m gpu", "gpu:test_gpu_suite_commands_run"),
     (r"bash tools/gpu_suite\.sh", "gpu:test_gpu_suite_commands_run"),
     (r"bash tools/run_reference_tutorials\.sh", "gpu:test_reference_tutorials_command_runs"),
+    (r"bash tools/stage_reference_tests\.sh", "test_stage_reference_tests_command_runs"),
+    (r"python3 tools/run_reference_tests\.py \.device/reference_repo", "gpu:test_reference_tests_command_runs"),
     (r"python benchmarks/learning_side_by_side\.py (reference|ours)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
 ]
@@ -233,3 +235,25 @@ def test_learning_plot_command_runs(tmp_path):
     run_ok(python_argv(command), cwd=ROOT, WARP_DRIVE_BENCH_RESULTS=str(tmp_path))
     for name in ("learning_crossplay_H100.png", "learning_curves_H100.png"):
         assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_stage_reference_tests_command_runs(tmp_path):
+    """Run against a small stand-in mirror (a bare repository laid out like salesforce/warp-drive),
+    with the mirror and a destination appended, so the staged copy in .device/ is left alone."""
+    (command,) = set(commands_for("test_stage_reference_tests_command_runs"))
+    work = tmp_path / "work"
+    for rel in ("tests/__init__.py", "tests/wd_training/pycuda_tests/test_env_training.py",
+                "warp_drive/utils/unittests/run_unittests_pycuda.py", "warp_drive/utils/unittests/run_trainer_tests.py",
+                "warp_drive/__init__.py"):
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text("# stand-in\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    for argv in (["init", "-q", str(work)], ["-C", str(work), "add", "."], ["-C", str(work), "commit", "-qm", "x"],
+                 ["clone", "-q", "--mirror", str(work), str(tmp_path / "mirror")]):
+        subprocess.run([*git, *argv], check=True, capture_output=True)
+    dest = tmp_path / "staged"
+    res = run_ok([*shlex.split(command), str(tmp_path / "mirror"), str(dest)], cwd=ROOT, timeout=120)
+    assert "staged 1 pycuda test files" in res.stdout
+    assert (dest / "tests" / "wd_training" / "pycuda_tests" / "test_env_training.py").is_file()
+    assert not (dest / "warp_drive" / "__init__.py").exists()  # the reference's package is never staged
+    assert len((dest / "REFERENCE_COMMIT").read_text().strip()) == 40

@@ -39,6 +39,20 @@ def test_reference_tutorials_command_runs(tmp_path):
     assert json.loads((tmp_path / "notebooks" / "summary.json").read_text())
 
 
+def test_reference_tests_command_runs(tmp_path):
+    """WarpDrive 2.7.1's own pycuda test suite (tools/run_reference_tests.py); needs the staged
+    reference tests (bash tools/stage_reference_tests.sh) in .device/reference_repo. The result
+    file goes to tmp_path instead of benchmarks/results."""
+    if not (ROOT / ".device" / "reference_repo" / "tests").is_dir():
+        pytest.skip("needs .device/reference_repo (bash tools/stage_reference_tests.sh) on the GPU machine")
+    (command,) = set(commands_for("gpu:test_reference_tests_command_runs"))
+    run_ok(python_argv(command) + ["--results-dir", str(tmp_path / "results")], cwd=ROOT, timeout=600,
+           OUT=str(tmp_path))
+    (result,) = (tmp_path / "results").glob("reference_tests_*.json")
+    total = json.loads(result.read_text())["total"]
+    assert (total["files_all_passed"], total["passed"]) == (13, 22)
+
+
 def test_learning_side_by_side_commands_run(tmp_path):
     """README's learning commands, shortened: each framework trains 20 and 40 s (curve every 20 s);
     the second command plays the cross-play matrix. Needs the reference's wheel in .device/anchor."""

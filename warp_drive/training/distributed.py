@@ -21,9 +21,12 @@ Several machines (same command on each node, node_rank 0..nnodes-1)::
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -142,6 +145,59 @@ def clear_torch_process_group() -> None:
     """Leaves the process group (if any)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+_SPAWN = multiprocessing.get_context("spawn")
+#: Largest pickled exception a child hands back as it is; a larger one (a huge message) is replaced
+#: by a ChildProcessError holding the first lines of its traceback, so the pipe never fills up.
+_MAX_EXCEPTION_BYTES = 32 * 1024
+
+
+class ProcessWrapper(_SPAWN.Process):  # type: ignore[name-defined]
+    """A spawned process that hands an exception raised by its target back to the parent (2.7.1's
+    ``ProcessWrapper``)::
+
+        p = ProcessWrapper(target=fn, kwargs={...}); p.start(); p.join()
+        if p.exception:
+            raise p.exception
+
+    Always the ``spawn`` start method (a forked child cannot use the parent's CUDA context); unlike
+    2.7.1, importing it does not change the process-wide start method. The child logs the
+    traceback and exits with code 1; an exception that cannot be pickled, or whose pickle exceeds
+    32 KB, arrives as a ``ChildProcessError`` holding the head of its traceback.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parent_conn, self._child_conn = _SPAWN.Pipe(duplex=False)
+        self._exception: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as err:  # handed to the parent, which decides
+            logger.error("process %s failed", self.name, exc_info=True)
+            self._child_conn.send(_transportable(err))
+            raise SystemExit(1) from None
+        self._child_conn.send(None)
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The exception the target raised in the child (None while running or after success)."""
+        if self._exception is None and self._parent_conn.poll():
+            self._exception = self._parent_conn.recv()
+        return self._exception
+
+
+def _transportable(err: BaseException) -> BaseException:
+    """``err`` when it pickles to at most 32 KB, else a ChildProcessError with its traceback's head."""
+    try:
+        if len(pickle.dumps(err)) <= _MAX_EXCEPTION_BYTES:
+            return err
+    except Exception:  # noqa: BLE001 - any pickling failure means: send a summary instead
+        pass
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    return ChildProcessError(f"{type(err).__name__} in the child process (traceback head):\n{text[:4000]}")
 
 
 def _device_process(device_id: int, setup_trainer_and_train: Callable[..., Any], config: Any, num_devices: int,
