@@ -179,14 +179,15 @@ def write_rank_state(path: Path, save_dir: Path, rank: int, rank_state: Mapping[
 
 def policy_file_state(model: torch.nn.Module) -> dict:
     """What a ``<tag>_<timestep>.state_dict`` file holds: 2.7.1's parameter names for our fully
-    connected categorical policies (so 2.7.1 loads them too), the model's own names otherwise."""
+    connected categorical policies (so 2.7.1 loads them too), the model's own names otherwise
+    (Gaussian heads and observation normalizers have no 2.7.1 counterpart)."""
     from warp_drive.training.models.fully_connected import FullyConnected
     from warp_drive.training.models.reference_format import to_reference_state_dict
 
     from warp_drive.training.engine import unwrap
 
     model = unwrap(model)
-    if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian:
+    if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian and model.obs_normalizer is None:
         return to_reference_state_dict(model)
     return model.state_dict()
 

@@ -60,10 +60,10 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
         "policy.runner.entropy_coeff=0.01", "policy.tagger.entropy_coeff=0.01", "policy.runner.lr=0.01",
         "saving.metrics_log_freq=8",
     ),
-    **{name: ("trainer.num_envs=100", "trainer.train_batch_size=10000", f"trainer.num_episodes={episodes}",
-              "saving.metrics_log_freq=10")
-       for name, episodes in (("cartpole", 2000), ("acrobot", 2000), ("mountain_car", 2000), ("pendulum", 2000),
-                              ("continuous_mountain_car", 1000))},  # 100 iterations of 10,000 env steps
+    # classic control: the bundled configs are sized for a CPU already (few envs, the zoo's env-step budgets;
+    # benchmarks/learning_classic_control.py); the entry keeps them as they are, on one torch thread
+    **{name: ("trainer.env_backend=cpu",)
+       for name in ("cartpole", "acrobot", "mountain_car", "pendulum", "continuous_mountain_car")},
     **{name: ("trainer.num_envs=50", "trainer.train_batch_size=5000", "trainer.num_episodes=10000",
               "saving.metrics_log_freq=20")
        for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},  # 200 iterations of 5,000 env steps
@@ -73,8 +73,12 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
 CPU_SIZED_SUMMARY: dict[str, str] = {
     "tag_continuous": "2 taggers + 10 runners on a 5x5 grid, 100-step episodes, 20 envs, 5x5 action levels, "
                       "FC 64x64, 80 iterations",
-    **{name: "100 envs, 100 iterations of 10,000 env steps"
-       for name in ("cartpole", "acrobot", "mountain_car", "pendulum", "continuous_mountain_car")},
+    "cartpole": "the bundled config as is: PPO, 8 envs, 390 iterations of 256 env steps, about 15 s",
+    "acrobot": "the bundled config as is: PPO, 16 envs, 244 iterations of 4,096 env steps, about 1-2 minutes",
+    "mountain_car": "the bundled config as is: PPO, 16 envs, 3906 iterations of 256 env steps, about 2-4 minutes",
+    "pendulum": "the bundled config as is: PPO, 4 envs, 24 iterations of 4,096 env steps, about 30 s",
+    "continuous_mountain_car": "the bundled config as is: DDPG, 16 envs, 292 iterations of 1,024 env steps, "
+                               "about 45 s",
     **{name: "50 envs, 200 iterations of 5,000 env steps" for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},
 }
 
@@ -180,7 +184,6 @@ class RunPlan:
     checkpoint: Path | None = None
     checkpoint_state: dict | None = None
     notes: list[str] = field(default_factory=list)
-    torch_threads: int | None = None  # set before building (None: torch's default)
 
 
 def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> Path:
@@ -262,16 +265,13 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
         if source is None:
             source = state["config"]
     cpu_sized = _cpu_sized_overrides(args, backend)
-    threads = None
-    if cpu_sized:
-        # small matrices: one thread is as fast, and far faster when other processes share the cores
-        threads = None if os.environ.get("OMP_NUM_THREADS") else 1
+    if cpu_sized:  # torch's threads: warp_drive.utils.cpu_threads, when the env wrapper is built
         notes.append(f"cpu backend: CPU-sized settings for {args.env} ({CPU_SIZED_SUMMARY.get(args.env, 'smaller run')}"
-                     + (", 1 torch thread" if threads else "") + "); --full_size trains the bundled GPU-sized config")
+                     "); --full_size trains the bundled GPU-sized config")
     config = load_run_config(source, [*cpu_sized, *args.overrides, f"trainer.env_backend={backend}"])
     if state is not None:
         _check_resume(state, config, checkpoint, bool(cpu_sized))
-    return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes, threads)
+    return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes)
 
 
 def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
@@ -299,10 +299,6 @@ def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     from warp_drive.training.setup_and_train import env_class_for
 
     plan = plan or plan_run(args, announce=False)
-    if plan.torch_threads:
-        import torch
-
-        torch.set_num_threads(plan.torch_threads)
     config = plan.config
     run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
     trainer = build_trainer(config, env_class_for(args.env or config.name), backend=plan.backend, rank=plan.rank,

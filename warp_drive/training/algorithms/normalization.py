@@ -85,3 +85,56 @@ class ValueNormalizer(nn.Module):
         """Maps normalized values back to reward units (same dtype as ``y``)."""
         std = torch.sqrt(self.var + self.eps)
         return (y * std + self.mean).to(y.dtype)
+
+
+class ObsNormalizer(nn.Module):
+    """Running per-feature mean/variance of observations, applied as ``clip((x - mean) / std, -c, c)``.
+
+    A model built with ``normalize_obs`` (:class:`~warp_drive.training.models.FullyConnected`)
+    applies it to its flattened input. The statistics start at mean 0, variance 1 (the identity
+    up to the clip) and move only when :meth:`update` is called: the policy update calls it once
+    per iteration, after its gradient steps, with the batch's observations, so the rollout and the
+    update of one iteration see the same normalization (PPO's stored log-probabilities stay valid).
+    The update writes the buffers in place, so a captured CUDA graph reads the current statistics.
+
+    The statistics are float64 buffers (saved in ``state_dict``).
+
+    Args:
+        size: Number of features.
+        clip: Normalized values are clipped to ``[-clip, clip]``.
+        eps: Added to the variance before the square root.
+
+    Shapes:
+        forward: (*lead, size) -> (*lead, size), in the input's dtype.
+    """
+
+    mean: Tensor
+    var: Tensor
+    count: Tensor
+
+    def __init__(self, size: int, clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.clip = float(clip)
+        self.eps = float(eps)
+        self.register_buffer("mean", torch.zeros(int(size), dtype=torch.float64))
+        self.register_buffer("var", torch.ones(int(size), dtype=torch.float64))
+        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
+
+    def forward(self, x: Tensor) -> Tensor:
+        mean = self.mean.to(x.dtype)
+        std = torch.sqrt(self.var + self.eps).to(x.dtype)
+        return ((x - mean) / std).clamp(-self.clip, self.clip)
+
+    @torch.no_grad()
+    def update(self, x: Tensor) -> None:
+        """Merges the per-feature statistics of ``x`` (all leading dims pooled) into the running ones."""
+        x = x.detach().reshape(-1, self.mean.shape[0]).to(device=self.mean.device, dtype=torch.float64)
+        batch_count = float(x.shape[0])
+        batch_mean = x.mean(0)
+        batch_var = x.var(0, unbiased=False)
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * batch_count / total
+        self.mean.add_(delta * batch_count / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)

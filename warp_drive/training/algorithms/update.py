@@ -84,6 +84,9 @@ def update_policy(
         Metrics averaged over all gradient steps (0-d tensors, no host sync), plus
         ``grad_norm`` (mean pre-clip gradient norm).
 
+    A model with an ``update_obs_normalizer(obs)`` method (``FullyConnected`` with
+    ``normalize_obs``) gets the batch's observations once, after the gradient steps.
+
     Shapes:
         obs: (B, E, A, *obs_dims); actions: (B, E, A, n_columns);
         advantages, returns, old_log_probs, old_values: (B, E, A).
@@ -112,6 +115,9 @@ def update_policy(
             for key, value in metrics.items():
                 totals[key] = totals[key] + value if key in totals else value
             steps += 1
+    update_obs_normalizer = getattr(getattr(model, "module", model), "update_obs_normalizer", None)
+    if update_obs_normalizer is not None:  # after the steps: this iteration's rollout and update saw the same statistics
+        update_obs_normalizer(batch["obs"])
     return {key: value / steps for key, value in totals.items()}
 
 

@@ -12,6 +12,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
+from warp_drive.training.algorithms.normalization import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims
 from warp_drive.training.models.fused_linear import linear_relu
 from warp_drive.utils.constants import Constants
@@ -52,6 +53,11 @@ class FullyConnected(nn.Module):
         action_scale, action_bias: Gaussian head only (2.7.1's ``output_w`` / ``output_b``): the
             mean becomes ``action_bias + action_scale * tanh(linear)``; None (both) keeps the
             unbounded linear mean.
+        normalize_obs: Standardize the flattened observation by running per-feature statistics
+            (:class:`~warp_drive.training.algorithms.normalization.ObsNormalizer`, clipped to
+            +/-10) before the trunk; the policy update moves the statistics once per iteration.
+            Config: ``policy.<tag>.model.kwargs.normalize_obs: true``. False (default): the raw
+            observation, as 2.7.1.
 
     Shapes:
         obs: (*lead, *obs_dims) or {key: (*lead, *obs_dims[key])};
@@ -70,8 +76,11 @@ class FullyConnected(nn.Module):
         log_std_init: float = 0.0,
         action_scale: float | None = None,
         action_bias: float | None = None,
+        normalize_obs: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(normalize_obs, (bool, np.bool_)):
+            raise ConfigError(f"normalize_obs={normalize_obs!r} must be true or false (model.kwargs.normalize_obs)")
         if not isinstance(action_spec, ActionSpec):
             action_spec = ActionSpec(categorical=tuple(action_spec))
         self.action_spec = action_spec
@@ -99,6 +108,7 @@ class FullyConnected(nn.Module):
             self.obs_keys = None
             self.obs_shapes = {"": _as_shape(obs_dims, "obs_dims")}
         self.obs_size = sum(math.prod(s) for s in self.obs_shapes.values())
+        self.obs_normalizer = ObsNormalizer(self.obs_size) if normalize_obs else None
 
         layers: list[nn.Module] = []
         width = self.obs_size
@@ -203,6 +213,8 @@ class FullyConnected(nn.Module):
             or ``[(mean, std)]`` for a Gaussian spec; values squeezed to the leading shape.
         """
         x, obs_mask = self.flatten_obs(obs)
+        if self.obs_normalizer is not None:
+            x = self.obs_normalizer(x)
         mask = action_mask if action_mask is not None else obs_mask
         outputs, values = self._heads(self._trunk(x))
         if self.log_std is not None:
@@ -226,6 +238,13 @@ class FullyConnected(nn.Module):
                 logits = logits.masked_fill(masks[i] == 0, torch.finfo(logits.dtype).min)
             probs.append(torch.softmax(logits, dim=-1))
         return probs, values
+
+    @torch.no_grad()
+    def update_obs_normalizer(self, obs: Tensor | Mapping[str, Tensor]) -> None:
+        """Merges ``obs`` (any leading shape) into the running observation statistics; a no-op
+        without ``normalize_obs``. Called by the policy update after its gradient steps."""
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.update(self.flatten_obs(obs)[0])
 
     def _trunk(self, x: Tensor) -> Tensor:
         """``self.trunk(x)``, each ``Linear -> ReLU`` pair as one fused GEMM on CUDA

@@ -96,6 +96,10 @@ def to_reference_state_dict(model_or_state: nn.Module | Mapping[str, Any]) -> "O
             raise ConfigError("this policy has a Gaussian head (log_std) for Box actions; 2.7.1's file "
                               "format has no such head. Save it with Trainer.save_checkpoint() or "
                               "torch.save(model.state_dict()) instead.")
+        if key.startswith("obs_normalizer."):
+            raise ConfigError("this policy normalizes its observations (model.kwargs.normalize_obs); 2.7.1's file "
+                              "format has no such statistics. Save it with Trainer.save_checkpoint() or "
+                              "torch.save(model.state_dict()) instead.")
         m = _OUR_KEY.match(key)
         if m is None:
             raise ConfigError(f"parameter {key!r} is not one of our FullyConnected model's; only that "
