@@ -25,7 +25,7 @@ Staging the reference checkout: ``bash tools/stage_reference_tests.sh`` (writes
     python3 tools/run_reference_tests.py .device/reference_repo --commit <our commit>
 
 Result: ``$OUT/reference_tests_<GPU>.json`` (per-file and total passed / failed / error / skipped /
-not run, per-command wall time and window, GPU, both commits) and the same file under
+not run, per-command wall time and window, GPU, both commits, kernels cached at the start) and the same file under
 ``--results-dir`` (default ``benchmarks/results``); logs in ``$OUT/reference_tests/``.
 """
 
@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="wd271_tests_"))
     shutil.copytree(tests_root / "tests", scratch / "tests")
     cache = args.cache_dir or scratch / "kernel_cache"
+    cached_at_start = len(list(cache.glob("*.cubin"))) if cache.is_dir() else 0
     env = dict(os.environ, WARP_DRIVE_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
 
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "what": "WarpDrive 2.7.1's own pycuda_tests, unchanged, run as its runner scripts run them, against this package",
         "gpu": name, "commit": args.commit or "unknown", "reference": "salesforce/warp-drive", "reference_commit": reference_commit,
-        "kernel_cache": "given" if args.cache_dir else "fresh (every nvcc build inside the windows)",
+        "kernel_cache": {"dir": "given" if args.cache_dir else "fresh", "binaries_at_start": cached_at_start},
         "python": sys.version.split()[0], "total": total, "files": files, "commands": commands,
     }
     text = json.dumps(result, indent=2) + "\n"
