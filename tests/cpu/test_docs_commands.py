@@ -31,6 +31,7 @@ GPU_TESTS = ROOT / "tests" / "gpu" / "test_docs_commands_gpu.py"
 #: tests/gpu/test_docs_commands_gpu.py; "ci:<text>": a line of .ci/run.
 HANDLERS: list[tuple[str, str]] = [
     (r'pip install (-e )?"?\.(\[\w+\])?"?', "test_pip_install_commands_work_from_a_clone"),
+    (r"pip install torch --index-url https://download\.pytorch\.org/whl/cpu", "test_cpu_only_install_path"),
     (r"pip install rl-warp-drive", "reference"),  # 2.7.1's own install line, quoted in the migration guide
     (r"python -m warp_drive\.utils\.device", "test_device_report_runs"),
     (re.escape(SCRIPT) + r" --env tag_continuous", "test_main_command_runs"),
@@ -134,6 +135,37 @@ def test_pip_install_commands_work_from_a_clone(tmp_path):
     for command in commands:
         extras = re.findall(r"\[(\w+)\]", command)
         assert set(extras) <= provided, f"{command!r}: setup.py provides extras {sorted(provided)}"
+
+
+def test_cpu_only_install_path(tmp_path):
+    """README's CPU-only path: with a torch installed, ``pip install .`` keeps it (dry run, offline);
+    the first command, run by a pip without local configuration, resolves PyTorch's CPU build (dry
+    run, without dependencies; skipped where that index cannot be reached)."""
+    (command,) = commands_for("test_cpu_only_install_path")
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    report = tmp_path / "package.json"
+    run_ok([sys.executable, "-m", "pip", "install", "--dry-run", "--no-build-isolation", "--no-index", "--quiet",
+            "--report", str(report), "."], cwd=clone, timeout=600)
+    assert [p["metadata"]["name"] for p in json.loads(report.read_text())["install"]] == ["warpdrive-marl"]
+    report = tmp_path / "torch.json"
+    argv = [sys.executable, "-m", *shlex.split(command), "--dry-run", "--no-deps", "--ignore-installed", "--quiet", "--report", str(report)]
+    plain_pip = dict(PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=None, PIP_EXTRA_INDEX_URL=None, PIP_CONSTRAINT=None)
+    res = subprocess.run(argv, cwd=tmp_path, env=_env(**plain_pip), capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        import urllib.request
+
+        try:
+            urllib.request.urlopen(shlex.split(command)[-1] + "/torch/", timeout=20).close()
+        except OSError as err:
+            pytest.skip(f"PyTorch's CPU index is not reachable here ({err}); the offline half passed")
+        raise AssertionError(f"{command!r} failed with the index reachable:\n{res.stderr[-2000:]}")
+    (torch_wheel,) = json.loads(report.read_text())["install"]
+    assert torch_wheel["metadata"]["name"] == "torch" and torch_wheel["metadata"]["version"].endswith("+cpu")
 
 
 def test_device_report_runs(tmp_path):
