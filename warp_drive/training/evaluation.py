@@ -141,7 +141,8 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
     Returns:
         ``{tag: {...}}`` with ``episode_return`` and ``episode_length`` (arrays, one entry per
         episode, return averaged over the policy's agents; every policy playing its model),
-        ``num_episodes`` (int) and ``return_interval`` (:class:`~warp_drive.training.statistics.Interval`);
+        ``num_episodes`` (int), ``return_interval`` (:class:`~warp_drive.training.statistics.Interval`)
+        and ``fresh_start_states`` (whether the episodes started from fresh start states);
         with ``random_baseline`` also ``random_episode_return`` and ``random_return_interval``
         (every policy uniformly random) and, with several policies,
         ``episode_return_vs_random_others`` and ``return_interval_vs_random_others``.
@@ -149,13 +150,14 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
     Raises:
         ConfigError: ``num_episodes`` or ``total_episodes`` below 1 (or not an integer).
     """
-    per_env = episodes_per_env(total_episodes, engine.env_wrapper.n_envs) if num_episodes is None \
-        else episodes_per_env(num_episodes, 1)
+    w = engine.env_wrapper
+    per_env = episodes_per_env(total_episodes, w.n_envs) if num_episodes is None else episodes_per_env(num_episodes, 1)
     out: dict[str, dict[str, Any]] = play_episodes(engine, per_env, deterministic, (), fresh_starts)
     tags = list(out)
     for res in out.values():
         res["num_episodes"] = len(res["episode_return"])
         res["return_interval"] = mean_interval(res["episode_return"])
+        res["fresh_start_states"] = fresh_starts and bool(getattr(w, "supports_fresh_start_states", False))
     if not random_baseline:
         return out
     _add(out, "random_episode_return", "random_return_interval",
@@ -180,14 +182,15 @@ class Comparison:
     ``trained``: the policy playing its model greedily; with several policies against uniformly
     random other policies, as in ``random`` (every policy uniformly random), so both face the same
     opponents. ``game``: with several policies, its return when every policy plays its model
-    (None with one policy: that is ``trained``). ``better``: ``trained``'s 95% interval lies
-    entirely above ``random``'s.
+    (None with one policy: that is ``trained``). ``fresh_starts``: the episodes started from fresh
+    start states. ``better``: ``trained``'s 95% interval lies entirely above ``random``'s.
     """
 
     tag: str
     trained: Interval
     random: Interval
     game: Interval | None = None
+    fresh_starts: bool = True
 
     @property
     def better(self) -> bool:
@@ -213,9 +216,10 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
                          "the learning summary needs an A2C/PPO trainer")
     res = evaluate(engine, deterministic=True, total_episodes=total_episodes, fresh_starts=fresh_starts)
     if len(res) == 1:
-        return {tag: Comparison(tag, r["return_interval"], r["random_return_interval"]) for tag, r in res.items()}
-    return {tag: Comparison(tag, r["return_interval_vs_random_others"], r["random_return_interval"], r["return_interval"])
-            for tag, r in res.items()}
+        return {tag: Comparison(tag, r["return_interval"], r["random_return_interval"], None, r["fresh_start_states"])
+                for tag, r in res.items()}
+    return {tag: Comparison(tag, r["return_interval_vs_random_others"], r["random_return_interval"], r["return_interval"],
+                            r["fresh_start_states"]) for tag, r in res.items()}
 
 
 def comparison_table(comparisons: dict[str, Comparison]) -> str:
@@ -233,10 +237,12 @@ def comparison_table(comparisons: dict[str, Comparison]) -> str:
         lines.append("every policy trained (greedy): " + ", ".join(f"{c.tag} {_cell(c.game)}" for c in comparisons.values()
                                                                  if c.game is not None))
     lines.append(_verdict(list(comparisons.values())))
-    same = [c.tag for c in comparisons.values() if c.trained.n >= 2 and not c.trained.spread]
-    if same:
-        lines.append(f"note: every greedy episode of {', '.join(same)} had the same return (the env starts "
-                     "every episode from the same state), so its interval has no width")
+    for c in comparisons.values():
+        if c.trained.n >= 2 and not c.trained.spread:
+            why = "from fresh start states" if c.fresh_starts else \
+                "without fresh start states: the env may start every episode from the same state"
+            lines.append(f"note: every greedy episode of {c.tag} returned {c.trained.mean:.4g} ({why}), "
+                         "so its interval has no width")
     return "\n".join(lines)
 
 

@@ -43,7 +43,8 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
     except UsageError as err:
         print(f"evaluation against random: skipped ({err})", flush=True)
         return
-    print(f"evaluation: final policy (greedy) vs uniform random, fresh start states, mean episode return "
+    starts = "fresh start states" if all(c.fresh_starts for c in comparisons.values()) else "no fresh start states"
+    print(f"evaluation: final policy (greedy) vs uniform random, {starts}, mean episode return "
           f"± 95% Student t interval over episodes ({time.perf_counter() - start:.1f} s)")
     print(comparison_table(comparisons), flush=True)
 

@@ -124,6 +124,7 @@ def test_evaluate_plays_differing_episodes_and_at_least_100_by_default(tmp_path)
     assert len(res["random_episode_return"]) == 112
     assert len(set(res["episode_length"].tolist())) > 1  # greedy episodes from different starts differ
     assert res["return_interval"].spread and res["return_interval"].mean == pytest.approx(res["episode_return"].mean())
+    assert res["fresh_start_states"] == t.env_wrapper.supports_fresh_start_states
     assert len(t.evaluate(num_episodes=2, random_baseline=False)["shared"]["episode_return"]) == 32
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ConfigError, match="at least 1 episode"):
@@ -176,8 +177,11 @@ def test_comparison_table_verdicts():
     text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi), "b": ev.Comparison("b", lo, hi, lo),
                                 "c": ev.Comparison("c", mid, lo, mid)})
     assert "NOT measurably better than uniform random: b (interval below random), c (intervals overlap)" in text
-    flat = ev.comparison_table({"s": ev.Comparison("s", Interval(5.0, 5.0, 5.0, 20, spread=False), lo)})
-    assert "note: every greedy episode of s had the same return" in flat
+    flat = Interval(500.0, 500.0, 500.0, 20, spread=False)
+    assert "note: every greedy episode of s returned 500 (from fresh start states)" in \
+        ev.comparison_table({"s": ev.Comparison("s", flat, lo)})
+    assert "returned 500 (without fresh start states: the env may start every episode from the same state)" in \
+        ev.comparison_table({"s": ev.Comparison("s", flat, lo, fresh_starts=False)})
 
 
 def test_learning_summary_needs_an_a2c_or_ppo_trainer():
