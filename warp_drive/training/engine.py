@@ -432,7 +432,9 @@ class Engine(EngineBase):
         dm = self.env_wrapper.cuda_data_manager
         self.obs_names = [Constants.OBSERVATIONS] if dm.is_data_on_device(Constants.OBSERVATIONS) else sorted(
             n for n in dm.names() if n.startswith(Constants.OBSERVATIONS + "_") and not n.endswith(Constants.AT_RESET_SUFFIX))
-        self.reset_obs_known = all(n in dm.reset_data_list for n in self.obs_names)
+        # a reset restores the saved observations, unless fresh start states draw new ones
+        self.reset_obs_known = (all(n in dm.reset_data_list for n in self.obs_names)
+                                and not self.env_wrapper.fresh_start_states)
         self._check_obs_layout(dm)
         self._seed()
         self.sampler = Sampler(self.env_wrapper.cuda_function_manager)

@@ -57,6 +57,11 @@ ENVS = {
     "tag": (TagContinuous, dict(num_taggers=2, num_runners=6, grid_length=2.0, episode_length=9, seed=3,
                                 use_full_observation=False, num_other_agents_observed=4, tagging_distance=0.15),
             {"tagger": _policy(), "runner": _policy(algorithm="PPO")}),
+    # fresh start states: a reset draws new observations, so the bootstrap order runs a second forward
+    "tag_fresh": (TagContinuous, dict(num_taggers=2, num_runners=6, grid_length=2.0, episode_length=9, seed=3,
+                                      use_full_observation=False, num_other_agents_observed=4, tagging_distance=0.15,
+                                      fresh_start_states=True),
+                  {"tagger": _policy(), "runner": _policy(algorithm="PPO")}),
     "pool": (PooledLine, dict(num_agents=5, episode_length=4), {"a": _policy(), "b": _policy(to_train=False)}),
     "pool_obs": (PooledObsLine, dict(num_agents=6, episode_length=5), {"a": _policy(), "b": _policy(algorithm="PPO")}),
     "gaussian": (DriftLine, dict(num_agents=4, episode_length=5), {"a": _policy(), "b": _policy()}),
@@ -78,7 +83,7 @@ def _trainer(tmp_path: Path, name: str, parts: bool = False, bootstrap: bool = F
                                         "env_backend": "cpu", "seed": 11, "bootstrap_at_time_limit": bootstrap},
               "policy": policies,
               "saving": {"metrics_log_freq": 1000, "model_params_save_freq": 1000, "basedir": str(tmp_path)}}
-    if name == "tag":
+    if name.startswith("tag"):
         policy_map = {"tagger": sorted(env.taggers), "runner": sorted(env.runners)}
     elif name == "one_policy":
         policy_map = {"shared": list(range(env.num_agents))}
@@ -130,7 +135,7 @@ def test_reset_first_order_equals_the_bootstrap_order_bit_for_bit(tmp_path, name
     _assert_same(_state(first), _state(boot))
     B = first.steps_per_iter
     boot_forwards = B + 2 if boot.reset_obs_known else 2 * B + 1
-    assert boot.reset_obs_known == (name != "pool_obs")
+    assert boot.reset_obs_known == (name not in ("pool_obs", "tag_fresh"))
     for tag in first.policies:  # 3 rollouts, plus one forward per minibatch and epoch in the updates
         updates = 3 * first.policies[tag].config.num_epochs * first.policies[tag].config.num_minibatches
         trained = updates if first.policies[tag].to_train else 0
@@ -223,3 +228,11 @@ def test_cpu_floor_bench_counts_the_reset_first_forwards(tmp_path):
         with FlopCounterMode(display=False) as fc:
             t.update(t.generate_rollout())
         assert fc.get_total_flops() == counted["total_flops"]
+
+
+def test_turning_fresh_starts_on_after_building_is_refused_in_the_bootstrap_order(tmp_path):
+    t = _trainer(tmp_path, "tag", bootstrap=True)
+    assert t.reset_obs_known and not t.rollout.reset_first
+    t.env_wrapper.fresh_start_states = True
+    with pytest.raises(UsageError, match="fresh_start_states was turned on after the trainer was built"):
+        t.generate_rollout()
