@@ -153,6 +153,10 @@ class EnvWrapper:
 
         # Gym-style passthrough: a 2.7.1 env on the cpu backend (no vectorised NumPy step).
         self._passthrough = self.env_backend == "cpu" and not has_vectorised_cpu_step(env_obj)
+        if self.env_backend == "cpu":  # every cpu-backend path builds a wrapper: torch's threads are chosen here
+            from warp_drive.utils.cpu_threads import apply_cpu_threads
+
+            apply_cpu_threads(self.n_envs * self.n_agents, announce=process_id == 0)
         self.reset_on_host = True
         self.has_custom_reset = False
         self._fresh_start_states = False
