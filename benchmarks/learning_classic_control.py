@@ -4,7 +4,7 @@ For each env, its bundled config (``example_envs/classic_control/<env>/run_confi
 with several seeds (``trainer.seed`` and ``env.seed``) for the zoo's env-step budget of the same
 algorithm (the config's ``num_episodes`` is set to that budget; the run stops there in any case).
 At ``--checks`` evenly spaced points of the run the current policy plays one greedy episode in each of
-``--eval_envs`` separate replicas (varied starts, other seed than training's): the env steps and
+``--eval_envs`` separate replicas (fresh start states, other seed than training's): the env steps and
 training seconds at the first such check whose mean reaches the zoo's return are recorded. The
 final policy is evaluated the same way (>= 100 greedy episodes). Seconds count training only
 (rollouts and updates, not the evaluations).
@@ -30,6 +30,7 @@ their mean / min / max) under benchmarks/results/ (``--out`` to choose the file)
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import math
@@ -122,7 +123,8 @@ def greedy_returns(trainer: Any, evaluator: Any) -> np.ndarray:
     """The trainer's current policies, one greedy episode per replica of ``evaluator``."""
     for tag, net in networks(evaluator).items():
         net.load_state_dict(networks(trainer)[tag].state_dict())
-    result = evaluator.evaluate(deterministic=True, num_episodes=1)
+    extra = {"random_baseline": False} if "random_baseline" in inspect.signature(evaluator.evaluate).parameters else {}
+    result = evaluator.evaluate(deterministic=True, num_episodes=1, **extra)
     return np.asarray(next(iter(result.values()))["episode_return"], dtype=np.float64)
 
 

@@ -73,7 +73,7 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
 CPU_SIZED_SUMMARY: dict[str, str] = {
     "tag_continuous": "2 taggers + 10 runners on a 5x5 grid, 100-step episodes, 20 envs, 5x5 action levels, "
                       "FC 64x64, 80 iterations",
-    "cartpole": "the bundled config as is: PPO, 8 envs, 390 iterations of 256 env steps, about 15 s",
+    "cartpole": "the bundled config as is: PPO, 8 envs, 273 iterations of 256 env steps, about 10 s",
     "acrobot": "the bundled config as is: PPO, 16 envs, 244 iterations of 4,096 env steps, about 1-2 minutes",
     "mountain_car": "the bundled config as is: PPO, 16 envs, 3906 iterations of 256 env steps, about 2-4 minutes",
     "pendulum": "the bundled config as is: PPO, 4 envs, 24 iterations of 4,096 env steps, about 30 s",
