@@ -344,7 +344,7 @@ class Rollout:
         the reset observations. ``record``: a rollout starts, and in the reset-first order the
         current observations go to row 0 of the obs buffers (gathered once)."""
         row = 0 if record and self.reset_first else None
-        if self.spec.reset_obs_known and not self.reset_first and self.spec.env_wrapper.fresh_start_states:
+        if record and self.spec.reset_obs_known and not self.reset_first and self.spec.env_wrapper.fresh_start_states:
             raise UsageError(
                 "fresh_start_states was turned on after the trainer was built, so the bootstrap step order would "
                 "act on the saved start observations; set it before building the trainer (env config "
