@@ -55,7 +55,7 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
     "tag_continuous": (
         "env.num_taggers=2", "env.num_runners=10", "env.grid_length=5.0", "env.episode_length=100",
         "env.num_acceleration_levels=5", "env.num_turn_levels=5",
-        "trainer.num_envs=20", "trainer.train_batch_size=2000", "trainer.num_episodes=1600",
+        "trainer.num_envs=20", "trainer.train_batch_size=2000", "trainer.num_episodes=2400",
         "policy.runner.model.fc_dims=[64, 64]", "policy.tagger.model.fc_dims=[64, 64]",
         "policy.runner.entropy_coeff=0.01", "policy.tagger.entropy_coeff=0.01", "policy.runner.lr=0.01",
         "saving.metrics_log_freq=8",
@@ -72,7 +72,7 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
 #: One-line description of what the CPU-sized settings of an env keep and change.
 CPU_SIZED_SUMMARY: dict[str, str] = {
     "tag_continuous": "2 taggers + 10 runners on a 5x5 grid, 100-step episodes, 20 envs, 5x5 action levels, "
-                      "FC 64x64, 80 iterations",
+                      "FC 64x64, 120 iterations",
     "cartpole": "the bundled config as is: PPO, 8 envs, 273 iterations of 256 env steps, about 10 s",
     "acrobot": "the bundled config as is: PPO, 16 envs, 244 iterations of 4,096 env steps, about 1-2 minutes",
     "mountain_car": "the bundled config as is: PPO, 16 envs, 3906 iterations of 256 env steps, about 2-4 minutes",

@@ -35,7 +35,7 @@ def print_summary(trainer: Any, first_iteration: int, wall: float, eval_episodes
 
 
 def print_random_comparison(trainer: Any, episodes: int) -> None:
-    """Plays the final policies (greedy) and the uniform-random policy over at least ``episodes``
+    """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over at least ``episodes``
     fresh-start episodes each and prints the table of :func:`~warp_drive.training.evaluation.comparison_table`."""
     start = time.perf_counter()
     try:
@@ -44,7 +44,8 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
         print(f"evaluation against random: skipped ({err})", flush=True)
         return
     starts = "fresh start states" if all(c.fresh_starts for c in comparisons.values()) else "no fresh start states"
-    print(f"evaluation: final policy (greedy) vs uniform random, {starts}, mean episode return "
+    mode = "greedy" if all(c.greedy for c in comparisons.values()) else "sampled actions, as trained"
+    print(f"evaluation: final policy ({mode}) vs uniform random, {starts}, mean episode return "
           f"± 95% Student t interval over episodes ({time.perf_counter() - start:.1f} s)")
     print(comparison_table(comparisons), flush=True)
 

@@ -161,14 +161,22 @@ def test_two_policies_are_each_compared_against_the_same_random_opponents(tmp_pa
         mp.setattr(ev, "play_episodes", ev_play)
         res = t.evaluate(total_episodes=32)
         comparisons = ev.compare_with_random(t, total_episodes=32)
-    assert played[:4] == [[], ["a", "b"], ["b"], ["a"]]  # the game, all random, each policy against random others
+    # the game, all random, then per policy: it against random others, it random against the trained others
+    assert played[:6] == [[], ["a", "b"], ["b"], ["a"], ["a"], ["b"]]
     for tag in ("a", "b"):
         r = res[tag]
         assert r["return_interval_vs_random_others"].n == r["random_return_interval"].n == 32
+        assert r["random_return_interval_vs_trained_others"].n == 32
         c = comparisons[tag]
-        assert c.game is not None and c.trained.n == c.random.n == 32
-    table = ev.comparison_table(comparisons)
-    assert "trained (greedy) vs random others" in table and "every policy trained (greedy): a " in table
+        assert c.game is not None and c.random_in_game is not None and c.trained.n == c.random.n == 32
+        assert c.better == (c.better_vs_random_others or c.better_vs_trained_others)
+    table = ev.comparison_table(comparisons).splitlines()
+    # a game: the trained policies sample their actions (argmax is not the policy that was trained)
+    assert not any(c.greedy for c in comparisons.values())
+    assert table[0].split() == ["policy", "opponents", "trained", "(sampled)", "uniform", "random", "episodes", "better",
+                                "than", "random"]
+    assert [row.split()[0] for row in table[2:6]] == ["a", "trained", "b", "trained"]
+    assert table[2].split()[1] == table[4].split()[1] == "random"
 
 
 def test_comparison_table_verdicts():
@@ -177,6 +185,11 @@ def test_comparison_table_verdicts():
     text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi), "b": ev.Comparison("b", lo, hi, lo),
                                 "c": ev.Comparison("c", mid, lo, mid)})
     assert "NOT measurably better than uniform random: b (interval below random), c (intervals overlap)" in text
+    # against the trained opponents instead: b (below random against random others) is better there
+    text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi, random_in_game=lo),
+                                "b": ev.Comparison("b", lo, hi, hi, random_in_game=lo)})
+    assert "verdict: every policy is better than uniform random against fixed opponents" in text
+    assert not ev.Comparison("c", mid, lo, mid, random_in_game=lo).better  # overlaps both ways
     flat = Interval(500.0, 500.0, 500.0, 20, spread=False)
     assert "note: every greedy episode of s returned 500 (from fresh start states)" in \
         ev.comparison_table({"s": ev.Comparison("s", flat, lo)})

@@ -77,7 +77,7 @@ def test_cpu_fallback_uses_cpu_sized_settings_and_says_so(tmp_path, monkeypatch,
     plan = script.plan_run(script.parse_args(["--env", "tag_continuous", "--results_dir", str(tmp_path / "r")]))
     assert plan.backend == "cpu"
     assert plan.config.env["num_runners"] == 10 and plan.config.trainer.num_envs == 20
-    assert plan.config.trainer.num_iterations(plan.config.env["episode_length"]) == 80
+    assert plan.config.trainer.num_iterations(plan.config.env["episode_length"]) == 120
     assert any("no usable GPU" in n for n in plan.notes)
     sized = [n for n in plan.notes if n.startswith("cpu backend: CPU-sized settings for tag_continuous")]
     assert len(sized) == 1 and "\n" not in sized[0] and "--full_size" in sized[0]
