@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.update and out.is_file():
         previous = json.loads(out.read_text())
         payload["envs"] = {**previous.get("envs", {}), **payload["envs"]}
-        payload["runs"] = [*previous.get("runs", [{k: previous.get(k) for k in ("environment", "seeds", "overrides")}]),
+        first = {"envs": sorted(previous.get("envs", {})), **{k: previous.get(k) for k in ("environment", "seeds", "overrides")}}
+        payload["runs"] = [*previous.get("runs", [first]),
                            {"envs": args.envs, "environment": payload["environment"], "seeds": args.seeds, "overrides": args.set}]
     out.write_text(json.dumps(payload, indent=2))
     if os.environ.get("OUT"):

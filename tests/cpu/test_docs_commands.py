@@ -52,6 +52,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python3 tools/run_reference_tests\.py \.device/reference_repo", "gpu:test_reference_tests_command_runs"),
     (r"python benchmarks/learning_side_by_side\.py (reference|ours)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
+    (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
 ]
 
 
@@ -268,6 +269,18 @@ def test_learning_plot_command_runs(tmp_path):
     run_ok(python_argv(command), cwd=ROOT, WARP_DRIVE_BENCH_RESULTS=str(tmp_path))
     for name in ("learning_crossplay_H100.png", "learning_curves_H100.png"):
         assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_learning_classic_control_command_runs(tmp_path):
+    """README's classic-control learning benchmark for all five envs, each cut to a few iterations
+    (``trainer.num_episodes=21``), one seed and 4 greedy episodes per check."""
+    (command,) = commands_for("test_learning_classic_control_command_runs")
+    out = tmp_path / "learning.json"
+    short = ["--seeds", "1", "--checks", "1", "--eval_envs", "4", "--eval_episodes", "4", "--set", "trainer.num_episodes=21",
+             "--out", str(out)]
+    run_ok(python_argv(command) + short, cwd=ROOT, timeout=600)
+    assert sorted(json.loads(out.read_text())["envs"]) == ["acrobot", "cartpole", "continuous_mountain_car",
+                                                           "mountain_car", "pendulum"]
 
 
 def test_stage_reference_tests_command_runs(tmp_path):
