@@ -73,6 +73,19 @@ class CheckpointError(ConfigError):
     """A checkpoint or weights file is missing, corrupt, unsafe to load, or does not fit the run."""
 
 
+class NonFiniteError(WarpDriveError, FloatingPointError):
+    """Training met a NaN or infinite value (an observation, reward, model output, loss, gradient or
+    weight) or the sampler's error flag; raised at the end of the iteration, before its checkpoint.
+
+    Attributes: ``array`` (what held it), ``iteration``, ``value`` (the first bad value, or None),
+    ``env`` and ``agent`` (its env and agent index for env arrays, else None)."""
+
+    def __init__(self, message: str, array: str = "", iteration: int = 0, value: float | None = None,
+                 env: int | None = None, agent: int | None = None) -> None:
+        super().__init__(message)
+        self.array, self.iteration, self.value, self.env, self.agent = array, iteration, value, env, agent
+
+
 class UsageError(WarpDriveError, RuntimeError):
     """A call made out of order or on an object that cannot do it (e.g. ``step()`` before the
     first reset, or rendering an env that has no renderer)."""

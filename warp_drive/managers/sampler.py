@@ -58,6 +58,13 @@ class Sampler:
     def seed(self) -> int | None:
         return self._seed
 
+    @property
+    def error_flag(self) -> torch.Tensor | None:
+        """The device-side error bits of every sample since the last :meth:`check` (an int32
+        tensor of one element, read without a host sync by fused checks), or None before the first
+        sample."""
+        return self._error_flag
+
     def init_random(self, seed: int | None = None) -> None:
         """Set the seed (a random one, logged, when None) and restart every counter."""
         if seed is None:

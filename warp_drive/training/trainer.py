@@ -26,6 +26,7 @@ from warp_drive.training.engine import (  # noqa: F401  (names importable from h
     check_placeholder_layout as _check_placeholder_layout,
     run_directory,
 )
+from warp_drive.training.finite_checks import check_iteration
 from warp_drive.training.phase_timer import PhaseTimer
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,10 @@ class Trainer(Engine):
         and at the end, always at an iteration boundary.
 
         Raises:
+            NonFiniteError: an observation, reward, model output, loss, gradient or weight of the
+                iteration just finished is NaN or infinite, or the sampler flagged bad
+                probabilities (:mod:`warp_drive.training.finite_checks`); no checkpoint of that
+                iteration is written.
             TrainingInterrupted: SIGINT or SIGTERM arrived (main thread, ``handle_signals``): the
                 iteration in progress was finished and a checkpoint written first.
         """
@@ -95,6 +100,8 @@ class Trainer(Engine):
                 batches = self.collect(timer)
                 update_metrics = self.update_policies(batches, timer=timer)
                 self.end_iteration()
+                # a NaN or infinity stops the run before its checkpoint (one host read per iteration)
+                check_iteration(self.iteration, (self.policies, self.rollout.shared.rewards, self.sampler, update_metrics))
                 if self._is_log_iteration(last):  # iteration boundary: metrics, checkpoints, a requested stop
                     metrics = self._log(update_metrics, progress)
                 signum, path = self._checkpoint_if_due(last, stop.signum)
