@@ -44,6 +44,7 @@ from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.managers import cpu_kernels
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler, stream_id
+from warp_drive.training.interrupt import check_abort
 from warp_drive.training.policy_state import PolicyState
 from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, observe,
                                          record_policy_obs)
@@ -290,6 +291,7 @@ class EnvPartsRollout:
                 for step in range(self.spec.steps_per_iter):
                     if self.stop.is_set():
                         return
+                    check_abort()  # a stop requested inside a slow iteration (run() re-raises it)
                     mark("sampling")
                     if not reset_first:
                         self._record_obs(part, step)

@@ -75,12 +75,15 @@ def check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
 
 
 def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
-    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default ``<unix time>``).
+    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default: a unique
+    ``<unix time>.<microseconds>-<pid>-<random>``, :func:`~warp_drive.training.run_folder.default_run_name`).
 
-    An absolute ``results_dir`` is the run directory itself.
+    An absolute ``results_dir`` is the run directory itself; ``~`` in ``basedir`` is expanded.
     """
+    from warp_drive.training.run_folder import default_run_name, run_base
+
     sv = config.saving
-    return Path(sv.basedir) / sv.name / sv.tag / (str(results_dir) if results_dir is not None else str(int(time.time())))
+    return run_base(sv.basedir, sv.name, sv.tag) / (str(results_dir) if results_dir is not None else default_run_name())
 
 
 def rank_seed_of(seed: int, rank: int) -> int:
@@ -322,14 +325,13 @@ class EngineBase:
         return dict(ckpts_dict)
 
     def _write_run_config(self) -> None:
-        """Append the run config as one JSON line to ``run_config.json`` (once; rank 0)."""
+        """Write the run config as one JSON object to ``run_config.json``, replacing the file (once
+        per start; rank 0)."""
         if self.rank != 0 or self._run_config_written:
             return
-        import json
+        from warp_drive.training.run_folder import write_run_config
 
-        Path(self.save_dir).mkdir(parents=True, exist_ok=True)
-        with open(Path(self.save_dir) / RUN_CONFIG_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(self.config.to_dict()) + "\n")
+        write_run_config(Path(self.save_dir), self.config.to_dict(), RUN_CONFIG_FILE)
         self._run_config_written = True
 
     def graceful_close(self) -> None:

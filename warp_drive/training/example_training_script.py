@@ -30,7 +30,6 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any, Callable, Sequence
 # The one module of warp_drive that knows the example envs: importing them registers them by name in
 # warp_drive's env registrar (example_envs.registrar); the other CLIs take them from here.
 import example_envs
+from warp_drive.training.run_folder import check_writable, claim_run_folder, release_if_empty
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
 
@@ -109,7 +109,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_source_arguments(p, required=False)
     add_flag(p, "--results_dir", default=None,
-             help="run folder, relative to the current one (default: saving.basedir/name/tag/<unix time>)")
+             help="run folder, relative to the current one (default: saving.basedir/name/tag/<unix time>.<us>-<pid>-<random>); "
+                  "one that holds a run needs --resume")
     p.add_argument("--resume", default=None,
                    help="run folder (its newest intact checkpoint) or checkpoint file to continue from; the run "
                         "continues in that folder. Without --env/--config the checkpoint's config is used")
@@ -187,9 +188,10 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> Path:
-    """The run folder: ``--resume``'s folder, ``--results_dir`` (relative to the cwd), or the config's
-    ``saving.basedir/name/tag/<unix time>``."""
+def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tuple[Path, bool]:
+    """The run folder and whether its name is a default one: ``--resume``'s folder, ``--results_dir``
+    (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
+    (:mod:`warp_drive.training.run_folder`)."""
     from warp_drive.errors import ConfigError
 
     if args.resume:
@@ -203,34 +205,16 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> Pat
         if args.results_dir and Path(args.results_dir).expanduser().resolve() != folder:
             raise ConfigError(f"--resume continues in the checkpoint's run folder {folder}; drop --results_dir "
                               f"{args.results_dir} (or copy the run folder there and resume from the copy)")
-        return folder
+        return folder, False
     if args.results_dir:
-        return Path(args.results_dir).expanduser().resolve()
+        return Path(args.results_dir).expanduser().resolve(), False
     from warp_drive.config import _checks as chk
     from warp_drive.config._yaml import load_defaults
+    from warp_drive.training.run_folder import default_run_name, run_base
 
     saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
     parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
-    return (Path(parts[0]) / parts[1] / parts[2] / str(int(time.time()))).expanduser().resolve()
-
-
-def check_results_folder(folder: Path) -> None:
-    """The run folder exists or can be created, and a file can be written in it.
-
-    Raises:
-        ConfigError: naming the folder, what failed and the fix.
-    """
-    from warp_drive.errors import ConfigError
-
-    fix = "pass --results_dir with a writable folder (or set saving.basedir)"
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"results folder {folder} is a file, not a folder; {fix}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write_test_"):
-            pass
-    except OSError as err:
-        raise ConfigError(f"results folder {folder} is not writable ({err.strerror or err}); {fix}") from err
+    return (run_base(*parts) / default_run_name()).resolve(), True
 
 
 def _config_source(args: argparse.Namespace) -> Any:
@@ -248,11 +232,9 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     rank = int(os.environ.get("RANK", "0"))
     source = _config_source(args)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
-    run_dir = results_folder_for(args, raw)
+    run_dir, default_name = results_folder_for(args, raw)
     if rank == 0:
-        check_results_folder(run_dir)
-        if announce:
-            print(f"results: {run_dir}", flush=True)
+        check_writable(run_dir)  # creates nothing: the folder is claimed once the config is valid
     backend, note = _choose_backend(args.backend)
     notes = [note] if note else []
     from warp_drive.training.distributed import init_from_env
@@ -272,6 +254,10 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     config = load_run_config(source, [*cpu_sized, *args.overrides, f"trainer.env_backend={backend}"])
     if state is not None:
         _check_resume(state, config, checkpoint, bool(cpu_sized))
+    if rank == 0:
+        run_dir = claim_run_folder(run_dir, default_name=default_name, resume=bool(args.resume))
+        if announce:
+            print(f"results: {run_dir}", flush=True)
     return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes)
 
 
@@ -338,8 +324,9 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
     base = load_run_config(_config_source(args), list(args.overrides))
 
     def trial(envs: int, steps: int) -> tuple[float, int]:
-        trial_args = argparse.Namespace(**{**vars(args), "resume": None, "quiet": True, "results_dir": "/tmp/warp_drive_auto_scale",
-                                           "overrides": [*args.overrides, f"trainer.num_envs={envs}",
+        trial_args = argparse.Namespace(**{**vars(args), "resume": None, "quiet": True, "results_dir": None,
+                                           "overrides": [*args.overrides, "saving.basedir=/tmp/warp_drive_auto_scale",
+                                                         f"trainer.num_envs={envs}",
                                                          f"trainer.train_batch_size={envs * steps}",
                                                          "trainer.num_episodes=100000000", "saving.metrics_log_freq=100000000",
                                                          "saving.model_params_save_freq=100000000",
@@ -376,7 +363,11 @@ def run(args: argparse.Namespace) -> int:
     if args.evaluate and not args.resume and not any(p.model.model_ckpt_filepath for p in plan.config.policy.values()):
         logger.warning("--evaluate without --resume or policy.<tag>.model.model_ckpt_filepath: evaluating "
                        "untrained (randomly initialised) policies")
-    trainer = build(args, plan)
+    try:
+        trainer = build(args, plan)
+    except BaseException:
+        release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
+        raise
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
@@ -387,6 +378,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from warp_drive.training.interrupt import TrainingInterrupted, signal_name
 
+    if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
+        from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
+
+        trainer.iteration_seconds = probe_iteration_seconds(trainer)  # a config sized for a GPU says so up front
+        log_estimate(trainer.iteration_seconds, trainer.num_iters, "from a probe of a few env steps")
     first = trainer.iteration
     start = time.perf_counter()
     try:

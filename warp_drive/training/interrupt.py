@@ -1,4 +1,5 @@
-"""Stopping a training run cleanly: SIGINT and SIGTERM end it at the next iteration boundary.
+"""Stopping a training run cleanly: SIGINT and SIGTERM end it at the next iteration boundary, or
+within an iteration when iterations are slow.
 
 While :meth:`Trainer.train` runs (in the main thread), the first SIGINT (Ctrl-C) or SIGTERM (what
 a cluster scheduler sends before preemption) only sets a flag; the trainer finishes the current
@@ -6,6 +7,12 @@ iteration, writes a checkpoint in which counters, weights, optimizer states, env
 metric files agree, and raises :class:`TrainingInterrupted`. A second signal aborts at once (the
 checkpoint files on disk stay intact: every write is atomic). The previous handlers are restored
 when ``train`` returns.
+
+Slow iterations (:data:`warp_drive.training.long_runs.SLOW_ITERATION_S` or more, one process): the
+trainer checkpoints every iteration boundary and allows a stop inside the iteration
+(:meth:`StopRequest.allow_abort`): the rollout checks at every env step and the update at every
+chunk (:func:`check_abort`), the partial iteration is discarded, and the checkpoint of the
+boundary it started from is the run's latest (``TrainingInterrupted.checkpoint``).
 """
 
 from __future__ import annotations
@@ -47,6 +54,26 @@ class TrainingInterrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+class IterationAborted(KeyboardInterrupt):
+    """Raised by :func:`check_abort` at an env-step or update-chunk boundary: a stop was requested
+    while a slow iteration ran whose starting boundary is checkpointed; the trainer discards the
+    partial iteration (see :meth:`StopRequest.allow_abort`)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(f"{signal_name(signum)} received inside an iteration")
+
+
+_ABORTABLE: list[StopRequest] = []  # the stop request that currently allows stopping inside an iteration
+
+
+def check_abort() -> None:
+    """Called at every env step of a rollout and every chunk of an update: raises
+    :class:`IterationAborted` when a stop was requested and mid-iteration stops are allowed."""
+    if _ABORTABLE and _ABORTABLE[0].signum is not None:
+        raise IterationAborted(_ABORTABLE[0].signum)
+
+
 def signal_name(signum: int) -> str:
     try:
         return signal.Signals(signum).name
@@ -71,13 +98,22 @@ class StopRequest:
         if self.signum is None:
             self.signum = int(signum)
 
+    def allow_abort(self, allowed: bool) -> None:
+        """While ``allowed``, a requested stop ends the running iteration at its next env step or
+        update chunk (:func:`check_abort`); the trainer allows it only when the iteration's starting
+        boundary is checkpointed."""
+        _ABORTABLE.clear()
+        if allowed:
+            _ABORTABLE.append(self)
+
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:  # second signal: abort now (checkpoint writes are atomic)
             logger.warning("%s received again: aborting without a checkpoint", signal_name(signum))
             raise KeyboardInterrupt
         self.request(signum)
-        logger.warning("%s received: stopping after this iteration and writing a checkpoint "
-                       "(send it again to abort at once)", signal_name(signum))
+        where = ("at the next env step (the iteration in progress is discarded; the checkpoint of its start is kept)"
+                 if self in _ABORTABLE else "after this iteration and writing a checkpoint")
+        logger.warning("%s received: stopping %s (send it again to abort at once)", signal_name(signum), where)
 
     def __enter__(self) -> StopRequest:
         if self.enabled and threading.current_thread() is threading.main_thread():
@@ -89,6 +125,7 @@ class StopRequest:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.allow_abort(False)
         for sig, previous in self._previous.items():
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
         self._previous.clear()

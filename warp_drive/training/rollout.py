@@ -41,6 +41,7 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.env.done import split_done
 from warp_drive.errors import UsageError
+from warp_drive.training.interrupt import check_abort
 from warp_drive.training.policy_state import PolicyState
 
 Tensor = torch.Tensor
@@ -303,6 +304,7 @@ class Rollout:
         with cached_head_weights(p.model for p in self.spec.policies.values()):
             self.begin(record=True)
             for step in range(self.spec.steps_per_iter):
+                check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
                 mark("sampling")
                 if not self.reset_first:
                     self.record_obs(step)

@@ -129,13 +129,15 @@ def setup_trainer_and_train(
     backend = choose_backend(None)
     raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
     config = load_run_config(raw, [f"trainer.env_backend={backend}"])
-    if results_directory is None:
-        results_directory = str(int(time.time()))
+    if results_directory is None:  # one process: a unique name; several: one that every device process agrees on
+        from warp_drive.training.run_folder import default_run_name
+
+        results_directory = default_run_name() if num_devices == 1 else str(int(time.time()))
     if device_id == 0:  # before anything is built
         from warp_drive.training.engine import run_directory
-        from warp_drive.training.example_training_script import check_results_folder
+        from warp_drive.training.run_folder import check_writable
 
-        check_results_folder(run_directory(config, results_directory).expanduser().resolve())
+        check_writable(run_directory(config, results_directory).resolve())
     trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
                             device_id=device_id if backend == "pycuda" else None, results_dir=results_directory,
                             verbose=verbose)

@@ -68,6 +68,12 @@ class Trainer(Engine):
 
     _last_checkpoint_time: float | None = None  # monotonic time of the last checkpoint (train() starts the clock)
 
+    #: Seconds an iteration is expected to take before one was timed (the CLIs set it from a probe,
+    #: :func:`~warp_drive.training.long_runs.probe_iteration_seconds`); then the last iteration's time.
+    iteration_seconds: float | None = None
+    _saved_at: tuple[int, Path | None] = (-1, None)  # (iteration, path) of the last checkpoint saved or loaded
+    _timed_once = False  # an iteration was timed (the estimate after the first one is logged once)
+
     # ------------------------------------------------------------------ the loop
     def train(self, num_iters: int | None = None) -> dict[str, float]:
         """Run training iterations (all remaining by default); return the last logged metrics.
@@ -85,9 +91,14 @@ class Trainer(Engine):
                 probabilities (:mod:`warp_drive.training.finite_checks`); no checkpoint of that
                 iteration is written.
             TrainingInterrupted: SIGINT or SIGTERM arrived (main thread, ``handle_signals``): the
-                iteration in progress was finished and a checkpoint written first.
+                iteration in progress was finished and a checkpoint written first; or, when
+                iterations take :data:`~warp_drive.training.long_runs.SLOW_ITERATION_S` or more
+                (one process), the iteration in progress was abandoned at its next env step or
+                update chunk and the checkpoint of its starting boundary is the latest. After such a
+                stop the trainer's memory holds the partial iteration: ``load_checkpoint(stop.checkpoint)``
+                restores the checkpointed state.
         """
-        from warp_drive.training.interrupt import StopRequest, TrainingInterrupted
+        from warp_drive.training.interrupt import IterationAborted, StopRequest, TrainingInterrupted
         from warp_drive.training.progress import ProgressLine
 
         last = self.iteration + (num_iters if num_iters is not None else self.num_iters - self.iteration)
@@ -96,10 +107,17 @@ class Trainer(Engine):
         metrics: dict[str, float] = {}
         with StopRequest(enabled=self.handle_signals) as stop:
             while self.iteration < last:
-                timer = self._phase_timer(last)  # eager, phase-timed rollout before a logging iteration
-                batches = self.collect(timer)
-                update_metrics = self.update_policies(batches, timer=timer)
+                began = time.perf_counter()
+                stop.allow_abort(self._stop_inside_allowed())  # slow iterations: stop at an env step or update chunk
+                try:
+                    timer = self._phase_timer(last)  # eager, phase-timed rollout before a logging iteration
+                    batches = self.collect(timer)
+                    update_metrics = self.update_policies(batches, timer=timer)
+                except IterationAborted as abort:  # the partial iteration is discarded; its start is checkpointed
+                    raise TrainingInterrupted(abort.signum, self.iteration, self._saved_at[1]) from None
+                stop.allow_abort(False)
                 self.end_iteration()
+                self._note_iteration_time(time.perf_counter() - began)
                 # a NaN or infinity stops the run before its checkpoint (one host read per iteration)
                 check_iteration(self.iteration, (self.policies, self.rollout.shared.rewards, self.sampler, update_metrics))
                 if self._is_log_iteration(last):  # iteration boundary: metrics, checkpoints, a requested stop
@@ -137,6 +155,28 @@ class Trainer(Engine):
         metrics = self.log_metrics(update_metrics)
         progress(self.iteration, metrics)
         return metrics
+
+    def _stop_inside_allowed(self) -> bool:
+        """Slow iterations of one process: the boundary is checkpointed (now, if not yet) and a stop
+        may end the next iteration early."""
+        from warp_drive.training.long_runs import SLOW_ITERATION_S
+
+        slow = (self.iteration_seconds or 0.0) >= SLOW_ITERATION_S
+        if not slow or self.num_devices != 1 or self.graphed_rollout is not None:
+            return False
+        if self._saved_at[0] != self.iteration:
+            self.save_checkpoint()
+        return True
+
+    def _note_iteration_time(self, seconds: float) -> None:
+        """Keeps the iteration time; after the first timed one on the cpu backend, logs the run's
+        estimate when it is long (:func:`~warp_drive.training.long_runs.log_estimate`)."""
+        first = not self._timed_once
+        self.iteration_seconds, self._timed_once = seconds, True
+        if first and self.rank == 0 and torch.device(self.device).type == "cpu":
+            from warp_drive.training.long_runs import log_estimate
+
+            log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
 
     def _checkpoint_if_due(self, last: int, signum: int | None) -> tuple[int, Path | None]:
         """Save at the save frequency, every ``checkpoint_every_seconds`` and on a stop request;
@@ -187,7 +227,9 @@ class Trainer(Engine):
         path = Path(path) if path else save_dir / f"checkpoint_{self.iteration:08d}.pt"
         if self.rank != 0:  # every rank saves, at the same iteration: rank 0 the shared state, the others their envs
             return ckpt.write_rank_state(path, save_dir, self.rank, self.rank_state_dict())
-        return ckpt.write_checkpoint(path, save_dir, self.state_dict(), self.policy_files())
+        written = ckpt.write_checkpoint(path, save_dir, self.state_dict(), self.policy_files())
+        self._saved_at = (self.iteration, written)
+        return written
 
     def load_checkpoint(self, path: str | Path, state: Mapping[str, Any] | None = None) -> Path:
         """Restore a checkpoint written by :meth:`save_checkpoint` (to resume training).
@@ -204,5 +246,6 @@ class Trainer(Engine):
         if self.rank == 0:
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()
+        self._saved_at = (self.iteration, path)
         logger.info("resumed from %s at iteration %d", path, self.iteration)
         return path

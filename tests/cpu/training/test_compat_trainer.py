@@ -51,7 +51,8 @@ def test_positional_call_and_2_7_1_run_directory(tmp_path):
     absolute = tmp_path / "elsewhere"
     assert Trainer(_wrapper(), _config(tmp_path), PMAP, results_dir=str(absolute), verbose=False).save_dir == absolute
     default = Trainer(_wrapper(), _config(tmp_path), PMAP, verbose=False).save_dir
-    assert default.parent == tmp_path / "toy" / "t" and default.name.isdigit()  # unix time
+    assert default.parent == tmp_path / "toy" / "t" and default.name.split(".")[0].isdigit()  # unix time first
+    assert Trainer(_wrapper(), _config(tmp_path), PMAP, verbose=False).save_dir != default  # unique per run
 
 
 def test_2_7_1_attribute_names(tmp_path):

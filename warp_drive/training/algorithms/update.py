@@ -12,6 +12,7 @@ from torch import nn
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
 from warp_drive.training.algorithms.normalization import moments
+from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import iterate_minibatches, map_tensors, slice_rows
 
 Tensor = torch.Tensor
@@ -157,6 +158,7 @@ def accumulate_gradients(
     last: Metrics = {}
     values_seen: Tensor | None = None  # the chunks' values, copied (a view would keep each chunk's outputs alive)
     for start in range(0, rows, chunk_rows):
+        check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
         stop = min(start + chunk_rows, rows)
         chunk = slice_rows(minibatch, start, stop)
         weight = (stop - start) / rows

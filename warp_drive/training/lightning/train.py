@@ -72,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
         iterations_per_epoch_for,
     )
 
-    from warp_drive.training.example_training_script import check_results_folder
+    from warp_drive.training.run_folder import check_writable
     from warp_drive.training.setup_and_train import example_env_name
 
     if os.environ.get("LOCAL_RANK", "0") == "0":
-        check_results_folder(Path(args.results_dir).resolve())  # before anything is built
+        check_writable(Path(args.results_dir).resolve())  # before anything is built
     env = args.env
     if env is None:  # the config's name: a registry name, a 2.7.1 name or an env class name
         from warp_drive.config import load_run_config
@@ -110,7 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if ckpt_path == "last":
         found = sorted(Path(args.results_dir).rglob("last.ckpt"), key=lambda p: p.stat().st_mtime)
         ckpt_path = str(found[-1]) if found else None
-    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path)
+    if ckpt_path is not None:  # corrupt or cut-off files are refused by name before Lightning unpickles anything
+        from warp_drive.training.checkpoint import verify_archive
+
+        verify_archive(Path(ckpt_path), "Lightning checkpoint")
+    # weights_only=True whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says: a checkpoint holding other objects is refused
+    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)
     engine = module.engine
     log_dir = trainer.log_dir  # a collective under DDP: every rank asks
     if args.summary and engine is not None:
