@@ -5,6 +5,11 @@ A checkpoint is written at an iteration boundary only (by :meth:`Trainer.train`,
 env replicas and the metric rows on disk describe the same moment. Files are written to a
 temporary name, flushed to disk and renamed into place: a crash leaves the previous file intact.
 
+Every file is a PyTorch zip archive whose records each carry a CRC-32 checksum (written with
+PyTorch's checksums on); before unpickling anything, :func:`verify_archive` reads every record
+against its checksum, so random bytes, a cut-off copy or a flipped byte is refused as *corrupt*
+(and a run folder falls back to its previous intact checkpoint) instead of loading silently.
+
 Every file holds only tensors, numbers, strings and containers of them, and every user-supplied
 file (checkpoints, ``--resume``, ``model_ckpt_filepath`` policy files) is read with
 ``torch.load(..., weights_only=True)``: a file that holds other Python objects, whose unpickling
@@ -23,6 +28,7 @@ import os
 import pickle
 import re
 import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,7 +52,9 @@ def atomic_save(obj: Any, path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_", suffix=".pt")
+    crc32 = torch.serialization.get_crc32_options()
     try:
+        torch.serialization.set_crc32_options(True)  # every record's checksum, which verify_archive reads
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)
             f.flush()
@@ -56,6 +64,8 @@ def atomic_save(obj: Any, path: Path) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        torch.serialization.set_crc32_options(crc32)
     _fsync_dir(path.parent)
 
 
@@ -72,8 +82,37 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+#: How a file in PyTorch's legacy (pre-1.6, not zipped) format begins: its pickled magic number.
+_LEGACY_MAGIC = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19"
+
+
+def verify_archive(path: Path, what: str = "checkpoint") -> None:
+    """Check a file's structure and every record's CRC-32 checksum before anything is unpickled.
+
+    A file in PyTorch's legacy format (no checksums) passes unchecked.
+
+    Raises:
+        CheckpointError: ``reason="corrupt"``: not a PyTorch file (random or foreign bytes), cut
+            off, or a record whose bytes do not match its checksum.
+    """
+    with open(path, "rb") as f:
+        head = f.read(len(_LEGACY_MAGIC))
+    if head.startswith(_LEGACY_MAGIC):
+        return
+    corrupt = f"{what} {str(path)!r} is corrupt or truncated"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+        raise checkpoint_error(f"{corrupt}: it is not a complete PyTorch archive (random bytes, a cut-off copy or "
+                               "another kind of file)", "corrupt", path) from err
+    if bad is not None:
+        raise checkpoint_error(f"{corrupt}: its record {bad!r} does not match its CRC-32 checksum (the file changed "
+                               "after it was written)", "corrupt", path)
+
+
 def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoint") -> Any:
-    """``torch.load(path, weights_only=True)`` with errors that name the file.
+    """``torch.load(path, weights_only=True)`` after :func:`verify_archive`, with errors that name the file.
 
     Raises:
         CheckpointError: the file is missing (``reason="missing"``), is corrupt or truncated
@@ -83,6 +122,7 @@ def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoi
     path = Path(path)
     if not path.is_file():
         raise checkpoint_error(f"{what} {str(path)!r} does not exist; check the path", "missing", path)
+    verify_archive(path, what)
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
@@ -93,16 +133,28 @@ def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoi
                 "code. Load only files written by "
                 "warp_drive (or re-save the tensors of a file you trust with torch.save(model.state_dict()))",
                 "unsafe", path) from err
-        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated ({first_line(err)})", "corrupt", path) from err
+        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated: its data does not unpickle "
+                               f"({type(err).__name__})", "corrupt", path) from err
     except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, AttributeError, TypeError) as err:
-        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated ({type(err).__name__}: {first_line(err)})",
-                     "corrupt", path) from err
+        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated: PyTorch cannot read it "
+                               f"({type(err).__name__}: {first_line(err)})", "corrupt", path) from err
 
 
-def first_line(err: BaseException) -> str:
-    """The first line of an error message (at most 200 characters)."""
+def first_line(err: BaseException, limit: int = 200) -> str:
+    """The first line of an error message, cut at a word boundary to at most ``limit`` characters
+    (``...`` marks a cut)."""
     text = str(err).strip()
-    return text.splitlines()[0][:200] if text else type(err).__name__
+    return excerpt(text.splitlines()[0], limit) if text else type(err).__name__
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    """``text`` with whitespace runs collapsed, cut at a word boundary to at most ``limit``
+    characters (``...`` marks a cut)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 4].rsplit(" ", 1)[0] or text[: limit - 4]
+    return cut.rstrip(",;:") + " ..."
 
 
 def checkpoint_error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
@@ -304,18 +356,26 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> 
     return out
 
 
+#: Differing keys a resume-mismatch message names (the others are counted).
+MAX_DIFFERENCES_SHOWN = 6
+
+
 def check_resume_compatible(state: Mapping[str, Any], config: Any, path: str | Path) -> None:
     """Fails up front when the run's env, model or ``num_envs`` differs from the checkpoint's.
 
     Raises:
-        CheckpointError: naming every differing key with both values.
+        CheckpointError: naming the differing keys with both values (the first
+            :data:`MAX_DIFFERENCES_SHOWN`, each cut to 120 characters; the rest counted).
     """
     current = config.to_dict() if hasattr(config, "to_dict") else dict(config)
     diffs = config_differences(state.get("config", {}), current)
     if diffs:
-        raise checkpoint_error(f"cannot resume from {str(path)!r}: the env, model or num_envs differs from the checkpoint's: "
-                     + "; ".join(diffs) + ". Resume with the checkpoint's settings, or start a new run",
-                     "mismatch", Path(path))
+        shown = [excerpt(d, 120) for d in diffs[:MAX_DIFFERENCES_SHOWN]]
+        more = len(diffs) - len(shown)
+        raise checkpoint_error(f"cannot resume from {str(path)!r}: {len(diffs)} env, model or num_envs setting"
+                               f"{'s differ' if len(diffs) > 1 else ' differs'} from the checkpoint's: " + "; ".join(shown)
+                               + (f"; and {more} more" if more else "")
+                               + ". Resume with the checkpoint's settings, or start a new run", "mismatch", Path(path))
 
 
 # ----------------------------------------------------------------------------- loading

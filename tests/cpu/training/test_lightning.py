@@ -72,7 +72,7 @@ def _fit(module, tmp_path, max_epochs, ckpt_path=None, **kw):
     kw.setdefault("enable_progress_bar", False)
     kw.setdefault("enable_model_summary", False)
     trainer = build_lightning_trainer(module, max_epochs=max_epochs, default_root_dir=str(tmp_path), **kw)
-    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path)
+    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)  # as the CLI
     return trainer
 
 
