@@ -72,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
         iterations_per_epoch_for,
     )
 
-    from warp_drive.training.example_training_script import check_results_folder
+    from warp_drive.training.run_folder import check_writable
     from warp_drive.training.setup_and_train import example_env_name
 
     if os.environ.get("LOCAL_RANK", "0") == "0":
-        check_results_folder(Path(args.results_dir).resolve())  # before anything is built
+        check_writable(Path(args.results_dir).resolve())  # before anything is built
     env = args.env
     if env is None:  # the config's name: a registry name, a 2.7.1 name or an env class name
         from warp_drive.config import load_run_config
