@@ -381,8 +381,8 @@ def run(args: argparse.Namespace) -> int:
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
         from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
 
-        trainer.iteration_seconds = probe_iteration_seconds(trainer)  # a config sized for a GPU says so up front
-        log_estimate(trainer.iteration_seconds, trainer.num_iters, "from a probe of a few env steps")
+        seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
+        log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
     first = trainer.iteration
     start = time.perf_counter()
     try:

@@ -156,6 +156,11 @@ class Trainer(Engine):
         progress(self.iteration, metrics)
         return metrics
 
+    def expect_iteration_seconds(self, seconds: float) -> float:
+        """Sets :attr:`iteration_seconds` before the first iteration (from a probe); returns it."""
+        self.iteration_seconds = float(seconds)
+        return self.iteration_seconds
+
     def _stop_inside_allowed(self) -> bool:
         """Slow iterations of one process: the boundary is checkpointed (now, if not yet) and a stop
         may end the next iteration early."""
