@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from warp_drive.errors import ConfigError
+from warp_drive.utils.excerpt import brief, excerpt
 
 Schedule = tuple[tuple[float, float], ...]
 
@@ -46,7 +47,7 @@ def reject_unknown_keys(section: Mapping[str, Any], known: Iterable[str], prefix
             match = closest_match(key, known)
             hint = f"did you mean `{join_key(prefix, match)}`?" if match else "no close match."
             raise ConfigError(
-                f"unknown key `{join_key(prefix, key)}`; {hint} "
+                f"unknown key `{excerpt(join_key(prefix, key if isinstance(key, str) else brief(key)), 80)}`; {hint} "
                 f"Known keys{' of `' + prefix + '`' if prefix else ''}: {', '.join(sorted(known))}."
             )
 
@@ -57,7 +58,7 @@ def require_mapping(value: Any, key: str) -> Mapping[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"`{key}`={value!r} must be a mapping of keys to values; "
+            f"`{key}`={brief(value)} must be a mapping of keys to values; "
             f"got {type(value).__name__}. Write it as a YAML block (`{key}:` then indented keys)."
         )
     return value
@@ -66,7 +67,7 @@ def require_mapping(value: Any, key: str) -> Mapping[str, Any]:
 def as_bool(value: Any, key: str) -> bool:
     """Checks a boolean (YAML true/false)."""
     if not isinstance(value, bool):
-        raise ConfigError(f"`{key}`={value!r} must be a boolean; set `{key}` to true or false.")
+        raise ConfigError(f"`{key}`={brief(value)} must be a boolean; set `{key}` to true or false.")
     return value
 
 
@@ -77,10 +78,10 @@ def as_int(value: Any, key: str, *, minimum: int | None = None) -> int:
             value = int(value)
         else:
             raise ConfigError(
-                f"`{key}`={value!r} must be an integer; set `{key}` to a whole number."
+                f"`{key}`={brief(value)} must be an integer; set `{key}` to a whole number."
             )
     if minimum is not None and value < minimum:
-        raise ConfigError(f"`{key}`={value} is too small; expected `{key}` >= {minimum}.")
+        raise ConfigError(f"`{key}`={brief(value)} is too small; expected `{key}` >= {minimum}.")
     return int(value)
 
 
@@ -88,7 +89,7 @@ def as_float(value: Any, key: str) -> float:
     """Checks a finite real number (ints are converted; bools are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(
-            f"`{key}`={value!r} must be a number; set `{key}` to e.g. 0.5 "
+            f"`{key}`={brief(value)} must be a number; set `{key}` to e.g. 0.5 "
             "(YAML reads `1e-3` as a number only through warp_drive's loader)."
         )
     value = float(value)
@@ -100,7 +101,7 @@ def as_float(value: Any, key: str) -> float:
 def as_str(value: Any, key: str) -> str:
     """Checks a string."""
     if not isinstance(value, str):
-        raise ConfigError(f"`{key}`={value!r} must be a string; quote it in the YAML file.")
+        raise ConfigError(f"`{key}`={brief(value)} must be a string; quote it in the YAML file.")
     return value
 
 
@@ -133,7 +134,7 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
         for i, pair in enumerate(value):
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise ConfigError(
-                    f"`{key}`[{i}]={pair!r} must be a [timestep, value] pair; write the schedule "
+                    f"`{key}`[{i}]={brief(pair)} must be a [timestep, value] pair; write the schedule "
                     f"as [[0, 0.5], [1000000, 0.05]]."
                 )
             t = as_float(pair[0], f"{key}[{i}][0]")

@@ -1,7 +1,9 @@
 """YAML reading for configs: safe loading, with `1e-3` read as a number.
 
 PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string. Run configs are full of learning
-rates written that way, so the loader below adds the YAML 1.2 float pattern.
+rates written that way, so the loader below adds the YAML 1.2 float pattern. Aliases are counted
+before anything is built: a document that expands to more than :data:`MAX_NODES` values (an alias
+bomb: a few KB of nested anchors naming each other) or refers to itself is refused.
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ from importlib import resources
 from typing import Any
 
 import yaml
+
+from warp_drive.errors import ConfigError
+
+#: Most values (scalars, lists and mappings, each alias counted as the whole value it names) that
+#: one YAML document may expand to.
+MAX_NODES = 100_000
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -34,8 +42,51 @@ _ConfigLoader.add_implicit_resolver(
 
 
 def yaml_loads(text: str) -> Any:
-    """Parses YAML text with the config loader."""
-    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - SafeLoader subclass
+    """Parses YAML text with the config loader.
+
+    Raises:
+        yaml.YAMLError: Invalid YAML.
+        ConfigError: The document expands to more than :data:`MAX_NODES` values or refers to itself.
+    """
+    loader = _ConfigLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Counts the values ``root`` expands to, each shared (aliased) node once per use, without
+    expanding anything: sizes are memoised per node, so the walk visits each node once."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[id(node)] > MAX_NODES:
+                raise ConfigError(
+                    f"the YAML expands to more than {MAX_NODES} values (an alias bomb?) at line "
+                    f"{node.start_mark.line + 1}; write the values out, or use fewer aliases.")
+        elif id(node) in open_nodes:
+            raise ConfigError(f"the YAML refers to itself through an alias at line {node.start_mark.line + 1}; "
+                              "a config must be a tree: remove the alias.")
+        elif id(node) not in sizes:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
 
 
 @functools.lru_cache(maxsize=1)

@@ -103,7 +103,7 @@ class DDPGModelConfig:
             critic_raw = {k: v for k, v in shared.items() if k not in ("output_w", "output_b")}
             if "type" in shared:
                 raise ConfigError(
-                    f"`{chk.join_key(prefix, 'type')}`={shared['type']!r}: a DDPG policy has two networks; "
+                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(shared['type'])}: a DDPG policy has two networks; "
                     f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
                     "fully_connected_action_value_critic).")
         actor = _role_model(actor_raw, ACTOR_DEFAULTS, chk.join_key(prefix, "actor"))
@@ -114,7 +114,7 @@ class DDPGModelConfig:
             ckpt_raw = {}
         if not isinstance(ckpt_raw, Mapping):
             raise ConfigError(
-                f"`{ckpt_key}`={ckpt_raw!r}: a DDPG policy loads two files; write "
+                f"`{ckpt_key}`={chk.brief(ckpt_raw)}: a DDPG policy loads two files; write "
                 f"`{ckpt_key}: {{actor: <path>, critic: <path>}}` (\"\" = fresh weights).")
         chk.reject_unknown_keys(ckpt_raw, ROLES, ckpt_key)
         paths = {}

@@ -58,14 +58,14 @@ def check_env_kwargs(
             match = chk.closest_match(key, accepted)
             hint = f"did you mean `env.{match}`?" if match else "no close match."
             raise ConfigError(
-                f"unknown key `env.{key}` (value {env_dict[key]!r}): {cls_name}.__init__ takes no "
+                f"unknown key `env.{key}` (value {chk.brief(env_dict[key])}): {cls_name}.__init__ takes no "
                 f"argument `{key}`; {hint} Accepted: {', '.join(accepted) or '(none)'}."
             )
         # **kwargs takes any name, but a near miss of a named parameter is a typo
         match = chk.closest_match(key, accepted, cutoff=VAR_KW_TYPO_CUTOFF)
         if match:
             raise ConfigError(
-                f"unknown key `env.{key}` (value {env_dict[key]!r}) for {cls_name}: did you mean "
+                f"unknown key `env.{key}` (value {chk.brief(env_dict[key])}) for {cls_name}: did you mean "
                 f"`env.{match}`? (its **kwargs would take `{key}` as an extra argument)"
             )
     missing = [

@@ -58,19 +58,33 @@ def load_raw_config(
     else:
         path = Path(path_or_dict)
         try:
-            text = path.read_text()
+            text = _decode(path.read_bytes(), path)
         except OSError as err:
             raise ConfigError(
                 f"cannot read run config {str(path)!r}: {err}; check the path."
             ) from err
         try:
             raw = yaml_loads(text)
+        except ConfigError as err:
+            raise ConfigError(f"run config {str(path)!r}: {err}") from None
         except Exception as err:  # yaml.YAMLError and friends
-            raise ConfigError(f"run config {str(path)!r} is not valid YAML: {err}") from err
+            raise ConfigError(f"run config {str(path)!r} is not valid YAML: {chk.excerpt(str(err), 300)}") from err
         raw = dict(chk.require_mapping(raw, str(path)))
     for override in overrides:
         apply_override(raw, override)
     return raw
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """The text of a config file: UTF-8 (a byte-order mark is allowed), or UTF-16 with its mark."""
+    encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"run config {str(path)!r} is not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text (byte {err.start} is "
+            f"{data[err.start:err.start + 1]!r}); save it as UTF-8."
+        ) from None
 
 
 def parse_override(override: str) -> tuple[list[str], Any]:
@@ -81,7 +95,7 @@ def parse_override(override: str) -> tuple[list[str], Any]:
     """
     if "=" not in override:
         raise ConfigError(
-            f"override {override!r} has no '='; write it as dotted.key=value, "
+            f"override {chk.brief(override)} has no '='; write it as dotted.key=value, "
             "e.g. trainer.num_envs=500."
         )
     key, _, text = override.partition("=")
@@ -89,13 +103,15 @@ def parse_override(override: str) -> tuple[list[str], Any]:
     parts = key.split(".")
     if not key or any(not p for p in parts):
         raise ConfigError(
-            f"override {override!r} has an empty key part; e.g. trainer.num_envs=500."
+            f"override {chk.brief(override)} has an empty key part; e.g. trainer.num_envs=500."
         )
     try:
         value = yaml_loads(text) if text.strip() else ""
+    except ConfigError as err:
+        raise ConfigError(f"override {chk.brief(override)}: {err}") from None
     except Exception as err:
         raise ConfigError(
-            f"override {override!r}: value {text!r} is not valid YAML: {err}"
+            f"override {chk.brief(override)}: value {chk.brief(text)} is not valid YAML: {chk.excerpt(str(err), 300)}"
         ) from err
     return parts, value
 
@@ -139,7 +155,7 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
             if not isinstance(template, Mapping):
                 parent = ".".join(parts[:depth])
                 raise ConfigError(
-                    f"override {override!r}: `{parent}` is a value, not a section; "
+                    f"override {chk.brief(override)}: `{parent}` is a value, not a section; "
                     f"override `{parent}` itself (e.g. {parent}=...)."
                 )
             known = list(template)
@@ -163,7 +179,7 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
                 node[part] = child
             elif not isinstance(child, dict):
                 raise ConfigError(
-                    f"override {override!r}: `{dotted}`={child!r} is not a mapping, so "
+                    f"override {chk.brief(override)}: `{dotted}`={chk.brief(child)} is not a mapping, so "
                     f"`{'.'.join(parts)}` cannot be set; override `{dotted}` itself."
                 )
             node = child

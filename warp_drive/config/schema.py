@@ -42,7 +42,7 @@ UPDATE_PRECISIONS = ("fp32", "bf16")
 def _precision(value: Any, key: str) -> str:
     name = chk.as_str(value, key).lower()
     if name not in UPDATE_PRECISIONS:
-        raise ConfigError(f"`{key}`={value!r} is not a precision; use one of {', '.join(UPDATE_PRECISIONS)}")
+        raise ConfigError(f"`{key}`={chk.brief(value)} is not a precision; use one of {', '.join(UPDATE_PRECISIONS)}")
     return name
 
 
@@ -190,7 +190,7 @@ class ModelConfig:
         dims = d["fc_dims"]
         if not isinstance(dims, (list, tuple)):
             raise ConfigError(
-                f"`{key('fc_dims')}`={dims!r} must be a list of layer widths, e.g. [64, 64]."
+                f"`{key('fc_dims')}`={chk.brief(dims)} must be a list of layer widths, e.g. [64, 64]."
             )
         fc_dims = tuple(
             chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1) for i, v in enumerate(dims)
@@ -199,7 +199,7 @@ class ModelConfig:
         if init not in INIT_METHODS:
             match = chk.closest_match(init, INIT_METHODS)
             raise ConfigError(
-                f"`{key('init_method')}`={d['init_method']!r} is unknown; expected one of "
+                f"`{key('init_method')}`={chk.brief(d['init_method'])} is unknown; expected one of "
                 f"{', '.join(INIT_METHODS)}" + (f"; did you mean `{match}`?" if match else ".")
             )
         ckpt = d["model_ckpt_filepath"]
@@ -262,7 +262,7 @@ class PolicyConfig:
         algorithm = algo_raw.upper()
         if algorithm not in ALGORITHMS:
             raise ConfigError(
-                f"`{key('algorithm')}`={algo_raw!r} is not supported; expected one of "
+                f"`{key('algorithm')}`={chk.brief(algo_raw)} is not supported; expected one of "
                 f"{', '.join(ALGORITHMS)} or DDPG (case-insensitive)."
             )
         gamma = chk.as_float(d["gamma"], key("gamma"))
@@ -362,7 +362,7 @@ class SavingConfig:
 def _non_negative(value: Any, key: str) -> float:
     number = chk.as_float(value, key)
     if not number >= 0:
-        raise ConfigError(f"`{key}`={value!r} must be >= 0 (0 turns it off).")
+        raise ConfigError(f"`{key}`={chk.brief(value)} must be >= 0 (0 turns it off).")
     return number
 
 
@@ -455,7 +455,7 @@ class RunConfig:
         for tag, section in policies_raw.items():
             prefix = f"policy.{tag}"
             if not isinstance(tag, str) or not tag:
-                raise ConfigError(f"`policy` tag {tag!r} must be a non-empty string.")
+                raise ConfigError(f"`policy` tag {chk.brief(tag)} must be a non-empty string.")
             cfg = PolicyConfig.from_dict(section, prefix)
             if trainer.train_batch_size % cfg.num_minibatches != 0:
                 raise ConfigError(

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from warp_drive.errors import CheckpointError
+from warp_drive.utils.excerpt import excerpt
 
 logger = logging.getLogger(__name__)
 
@@ -145,16 +146,6 @@ def first_line(err: BaseException, limit: int = 200) -> str:
     (``...`` marks a cut)."""
     text = str(err).strip()
     return excerpt(text.splitlines()[0], limit) if text else type(err).__name__
-
-
-def excerpt(text: str, limit: int = 200) -> str:
-    """``text`` with whitespace runs collapsed, cut at a word boundary to at most ``limit``
-    characters (``...`` marks a cut)."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 4].rsplit(" ", 1)[0] or text[: limit - 4]
-    return cut.rstrip(",;:") + " ..."
 
 
 def checkpoint_error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
