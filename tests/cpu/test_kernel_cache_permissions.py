@@ -1,5 +1,6 @@
 """The kernel cache is private: created 0700, and an entry the user does not own, or that others
-can write, or that is not a regular file, is not loaded but rebuilt (with a warning). A stand-in
+can write, or that is not a regular file, or whose bytes do not match the digest recorded when it was
+written, is not loaded but rebuilt (with a warning). A stand-in
 nvcc (a shell script) makes these tests fast and independent of the CUDA toolkit."""
 
 from __future__ import annotations
@@ -130,3 +131,22 @@ def test_binary_source_ignores_an_untrusted_source_entry(tmp_path, monkeypatch, 
     assert mode(index.parent) == 0o700
     index.chmod(0o646)
     assert compiler.binary_source(built.binary) is None
+
+
+@pytest.mark.parametrize("damage", ["tampered", "zero bytes", "no digest"])
+def test_an_entry_not_matching_its_recorded_digest_is_rebuilt(tmp_path, monkeypatch, fake_nvcc, caplog, damage):
+    from warp_drive.cuda.cache_digest import digest_path
+
+    monkeypatch.setenv("WARP_DRIVE_CACHE_DIR", str(tmp_path / "cache"))
+    cubin = compiler.compile_cubin(SOURCE, "sm_90")
+    assert digest_path(cubin).is_file() and mode(digest_path(cubin)) & 0o077 == 0
+    if damage == "no digest":
+        digest_path(cubin).unlink()
+    else:
+        cubin.write_bytes(b"" if damage == "zero bytes" else b"FAKE-CUBIM")  # same owner and mode
+    with caplog.at_level(logging.WARNING):
+        again = compiler.compile_cubin(SOURCE, "sm_90")
+    assert again == cubin and again.read_bytes() == b"FAKE-CUBIN" and fake_nvcc() == 2 and compiler.last_build_compiled
+    expected = "no readable digest record" if damage == "no digest" else "does not match the SHA-256 recorded"
+    assert expected in caplog.text and "it is rebuilt" in caplog.text
+    assert compiler.compile_cubin(SOURCE, "sm_90") == cubin and fake_nvcc() == 2  # the rebuilt entry is a hit

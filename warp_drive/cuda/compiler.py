@@ -10,7 +10,8 @@ version. Files are written to a temporary name and renamed into place, so concur
 A cached binary is code that runs on the GPU and a cached source decides how kernels are bound,
 so the cache is private: the directory is created with mode 0700 (an existing one owned by the
 user is narrowed to 0700), and an entry is loaded only if it is a regular file owned by the user
-and not group- or world-writable; any other entry is rebuilt (with a warning). A cache directory
+and not group- or world-writable, and only if its bytes match the SHA-256 recorded when it was written
+(:mod:`warp_drive.cuda.cache_digest`); any other entry is rebuilt (with a warning). A cache directory
 owned by another user is not used at all: this process caches in a new private temporary
 directory instead (with a warning that names the fix).
 """
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from warp_drive.cuda import core_dir
+from warp_drive.cuda.cache_digest import entry_intact, write_atomically, write_entry
 from warp_drive.cuda.start_state_kernel import render_start_state_kernels
 from warp_drive.errors import CUDACompileError, ConfigError
 
@@ -292,14 +294,14 @@ def compile_cubin(
     target = out_dir / f"{key}_{arch}.cubin"
     global last_build_compiled
     last_build_compiled = False
-    if use_cache and trusted_cache_entry(target):
+    if use_cache and trusted_cache_entry(target) and entry_intact(target):
         logger.debug("kernel cache hit %s", target)
         return target
     # one compiler per key across processes (ranks, parallel jobs): the others wait, then hit the cache
     lock_fd = os.open(out_dir / f"{key}_{arch}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(lock_fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if use_cache and trusted_cache_entry(target):
+        if use_cache and trusted_cache_entry(target) and entry_intact(target):
             logger.debug("kernel cache hit %s (built by another process)", target)
             return target
         _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
@@ -330,10 +332,7 @@ def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str],
             )
         if proc.stderr.strip():
             logger.warning("nvcc: %s", proc.stderr.strip()[-2000:])
-        fd, tmp_target = tempfile.mkstemp(dir=out_dir, prefix=".tmp_", suffix=".cubin")
-        with os.fdopen(fd, "wb") as f:
-            f.write(out.read_bytes())
-        os.replace(tmp_target, target)
+        write_entry(target, out.read_bytes())
     logger.info("compiled %s for %s in %.1f s (cache miss)", target.name, arch, time.perf_counter() - start)
 
 
@@ -435,24 +434,6 @@ def _source_index(digest: str) -> Path:
     return ensure_cache_dir() / "sources" / f"{digest}.cu"
 
 
-def _write_atomically(path: Path, data: bytes, private: bool = False) -> None:
-    """Write ``data`` to a temporary file next to ``path`` (mode 0600) and rename it into place;
-    ``private``: a missing parent directory is created with mode 0700 (cache subdirectories)."""
-    if private:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def binary_source(path: str | os.PathLike[str]) -> str | None:
     """Source text recorded for a binary built by :func:`compile_main_file` (in any process), found
     by the hash of the binary's bytes; None for binaries built elsewhere."""
@@ -493,7 +474,7 @@ def compile_main_file(
     parts = [main.read_text()] + [p.read_text() for p in depends if core not in p.parents]
     built = BuiltBinary(binary=binary, source="\n".join(parts), main_file=main, arch=arch)
     with contextlib.suppress(OSError):
-        _write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode(), private=True)
+        write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode(), private=True)
     if cubin_file is not None:
         _ALIASES[_alias_key(cubin_file)] = built
         target = Path(os.path.expanduser(str(cubin_file))).absolute()
@@ -502,7 +483,7 @@ def compile_main_file(
                         "stays in the cache (%s) and load_cuda_from_binary_file(%r) finds it", target, binary, str(cubin_file))
         else:
             try:
-                _write_atomically(target, binary.read_bytes())
+                write_atomically(target, binary.read_bytes())
             except OSError as err:
                 logger.info("cannot write %s (%s); load_cuda_from_binary_file(%r) finds the cached binary %s",
                             target, err, str(cubin_file), binary)
