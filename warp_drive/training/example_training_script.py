@@ -135,6 +135,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1):
         p.error(f"--eval_episodes {args.eval_episodes}: use an episode count >= 1 (or 0 to leave the "
                 "end-of-run evaluation out of a training run)")
+    if args.num_gpus is not None and args.num_gpus < 1:
+        p.error(f"--num_gpus {args.num_gpus}: use a process count >= 1 (or leave it out for one)")
+    if args.results_dir is not None and not args.results_dir.strip():
+        p.error("--results_dir '': name a folder (or leave --results_dir out for a fresh default one)")
     return args
 
 
@@ -353,7 +357,9 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- running
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, failures: Any = None) -> int:
+    """Plans, builds and trains; ``failures`` (a :class:`~warp_drive.training.run_failures.RunFailures`)
+    learns the run folder once training starts."""
     if args.auto_scale:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
     plan = plan_run(args)
@@ -378,6 +384,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from warp_drive.training.interrupt import TrainingInterrupted, signal_name
 
+    if failures is not None:
+        failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
         from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
 
@@ -450,8 +458,12 @@ def report_errors(body: Callable[[], int], debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    from warp_drive.training.run_failures import RunFailures, resume_folder
+
     args = parse_args(argv)
     configure_logging(args.quiet)
+    failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
 
     def body() -> int:
         try:
@@ -460,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
                                                                         ("--num_gpus", "--num-gpus", "-n")))
-            return run(args)
+            return failures.call(lambda: run(args, failures))
         except KeyboardInterrupt:  # before training started (a stop during training is TrainingInterrupted)
             print("interrupted", file=sys.stderr)
             return 130

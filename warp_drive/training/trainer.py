@@ -9,6 +9,7 @@ The same code runs on the cpu backend.
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Mapping
@@ -229,6 +230,8 @@ class Trainer(Engine):
         """
         self._last_checkpoint_time = time.monotonic()
         save_dir = Path(self.save_dir)
+        if not path and not save_dir.is_dir():  # deleted mid-run: never recreate a partial run folder
+            raise FileNotFoundError(errno.ENOENT, "the run folder is gone", str(save_dir))
         path = Path(path) if path else save_dir / f"checkpoint_{self.iteration:08d}.pt"
         if self.rank != 0:  # every rank saves, at the same iteration: rank 0 the shared state, the others their envs
             return ckpt.write_rank_state(path, save_dir, self.rank, self.rank_state_dict())
