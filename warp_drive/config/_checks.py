@@ -17,6 +17,10 @@ from warp_drive.errors import ConfigError
 from warp_drive.utils.excerpt import brief, excerpt
 
 Schedule = tuple[tuple[float, float], ...]
+#: Largest integer a config value may hold (counts, sizes and seeds are int32 on the device).
+MAX_INT = 2**31 - 1
+#: Largest value of a schedule (learning rate, loss coefficients).
+MAX_SCHEDULE_VALUE = 1e6
 
 
 def closest_match(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -71,8 +75,8 @@ def as_bool(value: Any, key: str) -> bool:
     return value
 
 
-def as_int(value: Any, key: str, *, minimum: int | None = None) -> int:
-    """Checks an integer (bools are refused) and an optional lower bound."""
+def as_int(value: Any, key: str, *, minimum: int | None = None, maximum: int = MAX_INT) -> int:
+    """Checks an integer (bools are refused), an optional lower bound and an upper one."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -82,6 +86,8 @@ def as_int(value: Any, key: str, *, minimum: int | None = None) -> int:
             )
     if minimum is not None and value < minimum:
         raise ConfigError(f"`{key}`={brief(value)} is too small; expected `{key}` >= {minimum}.")
+    if value > maximum:
+        raise ConfigError(f"`{key}`={brief(value)} is too large; expected `{key}` <= {maximum}.")
     return int(value)
 
 
@@ -141,8 +147,8 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
             v = as_float(pair[1], f"{key}[{i}][1]")
             if t < 0:
                 raise ConfigError(f"`{key}`[{i}] has timestep {t} < 0; timesteps must be >= 0.")
-            if v < 0:
-                raise ConfigError(f"`{key}`[{i}] has value {v} < 0; schedule values must be >= 0.")
+            if not 0 <= v <= MAX_SCHEDULE_VALUE:
+                raise ConfigError(f"`{key}`[{i}] has value {v:g}; schedule values must be >= 0 and <= {MAX_SCHEDULE_VALUE:g}.")
             if pairs and t < pairs[-1][0]:
                 raise ConfigError(
                     f"`{key}` timesteps are not sorted ({pairs[-1][0]} then {t}); "
@@ -151,6 +157,8 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
             pairs.append((t, v))
         return tuple(pairs)
     number = as_float(value, key)
+    if number > MAX_SCHEDULE_VALUE:
+        raise ConfigError(f"`{key}`={number:g} is too large; expected `{key}` <= {MAX_SCHEDULE_VALUE:g}.")
     if positive_number and number <= 0:
         raise ConfigError(f"`{key}`={number} must be > 0; set `{key}` to a positive number.")
     if number < 0:
@@ -183,3 +191,9 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     return value
+
+
+def check_env_seed(env: Mapping[str, Any]) -> None:
+    """Checks ``env.seed`` when the config sets it: None or an integer in [0, 2**31)."""
+    if env.get("seed") is not None:
+        as_int(env["seed"], "env.seed", minimum=0)

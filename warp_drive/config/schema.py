@@ -193,7 +193,7 @@ class ModelConfig:
                 f"`{key('fc_dims')}`={chk.brief(dims)} must be a list of layer widths, e.g. [64, 64]."
             )
         fc_dims = tuple(
-            chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1) for i, v in enumerate(dims)
+            chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1, maximum=2**16) for i, v in enumerate(dims)
         )
         init = chk.as_str(d["init_method"], key("init_method")).lower()
         if init not in INIT_METHODS:
@@ -475,6 +475,7 @@ class RunConfig:
         if not any(p.to_train for p in policy.values()):
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))
+        chk.check_env_seed(env)
         if "episode_length" in env:
             trainer.num_iterations(
                 chk.as_int(env["episode_length"], "env.episode_length", minimum=1)

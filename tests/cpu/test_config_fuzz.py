@@ -1,0 +1,102 @@
+"""Config fuzz: a few hundred seeded malformed configs, overrides and command lines through the config
+loader and the training CLI's validation (``plan_run``, nothing is built or trained). Each case must
+end in a value or a typed warp_drive error (argparse: exit 2), within seconds, with a one-line message;
+the bad values of issue 26 item 8 must all be refused."""
+
+from __future__ import annotations
+
+import random
+import signal
+from contextlib import contextmanager
+
+import pytest
+
+from warp_drive.config import load_run_config
+from warp_drive.errors import WarpDriveError
+from warp_drive.training import example_training_script as script
+
+GOOD = {"name": "dummy_env", "env": {"episode_length": 10},
+        "trainer": {"num_envs": 2, "train_batch_size": 20, "num_episodes": 4},
+        "policy": {"shared": {"to_train": True}}}
+#: Bad values that must each be refused (issue 26 item 8).
+MUST_FAIL = ["policy.shared.lr=1e308", "policy.shared.model.fc_dims=[1000000000]", "env.seed=-5",
+             "trainer.num_episodes=1e18", "trainer.env_backend=numpy", "policy.shared.model.kwargs=[1]",
+             "trainer.num_envs=-1", "trainer.seed=1e40", "policy.shared.gamma=nan", "trainer=[1, 2]"]
+VALUES = ["", "null", "-3", "0", "1e308", "-1e308", "1e18", "10**9", "[1000000000]", "[]", "{}", "nan", ".inf",
+          "'x'", "[[1, 2], [3]]", "true", "{a: 1}", "~", "&a [1, *a]", "'" + "é" * 300 + "'", "1" * 5000]
+KEYS = ["trainer.num_envs", "trainer.train_batch_size", "trainer.num_episodes", "trainer.seed", "trainer.num_gpus",
+        "trainer.env_backend", "env.seed", "env.episode_length", "policy.shared.lr", "policy.shared.gamma",
+        "policy.shared.model.fc_dims", "policy.shared.model.kwargs", "policy.shared.model.kwargs.x",
+        "policy.shared.entropy_coeff", "saving.basedir", "saving.metrics_log_freq", "sampler", "trainer", "policy",
+        "nosuch.key", "trainer.nosuch", "policy.other.lr", "name"]
+
+
+@contextmanager
+def deadline(seconds: int):
+    def fail(*_):
+        raise TimeoutError(f"no answer within {seconds} s")
+    old = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def outcome(call) -> str:
+    """'ok', 'error' (typed, one short line) or 'exit2'; anything else fails the test."""
+    with deadline(10):
+        try:
+            call()
+        except WarpDriveError as err:
+            assert "\n" not in str(err).strip() and len(str(err)) < 1500, str(err)[:3000]
+            return "error"
+        except SystemExit as exit_:
+            assert exit_.code == 2
+            return "exit2"
+    return "ok"
+
+
+def cases(rng: random.Random, n: int) -> list[list[str]]:
+    return [[f"{rng.choice(KEYS)}={rng.choice(VALUES)}" for _ in range(rng.randint(1, 3))] for _ in range(n)]
+
+
+@pytest.mark.parametrize("override", MUST_FAIL)
+def test_each_bad_value_of_the_issue_is_refused(override):
+    assert outcome(lambda: load_run_config(GOOD, [override])) == "error"
+
+
+def test_random_overrides_give_values_or_typed_errors():
+    results = [outcome(lambda c=c: load_run_config(GOOD, c)) for c in cases(random.Random(26), 300)]
+    assert results.count("error") > 150
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe\x00\xd8", "name: x\n".encode("utf-16"), b"name: caf\xe9", b"",
+                                  b"\x00\x01", b"- 1\n- 2", b"a: &a [*a]", b"trainer: null\npolicy: null",
+                                  b"{" * 5000, b"policy: {shared: {model: {kwargs: {a: 1}, nope: 2}}}"])
+def test_files_in_odd_encodings_and_shapes(tmp_path, data):
+    path = tmp_path / "run.yaml"
+    path.write_bytes(data)
+    assert outcome(lambda: load_run_config(path)) == "error"
+
+
+@pytest.mark.parametrize("argv", [["--num_gpus", "0"], ["--num_gpus", "-3"], ["--results_dir", ""],
+                                  ["--results_dir", " "], ["--num_gpus", "x"], ["--eval_episodes", "-1"], [],
+                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numba"]])
+def test_cli_validation_refuses_bad_arguments(tmp_path, argv):
+    config = tmp_path / "run.yaml"
+    config.write_text("name: dummy_env\nenv: {episode_length: 10}\npolicy: {shared: {to_train: true}}\n"
+                      "trainer: {num_envs: 2, train_batch_size: 20, num_episodes: 4}\n")
+    full = ["--config", str(config), "--backend", "cpu", *argv] if argv else []
+    assert outcome(lambda: script.plan_run(script.parse_args(full), announce=False)) in ("error", "exit2")
+
+
+def test_random_command_lines_through_plan_run(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("name: dummy_env\nenv: {episode_length: 10}\npolicy: {shared: {to_train: true}}\n"
+                      "trainer: {num_envs: 2, train_batch_size: 20, num_episodes: 4}\n")
+    rng = random.Random(8)
+    for i, overrides in enumerate(cases(rng, 60)):
+        argv = ["--config", str(config), "--backend", "cpu", "--results_dir", str(tmp_path / f"run{i}"), *overrides]
+        outcome(lambda a=argv: script.plan_run(script.parse_args(a), announce=False))
