@@ -26,7 +26,7 @@ def _trainer(env_name, overrides, tmp_path, backend="pycuda"):
 
 @pytest.mark.parametrize("env_name", ["tag_continuous", "tag_gridworld", "cartpole", "pendulum"])
 def test_short_training_runs_have_finite_losses(env_name, tmp_path):
-    t = _trainer(env_name, ["trainer.num_envs=50", "trainer.train_batch_size=1000", "trainer.num_episodes=1000",
+    t = _trainer(env_name, ["trainer.num_envs=50", "trainer.train_batch_size=1600", "trainer.num_episodes=1000",
                             "saving.metrics_log_freq=2", "trainer.seed=5"], tmp_path)
     m = t.train(4)
     losses = {k: v for k, v in m.items() if k.endswith("/loss")}
