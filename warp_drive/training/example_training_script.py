@@ -473,9 +473,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
                                                                         ("--num_gpus", "--num-gpus", "-n")))
             return failures.call(lambda: run(args, failures))
-        except KeyboardInterrupt:  # before training started (a stop during training is TrainingInterrupted)
-            print("interrupted", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
+            from warp_drive.training.interrupt import exit_code_of
+
+            print(stop if str(stop) else "interrupted", file=sys.stderr)
+            return exit_code_of(stop)
 
     return report_errors(body, args.debug)
 

@@ -64,6 +64,27 @@ class IterationAborted(KeyboardInterrupt):
         super().__init__(f"{signal_name(signum)} received inside an iteration")
 
 
+class AbortedBySignal(KeyboardInterrupt):
+    """A second SIGINT or SIGTERM: the run aborts at once, without a checkpoint (the files on disk stay
+    intact: every write is atomic). The command-line scripts exit with :attr:`exit_code`, the code of
+    the signal received (``128 + signum``: 130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(f"{signal_name(signum)} received again: aborted without a checkpoint")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def exit_code_of(interrupt: KeyboardInterrupt) -> int:
+    """The exit code for a stop: that of the signal received (:class:`TrainingInterrupted`,
+    :class:`AbortedBySignal`), else 130 (a plain ``KeyboardInterrupt`` is Ctrl-C's)."""
+    signum = getattr(interrupt, "signum", None)
+    return 128 + int(signum) if signum is not None else 130
+
+
 _ABORTABLE: list[StopRequest] = []  # the stop request that currently allows stopping inside an iteration
 
 
@@ -109,7 +130,7 @@ class StopRequest:
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:  # second signal: abort now (checkpoint writes are atomic)
             logger.warning("%s received again: aborting without a checkpoint", signal_name(signum))
-            raise KeyboardInterrupt
+            raise AbortedBySignal(signum)
         self.request(signum)
         where = ("at the next env step (the iteration in progress is discarded; the checkpoint of its start is kept)"
                  if self in _ABORTABLE else "after this iteration and writing a checkpoint")

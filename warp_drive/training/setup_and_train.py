@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
     """
     from warp_drive.training.example_training_script import configure_logging, report_errors
-    from warp_drive.training.interrupt import TrainingInterrupted
+    from warp_drive.training.interrupt import TrainingInterrupted, exit_code_of
 
     args = parse_args(argv)
     configure_logging(quiet=False)
@@ -184,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except TrainingInterrupted as stop:
             print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
             return stop.exit_code
+        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
+            print(stop if str(stop) else "interrupted", file=sys.stderr)
+            return exit_code_of(stop)
         return 0
 
     return report_errors(body, args.debug)
