@@ -59,7 +59,9 @@ def _devices(text: str) -> int | str | list[int]:
     return int(text)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | None = None) -> int:
+    """Builds and fits; ``failures`` (a :class:`~warp_drive.training.run_failures.RunFailures`) learns the
+    run folder when training starts. Returns 0, or 130 / 143 after a SIGINT / SIGTERM stop."""
     import torch
 
     from warp_drive.training.lightning import (
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
         env = example_env_name(load_run_config(args.config).name)
     factory = ExampleEnvEngineFactory(env=env, config=args.config, overrides=args.overrides, backend=args.backend,
-                                      results_dir=str(Path(args.results_dir) / "engine"))
+                                      results_dir=str(Path(args.results_dir) / "engine" / engine_run_name()))
     module = WarpDriveModule(engine_factory=factory, iterations_per_epoch=args.iterations_per_epoch)
     max_epochs = args.max_epochs
     if max_epochs is None:
@@ -98,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
         iters = cfg.trainer.num_iterations(episode_length)
         ipe = args.iterations_per_epoch or iterations_per_epoch_for(episode_length, cfg.trainer.batch_size_per_env)
         max_epochs = max(1, math.ceil(iters / ipe))
-    callbacks: list[Any] = [EpisodeReturnLogger(every_n_epochs=args.returns_every)]
+    from warp_drive.training.lightning._compat import api_of
+    from warp_drive.training.lightning.cli_runs import LightningStop, run_callback
+
+    stop = LightningStop()
+    run_folder = Path(args.results_dir).resolve()
+    callbacks: list[Any] = [
+        run_callback(api_of(module), stop, estimate=factory.resolved_backend == "cpu",
+                     on_start=(lambda: failures.started(run_folder)) if failures is not None else None),
+        EpisodeReturnLogger(every_n_epochs=args.returns_every)]
     if args.render_every > 0:
         callbacks.append(RolloutRenderCallback(every_n_epochs=args.render_every))
     trainer = build_lightning_trainer(
@@ -115,8 +125,21 @@ def run(args: argparse.Namespace) -> int:
 
         verify_archive(Path(ckpt_path), "Lightning checkpoint")
     # weights_only=True whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says: a checkpoint holding other objects is refused
-    trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)
+    with stop:  # SIGINT/SIGTERM: stop at the next iteration boundary with last.ckpt; a second one aborts
+        trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)
     engine = module.engine
+    if stop.signum is not None:
+        from warp_drive.training.distributed import clear_torch_process_group
+        from warp_drive.training.interrupt import signal_name
+
+        from warp_drive.training.lightning.cli_runs import checkpoint_iteration
+
+        last = getattr(trainer.checkpoint_callback, "last_model_path", "") or None
+        if trainer.is_global_zero:
+            print(f"{signal_name(stop.signum)}: stopped after iteration {checkpoint_iteration(Path(last)) if last else 0}; "
+                  f"checkpoint {last}\ncontinue with: {resume_command(argv, last)}", flush=True)
+        clear_torch_process_group()
+        return stop.exit_code
     log_dir = trainer.log_dir  # a collective under DDP: every rank asks
     if args.summary and engine is not None:
         checksum = sum(float(p.detach().double().sum()) for p in module.policy_models.parameters())
@@ -139,13 +162,65 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+PROG = "python -m warp_drive.training.lightning.train"
+
+
+def engine_run_name() -> str:
+    """The engine's own folder name under ``<results_dir>/engine``: unique per run
+    (:func:`~warp_drive.training.run_folder.default_run_name`), the same on every DDP rank (rank 0
+    chooses it before Lightning starts the other ranks, which inherit it through the environment)."""
+    from warp_drive.training.run_folder import default_run_name
+
+    name = os.environ.get(_ENGINE_RUN_ENV)
+    if not name:
+        name = default_run_name()
+        os.environ[_ENGINE_RUN_ENV] = name
+    return name
+
+
+_ENGINE_RUN_ENV = "WARP_DRIVE_LIGHTNING_ENGINE_RUN"
+
+
+def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) -> str:
+    """This command line with ``--resume CHECKPOINT`` (or ``--resume last``) instead of its own ``--resume``."""
+    import shlex
+
+    from warp_drive.training.example_training_script import without_flag
+
+    args = without_flag(sys.argv[1:] if argv is None else list(argv), ("--resume",))
+    return shlex.join([*PROG.split(), *args, "--resume", str(checkpoint or "last")])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Expected errors (config, checkpoint, env arguments, device) print one or two lines and return 2."""
+    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`):
+    expected errors before training print one or two lines and return 2; failures once training started
+    print the four-line report (:class:`~warp_drive.training.run_failures.RunFailures`) and write
+    ``<results_dir>/error.log``; a SIGINT / SIGTERM stop returns 130 / 143."""
     from warp_drive.training.example_training_script import configure_logging, report_errors
+    from warp_drive.training.lightning.cli_runs import SignalAbort, newest_intact_lightning_checkpoint
+    from warp_drive.training.run_failures import RunFailures
 
     args = parse_args(argv)
     configure_logging(args.quiet)
-    return report_errors(lambda: run(args), args.debug)
+
+    def resume(folder: Path) -> str:
+        intact = newest_intact_lightning_checkpoint(folder)
+        return resume_command(argv, intact[0] if intact else None)
+
+    failures = RunFailures(resume, args.debug, Path(args.results_dir).resolve() if args.resume else None,
+                           find_intact=newest_intact_lightning_checkpoint)
+
+    def body() -> int:
+        try:
+            return failures.call(lambda: run(args, failures, argv))
+        except SignalAbort as abort:
+            print(str(abort), file=sys.stderr)
+            return abort.exit_code
+        except KeyboardInterrupt:  # before training started
+            print("interrupted", file=sys.stderr)
+            return 130
+
+    return report_errors(body, args.debug)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+"""The Lightning CLI's runs (``python -m warp_drive.training.lightning.train``) on the cpu backend, as the
+main script's: SIGINT stops with a resumable last.ckpt and exit 130, failures print the short report
+(exit codes of run_failures), the time estimate before a GPU-sized run, a unique engine folder per run."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
+
+from warp_drive.training import run_failures as rf  # noqa: E402
+from warp_drive.training.lightning import cli_runs  # noqa: E402
+from warp_drive.training.lightning import train as cli  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY_TAG = ["trainer.num_envs=4", "trainer.train_batch_size=80", "env.num_taggers=2", "env.num_runners=5",
+            "env.episode_length=20", "env.num_other_agents_observed=3", "trainer.seed=1",
+            "policy.runner.model.fc_dims=[16, 16]", "policy.tagger.model.fc_dims=[16, 16]"]
+BASE = ["--env", "tag_continuous", "--backend", "cpu", "--quiet", "--iterations-per-epoch", "2", *TINY_TAG]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+
+
+def _cmd(*args: str) -> list[str]:
+    return [sys.executable, "-u", "-m", "warp_drive.training.lightning.train", *args]
+
+
+def _wait_for(predicate, proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_sigint_writes_a_resumable_last_ckpt_and_exits_130(tmp_path):
+    runs = tmp_path / "runs"
+    cmd = _cmd(*BASE, "--max-epochs", "2000", "--results-dir", str(runs))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=tmp_path)
+    try:
+        _wait_for(lambda: any(runs.rglob("*.ckpt")), proc)  # training is under way: its first epoch ended
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert time.monotonic() - sent < 5.0
+    assert "SIGINT: stopped after iteration" in out and "continue with: python -m warp_drive.training.lightning.train" in out
+    last = next(runs.rglob("last.ckpt"))
+    iteration = cli_runs.checkpoint_iteration(last)
+    assert iteration is not None and iteration > 0
+    # the checkpoint resumes: run to the end (a few more epochs), exit 0
+    epochs = int(torch.load(last, weights_only=True)["epoch"]) + 3
+    done = subprocess.run(_cmd(*BASE, "--max-epochs", str(epochs), "--results-dir", str(runs), "--resume", str(last),
+                               "--summary"), capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    summary = json.loads((runs / "rank0_summary.json").read_text())
+    assert summary["iteration"] > iteration

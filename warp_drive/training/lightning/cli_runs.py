@@ -1,0 +1,138 @@
+"""What the Lightning CLI (:mod:`warp_drive.training.lightning.train`) shares with the main script's runs:
+stops on SIGINT/SIGTERM with a checkpoint, the failure report, and the cpu backend's time estimate.
+
+- :class:`LightningStop`: the first SIGINT or SIGTERM sets a flag (:class:`~warp_drive.training.interrupt.StopRequest`);
+  :func:`run_callback`'s callback ends the epoch at the next iteration boundary (``trainer.should_stop``;
+  agreed across ranks under DDP), Lightning's ``ModelCheckpoint`` writes ``last.ckpt`` at that epoch
+  end, and the CLI exits 130 / 143. A second signal raises :class:`SignalAbort` at once (exit 130 / 143,
+  no new checkpoint). Lightning's own SIGTERM handler (which would end the run with exit 1) is replaced
+  while training.
+- :func:`newest_intact_lightning_checkpoint`: the failure report's ``intact:`` line
+  (:class:`~warp_drive.training.run_failures.RunFailures` with the Lightning resume command).
+- the callback's ``on_train_start`` times :func:`~warp_drive.training.long_runs.probe_iteration_seconds`
+  on the cpu backend (one process) and logs the estimate line when the run would take minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from warp_drive.training.interrupt import STOP_SIGNALS, StopRequest, signal_name
+
+logger = logging.getLogger(__name__)
+
+
+class SignalAbort(BaseException):
+    """A second SIGINT/SIGTERM: abort now (no new checkpoint); ``exit_code`` is ``128 + signum``."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(f"{signal_name(signum)} received again: aborted")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class LightningStop(StopRequest):
+    """:class:`StopRequest` whose second signal raises :class:`SignalAbort` (a ``KeyboardInterrupt``
+    would make Lightning exit 1)."""
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            logger.warning("%s received again: aborting without a new checkpoint", signal_name(signum))
+            raise SignalAbort(signum)
+        self.request(signum)
+        logger.warning("%s received: stopping after this iteration and writing last.ckpt (send it again to abort "
+                       "at once)", signal_name(signum))
+
+    def reinstall(self) -> None:
+        """Installs the handlers again (Lightning installs its own SIGTERM handler when ``fit`` starts;
+        it restores ours at its teardown)."""
+        if self.enabled and threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                try:
+                    signal.signal(sig, self._handler)
+                except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+                    pass
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum or signal.SIGINT)
+
+
+def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Callable[[], None] | None = None) -> Any:
+    """A callback (of ``api``'s distribution) that honours ``stop`` at iteration boundaries and, when
+    ``estimate``, logs the cpu backend's time estimate before the first iteration; ``on_start()`` is
+    called when training starts (after the engine was built and a checkpoint restored)."""
+
+    class RunCallback(api.Callback):  # type: ignore[misc,name-defined]
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            stop.reinstall()
+            if on_start is not None:
+                on_start()
+            if estimate and trainer.world_size == 1:
+                _log_probe_estimate(trainer, pl_module)
+
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+            requested = stop.signum is not None
+            if trainer.world_size > 1:  # every rank stops at the same iteration
+                from warp_drive.training.interrupt import agree_across_ranks
+
+                flag = agree_across_ranks([int(stop.signum or 0)])[0]
+                if flag and stop.signum is None:
+                    stop.request(flag)
+                requested = bool(flag)
+            if requested:
+                trainer.should_stop = True
+
+    return RunCallback()
+
+
+def _log_probe_estimate(trainer: Any, pl_module: Any) -> None:
+    from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
+
+    engine = pl_module.engine
+    if engine is None:
+        return
+    per_iteration = engine.expect_iteration_seconds(probe_iteration_seconds(engine))
+    ipe = int(pl_module.iterations_per_epoch or 1)
+    iterations = max(0, int(trainer.max_epochs or 1) * ipe - int(trainer.current_epoch) * ipe)
+    log_estimate(per_iteration, iterations, "from a probe of a few env steps; the Lightning CLI")
+
+
+def checkpoint_iteration(path: Path) -> int | None:
+    """The engine iteration stored in a Lightning checkpoint, or None when it is not an intact one."""
+    import torch
+
+    from warp_drive.errors import WarpDriveError
+    from warp_drive.training.checkpoint import verify_archive
+    from warp_drive.training.lightning.module import CHECKPOINT_KEY
+
+    try:
+        verify_archive(path, "Lightning checkpoint")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        return int(state[CHECKPOINT_KEY]["iteration"])
+    except (WarpDriveError, OSError, KeyError, TypeError, ValueError, RuntimeError, EOFError):
+        return None
+    except Exception:  # noqa: BLE001 - an unpickling error of any kind: not intact
+        return None
+
+
+def newest_intact_lightning_checkpoint(folder: Path) -> tuple[Path, int] | None:
+    """The newest intact ``*.ckpt`` under ``folder`` (``last.ckpt`` first among equals) and its iteration."""
+    found = []
+    for p in Path(folder).rglob("*.ckpt"):
+        try:
+            found.append((p.stat().st_mtime, p.name == "last.ckpt", p))
+        except OSError:
+            continue
+    for _, _, path in sorted(found, reverse=True):
+        iteration = checkpoint_iteration(path)
+        if iteration is not None:
+            return path, iteration
+    return None
