@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO, Union
+from typing import Any, Union
 
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError, WarpDriveError
 
@@ -149,11 +149,13 @@ def read_metrics(path: str | Path) -> list[dict[str, Number]]:
 
 
 def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
-    """Drops the rows after ``last_iteration`` (and a torn last line) from a run's metric files.
+    """Keeps, in a run's metric files, each iteration up to ``last_iteration`` exactly once.
 
-    Used when a run resumes from a checkpoint of iteration ``last_iteration``: the rows logged
-    after it will be logged again, so the files then hold each iteration once. Files are
-    rewritten atomically, and only when something is dropped.
+    Used when a run resumes from a checkpoint of iteration ``last_iteration``: a kill can leave rows
+    logged after it (they will be logged again), a torn last line (a JSONL line that does not parse,
+    a CSV row of the wrong width or without its line end), or, from an earlier resume that was
+    itself killed, an iteration twice (the later row is kept: the one the checkpoint's run wrote).
+    Files are rewritten atomically, and only when something is dropped or a line end is missing.
 
     Returns:
         The number of rows dropped (JSONL and CSV counted separately).
@@ -162,36 +164,40 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
     removed = 0
     jsonl = save_dir / JSONL_NAME
     if jsonl.is_file():
-        text = jsonl.read_text(encoding="utf-8")
-        lines = text.splitlines()
-        keep = []
+        text = jsonl.read_text(encoding="utf-8", errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
+        rows: list[tuple[int, str]] = []
         for line in lines:
             try:
                 row = json.loads(line)
-            except ValueError:  # a line torn by a crash
+                iteration = int(row["iteration"])
+            except (ValueError, TypeError, KeyError):  # a line torn by a kill
                 continue
-            if isinstance(row, dict) and int(row.get("iteration", 0)) <= last_iteration:
-                keep.append(line)
-        if len(keep) != len(lines) or (text and not text.endswith("\n")):
+            rows.append((iteration, line))
+        keep = _once_each([(it, line) for it, line in rows if it <= last_iteration])
+        if len(keep) != len(lines) or (text and not text.endswith("\n")) or len(lines) != len(text.splitlines()):
             _atomic_write_text(jsonl, "".join(line + "\n" for line in keep))
             removed += len(lines) - len(keep)
     csv_path = save_dir / CSV_NAME
     if csv_path.is_file():
-        with csv_path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        if rows:
-            header, body = rows[0], rows[1:]
+        text = csv_path.read_text(encoding="utf-8", errors="replace")
+        body_rows = list(csv.reader(io.StringIO(text, newline="")))
+        if body_rows:
+            header, body = body_rows[0], body_rows[1:]
             col = header.index("iteration") if "iteration" in header else None
-            keep_rows = []
+            if body and not text.endswith("\n"):  # the last row lost its line end: a value may be cut
+                body = body[:-1]
+                removed += 1
+            parsed: list[tuple[int, list[str]]] = []
             for row in body:
                 if len(row) != len(header) or col is None:
-                    continue  # torn by a crash
+                    continue  # torn by a kill
                 try:
-                    if int(row[col]) <= last_iteration:
-                        keep_rows.append(row)
+                    parsed.append((int(row[col]), row))
                 except ValueError:
                     continue
-            if len(keep_rows) != len(body):
+            keep_rows = _once_each([(it, row) for it, row in parsed if it <= last_iteration])
+            if len(keep_rows) != len(body) or not text.endswith("\n"):
                 buf = io.StringIO()
                 writer = csv.writer(buf)
                 writer.writerow(header)
@@ -199,6 +205,30 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
                 _atomic_write_text(csv_path, buf.getvalue())
                 removed += len(body) - len(keep_rows)
     return removed
+
+
+def _once_each(rows: list[tuple[int, Any]]) -> list[Any]:
+    """The rows in file order, each iteration's last occurrence only."""
+    last = {it: k for k, (it, _) in enumerate(rows)}
+    return [row for k, (it, row) in enumerate(rows) if last[it] == k]
+
+
+def _open_append(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def _csv_line(cells: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerow(cells)
+    return buf.getvalue()
+
+
+def _append_line(fd: int, text: str) -> None:
+    """Appends one whole line with one ``write`` to an ``O_APPEND`` descriptor (a kill leaves the
+    line whole or absent; a short write, e.g. on a full disk, is completed or raises)."""
+    data = text.encode("utf-8")
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -213,8 +243,8 @@ def _atomic_write_text(path: Path, text: str) -> None:
 class MetricsWriter:
     """Appends one row of metrics per call to JSONL/CSV files, TensorBoard and the log.
 
-    Files are opened in append mode, so a resumed run continues the same files. After every
-    ``write`` the files are flushed. With ``enabled=False`` (non-zero ranks) nothing is created,
+    Files are opened in append mode, so a resumed run continues the same files. Each row goes to
+    each file in one ``write`` call (a kill leaves a row whole or absent; nothing waits in a buffer). With ``enabled=False`` (non-zero ranks) nothing is created,
     written or logged.
 
     Example:
@@ -260,8 +290,8 @@ class MetricsWriter:
         self.enabled = enabled
         self.rows_written = 0
         self._closed = False
-        self._jsonl: TextIO | None = None
-        self._csv: TextIO | None = None
+        self._jsonl: int | None = None  # O_APPEND descriptors (one os.write per line)
+        self._csv: int | None = None
         self._tb: Any = None
         self._csv_header: list[str] = []
         if not enabled:
@@ -277,13 +307,13 @@ class MetricsWriter:
                 ) from exc
             self._tb = SummaryWriter(log_dir=str(self.save_dir / TENSORBOARD_DIR), purge_step=purge_step)
         if "jsonl" in self.formats:
-            self._jsonl = (self.save_dir / JSONL_NAME).open("a", encoding="utf-8")
+            self._jsonl = _open_append(self.save_dir / JSONL_NAME)
         if "csv" in self.formats:
             csv_path = self.save_dir / CSV_NAME
             if csv_path.is_file() and csv_path.stat().st_size > 0:
                 with csv_path.open(newline="", encoding="utf-8") as fh:
                     self._csv_header = next(csv.reader(fh), [])
-            self._csv = csv_path.open("a", newline="", encoding="utf-8")
+            self._csv = _open_append(csv_path)
 
     @property
     def metrics_path(self) -> Path | None:
@@ -314,8 +344,7 @@ class MetricsWriter:
         row: dict[str, Number] = {"iteration": iteration, "timestep": timestep}
         row.update(_to_numbers(metrics))
         if self._jsonl is not None:
-            self._jsonl.write(json.dumps(row) + "\n")
-            self._jsonl.flush()
+            _append_line(self._jsonl, json.dumps(row) + "\n")
         if self._csv is not None:
             self._csv = self._write_csv(self._csv, row)
         if self._tb is not None:
@@ -329,11 +358,12 @@ class MetricsWriter:
             values = {k: v for k, v in row.items() if k not in INDEX_KEYS}
             logger.info("\n%s", format_table(iteration, timestep, values))
 
-    def _write_csv(self, fh: TextIO, row: dict[str, Number]) -> TextIO:
+    def _write_csv(self, fd: int, row: dict[str, Number]) -> int:
         new_keys = [k for k in row if k not in self._csv_header]
+        header_line = ""
         if new_keys and self._csv_header:  # rewrite the file under the union header
             path = self.save_dir / CSV_NAME
-            fh.close()
+            os.close(fd)
             old_rows = read_metrics(path)
             self._csv_header += new_keys
             tmp = path.with_name(path.name + ".tmp")
@@ -342,20 +372,23 @@ class MetricsWriter:
                 writer.writeheader()
                 writer.writerows({k: repr(v) for k, v in r.items()} for r in old_rows)
             os.replace(tmp, path)
-            fh = path.open("a", newline="", encoding="utf-8")
+            fd = _open_append(path)
         elif new_keys:
             self._csv_header = list(new_keys)
-            csv.writer(fh).writerow(self._csv_header)
-        writer = csv.DictWriter(fh, fieldnames=self._csv_header, restval="")
-        writer.writerow({k: repr(v) for k, v in row.items()})
-        fh.flush()
-        return fh
+            header_line = _csv_line(self._csv_header)
+        buf = io.StringIO()
+        csv.DictWriter(buf, fieldnames=self._csv_header, restval="").writerow({k: repr(v) for k, v in row.items()})
+        _append_line(fd, header_line + buf.getvalue())  # a new file's header and first row together
+        return fd
 
     def close(self) -> None:
         """Flushes and closes every sink; calling it again does nothing."""
-        for handle in (self._jsonl, self._csv, self._tb):
-            if handle is not None and not self._closed:
-                handle.close()
+        if not self._closed:
+            for fd in (self._jsonl, self._csv):
+                if fd is not None:
+                    os.close(fd)
+            if self._tb is not None:
+                self._tb.close()
         self._closed = True
 
     def __enter__(self) -> MetricsWriter:
