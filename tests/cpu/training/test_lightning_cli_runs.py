@@ -68,3 +68,36 @@ def test_sigint_writes_a_resumable_last_ckpt_and_exits_130(tmp_path):
 
     summary = json.loads((runs / "rank0_summary.json").read_text())
     assert summary["iteration"] > iteration
+
+
+def test_disk_full_while_checkpointing_prints_the_report_and_exits_3(tmp_path, monkeypatch, capsys):
+    """The third checkpoint write fails with ENOSPC: exit 3, at most 4 lines, error.log, and the
+    checkpoint named intact loads and is the Lightning --resume command's."""
+    import lightning.fabric.plugins.io.torch_io as torch_io
+
+    real = torch_io._atomic_save
+    calls = []
+
+    def full_disk(checkpoint, path):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(checkpoint, path)
+
+    monkeypatch.setattr(torch_io, "_atomic_save", full_disk)
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    rc = cli.main([*BASE, "--max-epochs", "5", "--results-dir", str(runs)])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert rc == rf.EXIT_IO == 3, err
+    assert len(lines) <= 4 and lines[0].startswith("error: disk full while writing") and "ENOSPC" in lines[0], err
+    assert "Traceback" not in err
+    log = runs.resolve() / rf.ERROR_LOG
+    assert f"traceback: {log} (--debug prints it)" in lines and "Traceback (most recent call last)" in log.read_text()
+    intact = next(line for line in lines if line.startswith("intact: "))
+    path = Path(intact.split()[1])
+    assert cli_runs.checkpoint_iteration(path) == 2 and intact.endswith("(iteration 2)"), err  # epoch 0's checkpoint
+    resume = next(line for line in lines if line.startswith("resume: "))
+    assert resume.startswith("resume: python -m warp_drive.training.lightning.train ") and resume.endswith(
+        f"--resume {path}"), err
