@@ -21,7 +21,14 @@ GOOD = {"name": "dummy_env", "env": {"episode_length": 10},
 #: Bad values that must each be refused (issue 26 item 8).
 MUST_FAIL = ["policy.shared.lr=1e308", "policy.shared.model.fc_dims=[1000000000]", "env.seed=-5",
              "trainer.num_episodes=1e18", "trainer.env_backend=numpy", "policy.shared.model.kwargs=[1]",
-             "trainer.num_envs=-1", "trainer.seed=1e40", "policy.shared.gamma=nan", "trainer=[1, 2]"]
+             "trainer.num_envs=-1", "trainer.seed=1e40", "policy.shared.gamma=nan", "trainer=[1, 2]",
+             "trainer=null", "env=~", "saving=null", "sampler.params=null", "policy.shared=null",
+             "policy.shared.model=null", "policy.shared.model.kwargs=null"]
+#: Null sections in a file: each an error naming the section and the fix (no 2.7.1 config writes one).
+NULL_SECTIONS = {"trainer:\n": "`trainer` is null", "trainer: null\n": "write `trainer: {}` or remove the line",
+                 "env:\n": "`env` is null", "saving: ~\n": "`saving` is null", "policy:\n": "`policy` is null",
+                 "policy:\n  shared:\n": "`policy.shared` is null",
+                 "policy:\n  shared:\n    model:\n": "`policy.shared.model` is null"}
 VALUES = ["", "null", "-3", "0", "1e308", "-1e308", "1e18", "10**9", "[1000000000]", "[]", "{}", "nan", ".inf",
           "'x'", "[[1, 2], [3]]", "true", "{a: 1}", "~", "&a [1, *a]", "'" + "é" * 300 + "'", "1" * 5000]
 KEYS = ["trainer.num_envs", "trainer.train_batch_size", "trainer.num_episodes", "trainer.seed", "trainer.num_gpus",
@@ -79,6 +86,36 @@ def test_files_in_odd_encodings_and_shapes(tmp_path, data):
     path = tmp_path / "run.yaml"
     path.write_bytes(data)
     assert outcome(lambda: load_run_config(path)) == "error"
+
+
+@pytest.mark.parametrize("text,message", list(NULL_SECTIONS.items()))
+def test_a_null_section_in_a_file_is_an_error_naming_it(tmp_path, text, message):
+    path = tmp_path / "run.yaml"
+    good = {"name: dummy_env\n": "name", "env: {episode_length: 10}\n": "env", "policy: {shared: {to_train: true}}\n":
+            "policy", "trainer: {num_envs: 2, train_batch_size: 20, num_episodes: 4}\n": "trainer"}
+    path.write_text("".join(line for line, key in good.items() if not text.startswith(key + ":")) + text)
+    with pytest.raises(WarpDriveError, match=message.replace("{", "\\{").replace("}", "\\}")) as info:
+        load_run_config(path)
+    assert outcome(lambda: load_run_config(path)) == "error"
+    assert "remove the line" in str(info.value) or "give it a policy tag" in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["numpy", "cuad", "5", "[cpu]", "null"])
+@pytest.mark.parametrize("where", ["file", "override"])
+def test_a_bad_env_backend_in_the_config_is_not_replaced_by_the_cli_backend(tmp_path, value, where):
+    config = tmp_path / "run.yaml"
+    trainer = "num_envs: 2, train_batch_size: 20, num_episodes: 4" + (f", env_backend: {value}" if where == "file" else "")
+    config.write_text(f"name: dummy_env\nenv: {{episode_length: 10}}\npolicy: {{shared: {{to_train: true}}}}\n"
+                      f"trainer: {{{trainer}}}\n")
+    argv = ["--config", str(config), "--backend", "cpu", "--results_dir", str(tmp_path / "run")]
+    argv += [f"trainer.env_backend={value}"] if where == "override" else []
+    with pytest.raises(WarpDriveError, match="trainer.env_backend") as info:
+        script.plan_run(script.parse_args(argv), announce=False)
+    shown = {"null": "None", "5": "5", "[cpu]": "['cpu']"}.get(value, value)
+    assert shown in str(info.value) and "'cpu'" in str(info.value) and not (tmp_path / "run").exists()
+    config.write_text(config.read_text().replace(f", env_backend: {value}", ", env_backend: pycuda"))
+    if where == "file":  # a valid value is still replaced by --backend
+        assert script.plan_run(script.parse_args(argv), announce=False).config.trainer.env_backend == "cpu"
 
 
 @pytest.mark.parametrize("argv", [["--num_gpus", "0"], ["--num_gpus", "-3"], ["--results_dir", ""],

@@ -182,6 +182,40 @@ def merged_section(section: Any, defaults: Mapping[str, Any], prefix: str) -> di
     return out
 
 
+def reject_null_sections(raw: Mapping[str, Any], defaults: Mapping[str, Any], top_level: bool = False) -> None:
+    """(``top_level``: first, :func:`reject_unknown_keys` on ``raw``'s keys.) A section given as null (``trainer: null``, or ``trainer:`` with nothing under it) is an
+    error, not an empty section: no 2.7.1 config writes one, and it usually means lost indentation.
+    Sections are the keys whose defaults are mappings, at any depth (each ``policy.<tag>`` too)."""
+
+    def fail(path: str) -> None:
+        key = path.rpartition(".")[2]
+        raise ConfigError(f"`{path}` is null (`{key}: null`, or `{key}:` with nothing indented under it); "
+                          + ("give it a policy tag, e.g. `policy: {shared: {to_train: true}}`." if path == "policy"
+                             else f"write `{key}: {{}}` or remove the line."))
+
+    def walk(node: Any, template: Mapping[str, Any], prefix: str) -> None:
+        if not isinstance(node, Mapping):
+            return
+        for key, value in node.items():
+            sub = template.get(key) if isinstance(key, str) else None
+            if not isinstance(sub, Mapping):
+                continue
+            path = join_key(prefix, key)
+            if value is None:
+                fail(path)
+            if path == "policy" and isinstance(value, Mapping):
+                for tag, section in value.items():
+                    if section is None:
+                        fail(f"policy.{tag}")
+                    walk(section, sub, f"policy.{tag}")
+            else:
+                walk(value, sub, path)
+
+    if top_level:
+        reject_unknown_keys(raw, defaults.keys(), "")
+    walk(raw, defaults, "")
+
+
 def to_plain(value: Any) -> Any:
     """Dataclass -> dict, tuples -> lists, recursively."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -236,6 +236,7 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     rank = int(os.environ.get("RANK", "0"))
     source = _config_source(args)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
+    _check_config_backend(raw)  # --backend replaces it below: a bad value would pass unnoticed
     run_dir, default_name = results_folder_for(args, raw)
     if rank == 0:
         check_writable(run_dir)  # creates nothing: the folder is claimed once the config is valid
@@ -263,6 +264,15 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
         if announce:
             print(f"results: {run_dir}", flush=True)
     return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes)
+
+
+def _check_config_backend(raw: Any) -> None:
+    """The config's own ``trainer.env_backend`` (file and overrides), if set, must be a backend name."""
+    from warp_drive.env.backends import canonical_backend
+
+    trainer = raw.get("trainer") if isinstance(raw, dict) else None
+    if isinstance(trainer, dict) and "env_backend" in trainer:
+        canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
 
 
 def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
