@@ -101,3 +101,24 @@ def test_disk_full_while_checkpointing_prints_the_report_and_exits_3(tmp_path, m
     resume = next(line for line in lines if line.startswith("resume: "))
     assert resume.startswith("resume: python -m warp_drive.training.lightning.train ") and resume.endswith(
         f"--resume {path}"), err
+
+
+def test_gpu_sized_run_on_the_cpu_backend_prints_the_estimate_first(tmp_path):
+    """--env tag_continuous with its bundled (GPU-sized) settings: the probe's estimate line comes
+    before the first iteration (the process is killed once it did)."""
+    cmd = _cmd("--env", "tag_continuous", "--backend", "cpu", "--quiet", "--results-dir", str(tmp_path / "runs"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=tmp_path)
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 18
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("estimated ") or time.monotonic() > deadline:
+                break
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+    line = seen[-1] if seen else ""
+    assert line.startswith("estimated ") and "iterations on the cpu backend" in line, "".join(seen)[-3000:]
+    assert int(line.split()[1].replace(",", "")) >= 3  # minutes
+    assert not list((tmp_path / "runs").rglob("*.ckpt"))  # before the first iteration ended

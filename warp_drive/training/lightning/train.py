@@ -171,8 +171,8 @@ def engine_run_name() -> str:
     chooses it before Lightning starts the other ranks, which inherit it through the environment)."""
     from warp_drive.training.run_folder import default_run_name
 
-    name = os.environ.get(_ENGINE_RUN_ENV)
-    if not name:
+    name = os.environ.get(_ENGINE_RUN_ENV) if os.environ.get("LOCAL_RANK", "0") != "0" else None
+    if not name:  # rank 0 (or no DDP): a fresh name on every run, also for runs in one process
         name = default_run_name()
         os.environ[_ENGINE_RUN_ENV] = name
     return name
