@@ -122,3 +122,26 @@ def test_gpu_sized_run_on_the_cpu_backend_prints_the_estimate_first(tmp_path):
     assert line.startswith("estimated ") and "iterations on the cpu backend" in line, "".join(seen)[-3000:]
     assert int(line.split()[1].replace(",", "")) >= 3  # minutes
     assert not list((tmp_path / "runs").rglob("*.ckpt"))  # before the first iteration ended
+
+
+def test_every_run_gets_its_own_engine_folder(tmp_path, monkeypatch):
+    """Two runs with one --results_dir (in one process, as in the same second): two engine folders;
+    DDP ranks > 0 take rank 0's name from the environment."""
+    import warp_drive.training.lightning as wl
+
+    seen: list[str] = []
+    real = wl.ExampleEnvEngineFactory
+
+    def factory(**kw):
+        seen.append(kw["results_dir"])
+        return real(**kw)
+
+    monkeypatch.setattr(wl, "ExampleEnvEngineFactory", factory)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.delenv(cli._ENGINE_RUN_ENV, raising=False)  # restored after the test
+    for _ in range(2):
+        assert cli.main([*BASE, "--max-epochs", "1", "--results-dir", str(tmp_path / "runs")]) == 0
+    assert len(set(seen)) == 2 and all(Path(p).parent == tmp_path / "runs" / "engine" for p in seen), seen
+    monkeypatch.setenv("LOCAL_RANK", "1")  # a DDP child inherits rank 0's choice
+    assert cli.engine_run_name() == Path(seen[-1]).name
