@@ -29,7 +29,22 @@ logger = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class TrainingInterrupted(KeyboardInterrupt):
+def signal_exit_code(signum: int) -> int:
+    """The shell's code for death by signal ``signum``: ``128 + signum`` (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + int(signum)
+
+
+class SignalExit:
+    """Mixin of the exceptions a signal causes: :attr:`signum` and :attr:`exit_code`."""
+
+    signum: int
+
+    @property
+    def exit_code(self) -> int:
+        return signal_exit_code(self.signum)
+
+
+class TrainingInterrupted(SignalExit, KeyboardInterrupt):
     """Training stopped at an iteration boundary after SIGINT or SIGTERM; a checkpoint was written.
 
     A ``KeyboardInterrupt`` (so ``except Exception`` blocks do not swallow it).
@@ -49,10 +64,6 @@ class TrainingInterrupted(KeyboardInterrupt):
         super().__init__(f"{signal_name(signum)} received: stopped after iteration {iteration}"
                          + (f", checkpoint {checkpoint}" if checkpoint else ""))
 
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
 
 class IterationAborted(KeyboardInterrupt):
     """Raised by :func:`check_abort` at an env-step or update-chunk boundary: a stop was requested
@@ -64,7 +75,7 @@ class IterationAborted(KeyboardInterrupt):
         super().__init__(f"{signal_name(signum)} received inside an iteration")
 
 
-class AbortedBySignal(KeyboardInterrupt):
+class AbortedBySignal(SignalExit, KeyboardInterrupt):
     """A second SIGINT or SIGTERM: the run aborts at once, without a checkpoint (the files on disk stay
     intact: every write is atomic). The command-line scripts exit with :attr:`exit_code`, the code of
     the signal received (``128 + signum``: 130 for SIGINT, 143 for SIGTERM)."""
@@ -73,16 +84,12 @@ class AbortedBySignal(KeyboardInterrupt):
         self.signum = int(signum)
         super().__init__(f"{signal_name(signum)} received again: aborted without a checkpoint")
 
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
 
 def exit_code_of(interrupt: KeyboardInterrupt) -> int:
     """The exit code for a stop: that of the signal received (:class:`TrainingInterrupted`,
     :class:`AbortedBySignal`), else 130 (a plain ``KeyboardInterrupt`` is Ctrl-C's)."""
     signum = getattr(interrupt, "signum", None)
-    return 128 + int(signum) if signum is not None else 130
+    return signal_exit_code(signum if signum is not None else signal.SIGINT)
 
 
 _ABORTABLE: list[StopRequest] = []  # the stop request that currently allows stopping inside an iteration

@@ -21,21 +21,17 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from warp_drive.training.interrupt import STOP_SIGNALS, StopRequest, signal_name
+from warp_drive.training.interrupt import STOP_SIGNALS, SignalExit, StopRequest, signal_exit_code, signal_name
 
 logger = logging.getLogger(__name__)
 
 
-class SignalAbort(BaseException):
+class SignalAbort(SignalExit, BaseException):
     """A second SIGINT/SIGTERM: abort now (no new checkpoint); ``exit_code`` is ``128 + signum``."""
 
     def __init__(self, signum: int) -> None:
         self.signum = int(signum)
         super().__init__(f"{signal_name(signum)} received again: aborted")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
 
 
 class LightningStop(StopRequest):
@@ -62,7 +58,7 @@ class LightningStop(StopRequest):
 
     @property
     def exit_code(self) -> int:
-        return 128 + int(self.signum or signal.SIGINT)
+        return signal_exit_code(self.signum or signal.SIGINT)
 
 
 def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Callable[[], None] | None = None) -> Any:
