@@ -89,12 +89,9 @@ def machine_info() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from common import cpu_model
+
+    model = cpu_model()
     try:
         if os.environ.get("WARP_DRIVE_COMMIT"):  # a tree measured without its .git
             raise OSError

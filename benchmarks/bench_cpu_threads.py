@@ -102,12 +102,9 @@ def run_child(name: str, iters: int, threads: int | None) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     import torch
 
-    model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from common import cpu_model
+
+    model = cpu_model()
     git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=HERE, check=False).stdout.strip()  # noqa: E731
     return {"host": platform.node(), "cpu_model": model, "logical_cpus": os.cpu_count(),
             "pinned_cpus": sorted(os.sched_getaffinity(0)), "torch": torch.__version__,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import platform
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,15 @@ def commit() -> str:
                               cwd=Path(__file__).parent, check=False).stdout.strip() or "unknown"
     except OSError:
         return "unknown"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown"
 
 
 def environment() -> dict[str, Any]:

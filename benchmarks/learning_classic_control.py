@@ -35,7 +35,6 @@ import json
 import logging
 import math
 import os
-import platform
 import socket
 import tempfile
 import time
@@ -46,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from common import environment
+from common import cpu_model, environment
 
 logger = logging.getLogger("learning_classic_control")
 
@@ -178,15 +177,7 @@ def summarize(results: list[SeedResult], threshold: float) -> dict[str, Any]:
 
 def host() -> dict[str, Any]:
     """Host name, CPU model, core count and torch threads beside :func:`common.environment`."""
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"hostname": socket.gethostname(), "cpu": cpu, "cpu_count": os.cpu_count(),
+    return {"hostname": socket.gethostname(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
             "load_average_at_start": os.getloadavg(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__, **environment()}
 
