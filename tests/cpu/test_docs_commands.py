@@ -118,17 +118,22 @@ def commands_for(test_name: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- cpu
-def test_pip_install_commands_work_from_a_clone(tmp_path):
-    """Each documented ``pip install`` of this project resolves from a clone (dry run, offline) and
-    names only extras that setup.py provides."""
-    commands = commands_for("test_pip_install_commands_work_from_a_clone")
-    assert commands
-    clone = tmp_path / "clone"
+def _copy_of_the_tracked_files(clone: Path) -> Path:
+    """``clone`` holding a copy of every file git tracks (a clone's content, without .git)."""
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for name in files:
         if (ROOT / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, clone / name)
+    return clone
+
+
+def test_pip_install_commands_work_from_a_clone(tmp_path):
+    """Each documented ``pip install`` of this project resolves from a clone (dry run, offline) and
+    names only extras that setup.py provides."""
+    commands = commands_for("test_pip_install_commands_work_from_a_clone")
+    assert commands
+    clone = _copy_of_the_tracked_files(tmp_path / "clone")
     report = tmp_path / "report.json"
     run_ok([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-build-isolation", "--no-index",
           "--quiet", "--report", str(report), "."], cwd=clone, timeout=600)
@@ -143,12 +148,7 @@ def test_cpu_only_install_path(tmp_path):
     the first command, run by a pip without local configuration, resolves PyTorch's CPU build (dry
     run, without dependencies; skipped where that index cannot be reached)."""
     (command,) = commands_for("test_cpu_only_install_path")
-    clone = tmp_path / "clone"
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (clone / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, clone / name)
+    clone = _copy_of_the_tracked_files(tmp_path / "clone")
     report = tmp_path / "package.json"
     run_ok([sys.executable, "-m", "pip", "install", "--dry-run", "--no-build-isolation", "--no-index", "--quiet",
             "--report", str(report), "."], cwd=clone, timeout=600)
