@@ -12,7 +12,9 @@ Slow iterations (:data:`warp_drive.training.long_runs.SLOW_ITERATION_S` or more,
 trainer checkpoints every iteration boundary and allows a stop inside the iteration
 (:meth:`StopRequest.allow_abort`): the rollout checks at every env step and the update at every
 chunk (:func:`check_abort`), the partial iteration is discarded, and the checkpoint of the
-boundary it started from is the run's latest (``TrainingInterrupted.checkpoint``).
+boundary it started from is the run's latest (``TrainingInterrupted.checkpoint``). The Lightning CLI
+uses the same request, checks and rule (:func:`~warp_drive.training.long_runs.stops_inside_iterations`;
+:mod:`warp_drive.training.lightning.cli_runs`).
 """
 
 from __future__ import annotations
@@ -65,10 +67,14 @@ class TrainingInterrupted(SignalExit, KeyboardInterrupt):
                          + (f", checkpoint {checkpoint}" if checkpoint else ""))
 
 
-class IterationAborted(KeyboardInterrupt):
+class IterationAborted(SignalExit, BaseException):
     """Raised by :func:`check_abort` at an env-step or update-chunk boundary: a stop was requested
-    while a slow iteration ran whose starting boundary is checkpointed; the trainer discards the
-    partial iteration (see :meth:`StopRequest.allow_abort`)."""
+    while a slow iteration ran whose starting boundary is checkpointed; the caller (``Trainer.train``,
+    the Lightning CLI) discards the partial iteration (see :meth:`StopRequest.allow_abort`).
+
+    A ``BaseException`` (``except Exception`` blocks do not swallow it) but not a ``KeyboardInterrupt``:
+    Lightning's ``fit`` re-raises other exceptions after its teardown, where a ``KeyboardInterrupt``
+    would end the process with exit code 1."""
 
     def __init__(self, signum: int) -> None:
         self.signum = int(signum)
@@ -134,13 +140,20 @@ class StopRequest:
         if allowed:
             _ABORTABLE.append(self)
 
+    #: What a stop at an iteration boundary writes (named in the handler's message).
+    checkpoint_name = "a checkpoint"
+
+    def second_signal(self, signum: int) -> BaseException:
+        """The exception a second signal raises (:class:`AbortedBySignal`)."""
+        return AbortedBySignal(signum)
+
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:  # second signal: abort now (checkpoint writes are atomic)
-            logger.warning("%s received again: aborting without a checkpoint", signal_name(signum))
-            raise AbortedBySignal(signum)
+            logger.warning("%s received again: aborting without a new checkpoint", signal_name(signum))
+            raise self.second_signal(signum)
         self.request(signum)
         where = ("at the next env step (the iteration in progress is discarded; the checkpoint of its start is kept)"
-                 if self in _ABORTABLE else "after this iteration and writing a checkpoint")
+                 if self in _ABORTABLE else f"after this iteration and writing {self.checkpoint_name}")
         logger.warning("%s received: stopping %s (send it again to abort at once)", signal_name(signum), where)
 
     def __enter__(self) -> StopRequest:

@@ -165,10 +165,9 @@ class Trainer(Engine):
     def _stop_inside_allowed(self) -> bool:
         """Slow iterations of one process: the boundary is checkpointed (now, if not yet) and a stop
         may end the next iteration early."""
-        from warp_drive.training.long_runs import SLOW_ITERATION_S
+        from warp_drive.training.long_runs import stops_inside_iterations
 
-        slow = (self.iteration_seconds or 0.0) >= SLOW_ITERATION_S
-        if not slow or self.num_devices != 1 or self.graphed_rollout is not None:
+        if not stops_inside_iterations(self):
             return False
         if self._saved_at[0] != self.iteration:
             self.save_checkpoint()

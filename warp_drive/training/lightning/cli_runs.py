@@ -7,6 +7,12 @@ stops on SIGINT/SIGTERM with a checkpoint, the failure report, and the cpu backe
   end, and the CLI exits 130 / 143. A second signal raises :class:`SignalAbort` at once (exit 130 / 143,
   no new checkpoint). Lightning's own SIGTERM handler (which would end the run with exit 1) is replaced
   while training.
+- slow iterations (:func:`~warp_drive.training.long_runs.stops_inside_iterations`, as in ``Trainer.train``:
+  5 s or more, one process): the callback writes ``last.ckpt`` at every iteration boundary and allows
+  the stop inside the next iteration (:meth:`~warp_drive.training.interrupt.StopRequest.allow_abort`): the
+  rollout's next env step or the update's next chunk raises
+  :class:`~warp_drive.training.interrupt.IterationAborted` out of ``fit``, the partial iteration is
+  discarded and ``last.ckpt`` (its starting boundary) is the latest checkpoint.
 - :func:`newest_intact_lightning_checkpoint`: the failure report's ``intact:`` line
   (:class:`~warp_drive.training.run_failures.RunFailures` with the Lightning resume command).
 - the callback's ``on_train_start`` times :func:`~warp_drive.training.long_runs.probe_iteration_seconds`
@@ -18,6 +24,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,13 +45,10 @@ class LightningStop(StopRequest):
     """:class:`StopRequest` whose second signal raises :class:`SignalAbort` (a ``KeyboardInterrupt``
     would make Lightning exit 1)."""
 
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.signum is not None:
-            logger.warning("%s received again: aborting without a new checkpoint", signal_name(signum))
-            raise SignalAbort(signum)
-        self.request(signum)
-        logger.warning("%s received: stopping after this iteration and writing last.ckpt (send it again to abort "
-                       "at once)", signal_name(signum))
+    checkpoint_name = "last.ckpt"
+
+    def second_signal(self, signum: int) -> BaseException:
+        return SignalAbort(signum)
 
     def reinstall(self) -> None:
         """Installs the handlers again (Lightning installs its own SIGTERM handler when ``fit`` starts;
@@ -62,29 +66,62 @@ class LightningStop(StopRequest):
 
 
 def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Callable[[], None] | None = None) -> Any:
-    """A callback (of ``api``'s distribution) that honours ``stop`` at iteration boundaries and, when
-    ``estimate``, logs the cpu backend's time estimate before the first iteration; ``on_start()`` is
-    called when training starts (after the engine was built and a checkpoint restored)."""
+    """A callback (of ``api``'s distribution) that honours ``stop`` at iteration boundaries (inside
+    slow iterations: see the module's docstring) and, when ``estimate``, logs the cpu backend's time
+    estimate before the first iteration; ``on_start()`` is called when training starts (after the
+    engine was built and a checkpoint restored)."""
 
     class RunCallback(api.Callback):  # type: ignore[misc,name-defined]
+        began = 0.0  # perf_counter at the last iteration boundary
+        saved: tuple[int, str] | None = None  # (iteration, path) of the last boundary checkpoint written
+
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             stop.reinstall()
             if on_start is not None:
                 on_start()
             if estimate and trainer.world_size == 1:
                 _log_probe_estimate(trainer, pl_module)
+            self._boundary(trainer, pl_module)
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-            requested = stop.signum is not None
+            engine = pl_module.engine
+            if engine is not None:  # the measured time decides whether the next iteration may be stopped inside
+                engine.expect_iteration_seconds(time.perf_counter() - self.began)
             if trainer.world_size > 1:  # every rank stops at the same iteration
                 from warp_drive.training.interrupt import agree_across_ranks
 
                 flag = agree_across_ranks([int(stop.signum or 0)])[0]
-                if flag and stop.signum is None:
+                if flag:
                     stop.request(flag)
-                requested = bool(flag)
-            if requested:
+            self._boundary(trainer, pl_module)
+
+        def _boundary(self, trainer: Any, pl_module: Any) -> None:
+            """An iteration boundary: a requested stop ends the epoch here; slow iterations of one process
+            checkpoint it and may be stopped inside."""
+            stop.allow_abort(False)
+            if stop.signum is not None:
                 trainer.should_stop = True
+            elif trainer.world_size == 1 and self._checkpoint_if_slow(trainer, pl_module):
+                stop.allow_abort(True)
+            self.began = time.perf_counter()
+
+        def _checkpoint_if_slow(self, trainer: Any, pl_module: Any) -> bool:
+            """When the engine's iterations are slow (:func:`~warp_drive.training.long_runs.stops_inside_iterations`),
+            ``last.ckpt`` of this boundary is written (where the ``ModelCheckpoint`` writes its own); True then."""
+            from warp_drive.training.long_runs import stops_inside_iterations
+
+            engine, saver = pl_module.engine, trainer.checkpoint_callback
+            if engine is None or saver is None or not saver.save_last or not stops_inside_iterations(engine):
+                return False
+            path = str(Path(saver.dirpath) / f"{saver.CHECKPOINT_NAME_LAST}{saver.FILE_EXTENSION}")
+            if self.saved != (engine.iteration, path):
+                if self.saved is None:
+                    logger.info("iterations take %.0f s: last.ckpt is written at every iteration boundary, so that "
+                                "Ctrl-C / SIGTERM stops within seconds", engine.iteration_seconds)
+                trainer.save_checkpoint(path, weights_only=False)
+                saver.last_model_path = path  # the ModelCheckpoint writes its last.ckpt there (not last-v1.ckpt)
+                self.saved = (engine.iteration, path)
+            return True
 
     return RunCallback()
 

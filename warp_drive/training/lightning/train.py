@@ -125,8 +125,14 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
 
         verify_archive(Path(ckpt_path), "Lightning checkpoint")
     # weights_only=True whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says: a checkpoint holding other objects is refused
-    with stop:  # SIGINT/SIGTERM: stop at the next iteration boundary with last.ckpt; a second one aborts
-        trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)
+    from warp_drive.training.interrupt import IterationAborted
+
+    discarded = False
+    with stop:  # SIGINT/SIGTERM: stop at the next iteration boundary (or env step: slow iterations) with last.ckpt
+        try:
+            trainer.fit(module, datamodule=WarpDriveDataModule(module), ckpt_path=ckpt_path, weights_only=True)
+        except IterationAborted:  # inside a slow iteration: discarded; last.ckpt holds the boundary it started from
+            discarded = True
     engine = module.engine
     if stop.signum is not None:
         from warp_drive.training.distributed import clear_torch_process_group
@@ -136,7 +142,9 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
 
         last = getattr(trainer.checkpoint_callback, "last_model_path", "") or None
         if trainer.is_global_zero:
-            print(f"{signal_name(stop.signum)}: stopped after iteration {checkpoint_iteration(Path(last)) if last else 0}; "
+            done = checkpoint_iteration(Path(last)) if last else 0
+            inside = f" (iteration {(done or 0) + 1}, in progress, was discarded)" if discarded else ""
+            print(f"{signal_name(stop.signum)}: stopped after iteration {done}{inside}; "
                   f"checkpoint {last}\ncontinue with: {resume_command(argv, last)}", flush=True)
         clear_torch_process_group()
         return stop.exit_code
