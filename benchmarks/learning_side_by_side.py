@@ -326,10 +326,11 @@ def copy_to_out(folder: Path) -> None:
 
 
 def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=BUDGETS,
-                    every: int = CURVE_EVERY) -> None:
+                    every: int = CURVE_EVERY, overrides: list[str] = ()) -> None:
     """Train one framework for the budgets, evaluate its snapshots against the published policies,
-    write ``<framework>/run.json``; if the other framework's run is there, finish (cross-play, JSON)."""
-    cfg = ours_config() if framework == "ours" else published_config()
+    write ``<framework>/run.json``; if the other framework's run is there, finish (cross-play, JSON).
+    ``overrides`` (ours only) change the chosen settings; the config in run.json records them."""
+    cfg = ours_config(overrides) if framework == "ours" else published_config()
     train = train_ours if framework == "ours" else train_reference
     run = train(cfg, marks(budgets, every), SIDE / framework)
     ev = Evaluator()
@@ -352,7 +353,10 @@ def train_and_curve(framework: str, sources: tuple[str, ...] = SOURCES, budgets=
 
 
 def cmd_train(args) -> None:
-    train_and_curve(args.command, tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every)
+    if args.override and args.command != "ours":
+        raise SystemExit("--override changes this project's settings: use it with `ours`")
+    train_and_curve(args.command, tuple(args.sources or default_sources(args.budgets)), args.budgets, args.curve_every,
+                    args.override or [])
 
 
 def cmd_sweep(args) -> None:
@@ -422,6 +426,8 @@ def main(argv: list[str] | None = None) -> None:
                              "published-1e9, random (default: both frameworks at each budget, published, random)")
         sp.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="seconds (default: 120 300)")
         sp.add_argument("--curve-every", type=int, default=CURVE_EVERY, help="seconds between curve snapshots")
+        sp.add_argument("--override", action="append", default=None,
+                        help="dotted override on top of the chosen settings (ours only; repeatable)")
         sp.set_defaults(fn=cmd_train)
     pa = sub.add_parser("parity", help="chosen settings vs the same with --override (default: bf16 update), equal iterations")
     pa.add_argument("--iterations", type=int, default=200)
