@@ -239,6 +239,7 @@ class PolicyConfig:
     max_grad_norm: float
     normalize_advantage: bool
     normalize_return: bool
+    normalize_reward: bool
     clip_param: float
     vf_clip_param: float | None
     num_epochs: int
@@ -306,6 +307,7 @@ class PolicyConfig:
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
             normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
             normalize_return=chk.as_bool(d["normalize_return"], key("normalize_return")),
+            normalize_reward=chk.as_bool(d["normalize_reward"], key("normalize_reward")),
             clip_param=clip_param,
             vf_clip_param=vf_clip,
             num_epochs=epochs,

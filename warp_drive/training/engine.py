@@ -590,7 +590,7 @@ class Engine(EngineBase):
             clip_gradients: ``clip_gradients(optimizer, max_norm)`` replaces the clipping
                 (``max_norm`` None when the policy does not clip).
             track_grad_norm: report ``grad_norm`` when ``clip_gradients`` is given.
-            sync_normalizers: averages the trained policies' return normalizers over ranks
+            sync_normalizers: averages the trained policies' return and reward-scale statistics over ranks
                 (default: over the torch.distributed process group, if any).
             timer: times the update as phase ``training``.
 
@@ -616,7 +616,7 @@ class Engine(EngineBase):
                 timer.start("training")
             for p in self.policies.values():
                 p.timestep += self.config.trainer.train_batch_size
-            (sync_normalizers or _sync_each)([p.algorithm.value_normalizer for p in trained])  # same statistics on every rank
+            (sync_normalizers or _sync_each)([n for p in trained for n in p.algorithm.running_statistics()])  # same statistics on every rank
             for p in trained:
                 pc = p.config
                 max_norm = pc.max_grad_norm if pc.clip_grad_norm else None

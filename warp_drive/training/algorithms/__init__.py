@@ -11,7 +11,7 @@ from warp_drive.training.algorithms.distributions import (
     gaussian_log_prob_entropy,
     log_prob_and_entropy,
 )
-from warp_drive.training.algorithms.normalization import ObsNormalizer, ValueNormalizer, standardize
+from warp_drive.training.algorithms.normalization import ObsNormalizer, RewardNormalizer, ValueNormalizer, standardize
 from warp_drive.training.algorithms.ppo import PPO, make_algorithm, ppo_loss
 from warp_drive.training.algorithms.returns import compute_gae, discounted_returns
 from warp_drive.training.algorithms.update import grad_norm_and_clip, update_policy
@@ -21,6 +21,7 @@ __all__ = [
     "PPO",
     "HeadOutput",
     "ObsNormalizer",
+    "RewardNormalizer",
     "ValueNormalizer",
     "a2c_loss",
     "categorical_log_prob_entropy",

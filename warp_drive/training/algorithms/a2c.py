@@ -26,7 +26,7 @@ import torch
 
 from warp_drive.errors import UsageError
 from warp_drive.training.algorithms.distributions import HeadOutput, log_prob_and_entropy
-from warp_drive.training.algorithms.normalization import ValueNormalizer, standardize
+from warp_drive.training.algorithms.normalization import RewardNormalizer, ValueNormalizer, standardize
 from warp_drive.training.algorithms.returns import compute_gae
 from warp_drive.training.utils.param_scheduler import ParamScheduler, ScheduleLike
 
@@ -123,6 +123,9 @@ class A2C:
         normalize_advantage: Standardize advantages per (mini)batch in the loss.
         normalize_return: Train the value head on running-normalized returns
             (see :class:`ValueNormalizer`); values from the model are then in normalized units.
+        normalize_reward: Divide each rollout's rewards by the running std of the discounted
+            return, clipped to +/-10, before the advantages (see :class:`RewardNormalizer`);
+            advantages, returns and values are then in those scaled units.
     """
 
     name = "A2C"
@@ -136,6 +139,7 @@ class A2C:
         entropy_coeff: ScheduleLike = 0.05,
         normalize_advantage: bool = False,
         normalize_return: bool = False,
+        normalize_reward: bool = False,
     ) -> None:
         self.gamma = float(gamma)
         self.gae_lambda = float(gae_lambda)
@@ -144,6 +148,9 @@ class A2C:
         self.normalize_advantage = bool(normalize_advantage)
         self.value_normalizer: ValueNormalizer | None = (
             ValueNormalizer() if normalize_return else None
+        )
+        self.reward_normalizer: RewardNormalizer | None = (
+            RewardNormalizer(self.gamma) if normalize_reward else None
         )
 
     @classmethod
@@ -156,6 +163,7 @@ class A2C:
             "entropy_coeff": policy_config.entropy_coeff,
             "normalize_advantage": policy_config.normalize_advantage,
             "normalize_return": policy_config.normalize_return,
+            "normalize_reward": policy_config.normalize_reward,
         }
 
     @classmethod
@@ -163,21 +171,32 @@ class A2C:
         """Builds the algorithm from a :class:`~warp_drive.config.PolicyConfig`."""
         return cls(**cls.config_kwargs(policy_config))
 
+    def _normalizers(self) -> dict[str, torch.nn.Module]:
+        """The return and reward normalizers this algorithm uses, by state-dict key."""
+        found = {"value_normalizer": self.value_normalizer, "reward_normalizer": self.reward_normalizer}
+        return {key: n for key, n in found.items() if n is not None}
+
+    def running_statistics(self) -> list[ValueNormalizer | None]:
+        """The running statistics to average over ranks: the return normalizer (None without
+        ``normalize_return``), then the reward normalizer's return variance, if any."""
+        rn = self.reward_normalizer
+        return [self.value_normalizer] + ([] if rn is None else [rn.return_stats])
+
     def to(self, device: torch.device | str) -> A2C:
-        """Moves the return-normalizer statistics (if any) to ``device``; returns self."""
-        if self.value_normalizer is not None:
-            self.value_normalizer.to(device)
+        """Moves the return/reward-normalizer statistics (if any) to ``device``; returns self."""
+        for normalizer in self._normalizers().values():
+            normalizer.to(device)
         return self
 
     def state_dict(self) -> dict[str, Any]:
-        """State to checkpoint (the running return statistics, if any)."""
-        vn = self.value_normalizer
-        return {} if vn is None else {"value_normalizer": vn.state_dict()}
+        """State to checkpoint (the running return and reward-scale statistics, if any)."""
+        return {key: n.state_dict() for key, n in self._normalizers().items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores :meth:`state_dict` output."""
-        if self.value_normalizer is not None and "value_normalizer" in state:
-            self.value_normalizer.load_state_dict(state["value_normalizer"])
+        for key, normalizer in self._normalizers().items():
+            if key in state:
+                normalizer.load_state_dict(state[key])
 
     def values_in_reward_units(self, values: Tensor) -> Tensor:
         """Maps value-head outputs to reward units (identity without return normalization)."""
@@ -203,13 +222,16 @@ class A2C:
 
         ``values``, ``last_values`` and ``final_values`` are raw value-head outputs; with return
         normalization they are denormalized here, and the running statistics are then updated
-        with the new returns. Call once per rollout. See :func:`compute_gae` for semantics.
+        with the new returns. With reward normalization the rewards are scaled first (and the
+        running reward scale updated). Call once per rollout. See :func:`compute_gae` for semantics.
 
         Shapes:
             rewards, values, final_values: (B, E, A); last_values: (E, A);
             terminated, truncated: (B, E) or (B, E, A); outputs: (B, E, A).
         """
         to_reward_units = self.values_in_reward_units
+        if self.reward_normalizer is not None:
+            rewards = self.reward_normalizer(rewards, terminated, truncated)
         advantages, returns = compute_gae(
             rewards,
             to_reward_units(values),

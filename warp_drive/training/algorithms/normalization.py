@@ -1,9 +1,11 @@
-"""Advantage standardization and running return normalization (no host syncs)."""
+"""Advantage standardization, running return, observation and reward normalization (no host syncs)."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from warp_drive.training.algorithms.returns import _flags_like
 
 Tensor = torch.Tensor
 
@@ -138,3 +140,58 @@ class ObsNormalizer(nn.Module):
         self.mean.add_(delta * batch_count / total)
         self.var.copy_(m2 / total)
         self.count.copy_(total)
+
+
+class RewardNormalizer(nn.Module):
+    """Rewards divided by the running std of the discounted return, then clipped (VecNormalize-style).
+
+    Each env (and agent) keeps a running discounted return ``R <- gamma * R + r``, reset to 0 after
+    the step that ends its episode (terminated or truncated). Every ``R`` of a rollout is merged into
+    running statistics (a :class:`ValueNormalizer`'s), and the rollout's rewards become
+    ``clip(r / sqrt(var + eps), -clip, clip)``: scaled, not centred, as stable-baselines3's
+    ``VecNormalize(norm_reward=True)``. VecNormalize merges each step's returns before scaling
+    that step's rewards; here the whole rollout's returns are merged first and then its rewards
+    are scaled (the same statistics after every rollout).
+
+    The advantages, returns and value head then live in scaled units; episode returns the trainer
+    reports are the env's own rewards. The variance (``return_stats``: float64 buffers) is saved in
+    ``state_dict``; the running returns are not (episodes start afresh after a resume), and are
+    allocated on the first call, on the rewards' device, then updated in place (no host sync, so a
+    captured CUDA graph of the rollout replays it).
+
+    Args:
+        gamma: Discount of the running return (the algorithm's).
+        clip: Scaled rewards are clipped to ``[-clip, clip]``.
+        eps: Added to the variance before the square root.
+
+    Shapes:
+        rewards: (B, E, *agent_dims); terminated, truncated: (B, E) or like rewards;
+        output: like rewards.
+    """
+
+    def __init__(self, gamma: float, clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.gamma = float(gamma)
+        self.clip = float(clip)
+        self.eps = float(eps)
+        self.return_stats = ValueNormalizer(eps)
+        self.returns: Tensor | None = None
+
+    @torch.no_grad()
+    def forward(self, rewards: Tensor, terminated: Tensor, truncated: Tensor | None = None) -> Tensor:
+        """Updates the running returns and their variance with the rollout, and returns its scaled rewards."""
+        ended = _flags_like(terminated, rewards, "terminated")
+        if truncated is not None:
+            ended = ended | _flags_like(truncated, rewards, "truncated")
+        keep = (~ended).to(rewards.dtype).expand_as(rewards)
+        if self.returns is None or self.returns.shape != rewards.shape[1:] or self.returns.device != rewards.device:
+            self.returns = torch.zeros(rewards.shape[1:], dtype=rewards.dtype, device=rewards.device)
+        running = torch.empty_like(rewards)
+        ret = self.returns
+        for t in range(rewards.shape[0]):
+            torch.add(rewards[t], ret, alpha=self.gamma, out=running[t])
+            ret = running[t] * keep[t]
+        self.returns.copy_(ret)
+        self.return_stats.update(running)
+        std = torch.sqrt(self.return_stats.var + self.eps).to(rewards.dtype)
+        return (rewards / std).clamp(-self.clip, self.clip)

@@ -114,6 +114,7 @@ class PPO(A2C):
         entropy_coeff: ScheduleLike = 0.05,
         normalize_advantage: bool = False,
         normalize_return: bool = False,
+        normalize_reward: bool = False,
     ) -> None:
         super().__init__(
             gamma=gamma,
@@ -122,6 +123,7 @@ class PPO(A2C):
             entropy_coeff=entropy_coeff,
             normalize_advantage=normalize_advantage,
             normalize_return=normalize_return,
+            normalize_reward=normalize_reward,
         )
         if clip_param <= 0:
             raise ConfigError(f"clip_param={clip_param} must be > 0 (e.g. 0.2).")
