@@ -13,7 +13,7 @@ trainer checkpoints every iteration boundary and allows a stop inside the iterat
 (:meth:`StopRequest.allow_abort`): the rollout checks at every env step and the update at every
 chunk (:func:`check_abort`), the partial iteration is discarded, and the checkpoint of the
 boundary it started from is the run's latest (``TrainingInterrupted.checkpoint``). The Lightning CLI
-uses the same request, checks and rule (:func:`~warp_drive.training.long_runs.stops_inside_iterations`;
+uses the same request, checks and rule (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`;
 :mod:`warp_drive.training.lightning.cli_runs`).
 """
 

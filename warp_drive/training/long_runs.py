@@ -9,7 +9,7 @@ A config sized for a GPU (the bundled configs with ``--full_size``, a user YAML,
   :data:`LONG_RUN_S` or more, log :func:`estimate_line`;
 - after the first iteration the trainer logs the line again from the measured time;
 - iterations of :data:`SLOW_ITERATION_S` or more are checkpointed at every boundary, so that a
-  Ctrl-C stops inside the next one within seconds (:func:`stops_inside_iterations`,
+  Ctrl-C stops inside the next one within seconds (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`,
   :mod:`warp_drive.training.interrupt`), in the main script and the Lightning CLI alike.
 """
 
@@ -33,17 +33,6 @@ SLOW_ITERATION_S = 5.0
 
 #: Env steps the probe times (after one untimed step).
 PROBE_STEPS = 2
-
-
-def stops_inside_iterations(engine: Any) -> bool:
-    """Whether a stop may end an iteration of ``engine`` (a :class:`~warp_drive.training.trainer.Trainer`)
-    at its next env step or update chunk: its iterations take :data:`SLOW_ITERATION_S` or more
-    (``iteration_seconds``: the probe's, then the last measured), it runs in one process and its
-    rollout is not a CUDA graph (which replays as one unit). The caller checkpoints the iteration
-    boundary first: ``Trainer.train``, and the Lightning CLI's callback
-    (:func:`~warp_drive.training.lightning.cli_runs.run_callback`)."""
-    slow = (engine.iteration_seconds or 0.0) >= SLOW_ITERATION_S
-    return slow and engine.num_devices == 1 and engine.graphed_rollout is None
 
 
 def estimate_line(total_s: float, iterations: int, source: str) -> str:

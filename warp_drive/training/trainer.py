@@ -28,6 +28,7 @@ from warp_drive.training.engine import (  # noqa: F401  (names importable from h
     run_directory,
 )
 from warp_drive.training.finite_checks import check_iteration
+from warp_drive.training import long_runs
 from warp_drive.training.phase_timer import PhaseTimer
 
 logger = logging.getLogger(__name__)
@@ -162,12 +163,19 @@ class Trainer(Engine):
         self.iteration_seconds = float(seconds)
         return self.iteration_seconds
 
+    def stops_inside_iterations(self) -> bool:
+        """Whether a stop may end an iteration at its next env step or update chunk: iterations take
+        :data:`~warp_drive.training.long_runs.SLOW_ITERATION_S` or more (:attr:`iteration_seconds`: the
+        probe's, then the last measured), one process, and a rollout that is not a CUDA graph (which
+        replays as one unit). The caller checkpoints the iteration boundary first: :meth:`train`, and
+        the Lightning CLI's callback (:func:`~warp_drive.training.lightning.cli_runs.run_callback`)."""
+        slow = (self.iteration_seconds or 0.0) >= long_runs.SLOW_ITERATION_S
+        return slow and self.num_devices == 1 and self.graphed_rollout is None
+
     def _stop_inside_allowed(self) -> bool:
         """Slow iterations of one process: the boundary is checkpointed (now, if not yet) and a stop
         may end the next iteration early."""
-        from warp_drive.training.long_runs import stops_inside_iterations
-
-        if not stops_inside_iterations(self):
+        if not self.stops_inside_iterations():
             return False
         if self._saved_at[0] != self.iteration:
             self.save_checkpoint()
@@ -179,9 +187,7 @@ class Trainer(Engine):
         first = not self._timed_once
         self.iteration_seconds, self._timed_once = seconds, True
         if first and self.rank == 0 and torch.device(self.device).type == "cpu":
-            from warp_drive.training.long_runs import log_estimate
-
-            log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
+            long_runs.log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
 
     def _checkpoint_if_due(self, last: int, signum: int | None) -> tuple[int, Path | None]:
         """Save at the save frequency, every ``checkpoint_every_seconds`` and on a stop request;

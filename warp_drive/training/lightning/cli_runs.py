@@ -7,7 +7,7 @@ stops on SIGINT/SIGTERM with a checkpoint, the failure report, and the cpu backe
   end, and the CLI exits 130 / 143. A second signal raises :class:`SignalAbort` at once (exit 130 / 143,
   no new checkpoint). Lightning's own SIGTERM handler (which would end the run with exit 1) is replaced
   while training.
-- slow iterations (:func:`~warp_drive.training.long_runs.stops_inside_iterations`, as in ``Trainer.train``:
+- slow iterations (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`, as in ``Trainer.train``:
   5 s or more, one process): the callback writes ``last.ckpt`` at every iteration boundary and allows
   the stop inside the next iteration (:meth:`~warp_drive.training.interrupt.StopRequest.allow_abort`): the
   rollout's next env step or the update's next chunk raises
@@ -106,21 +106,20 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
             self.began = time.perf_counter()
 
         def _checkpoint_if_slow(self, trainer: Any, pl_module: Any) -> bool:
-            """When the engine's iterations are slow (:func:`~warp_drive.training.long_runs.stops_inside_iterations`),
+            """When the engine's iterations are slow (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`),
             ``last.ckpt`` of this boundary is written (where the ``ModelCheckpoint`` writes its own); True then."""
-            from warp_drive.training.long_runs import stops_inside_iterations
-
             engine, saver = pl_module.engine, trainer.checkpoint_callback
-            if engine is None or saver is None or not saver.save_last or not stops_inside_iterations(engine):
+            if engine is None or saver is None or not saver.save_last or not engine.stops_inside_iterations():
                 return False
             path = str(Path(saver.dirpath) / f"{saver.CHECKPOINT_NAME_LAST}{saver.FILE_EXTENSION}")
-            if self.saved != (engine.iteration, path):
+            boundary = (engine.iteration, path)
+            if self.saved != boundary:
                 if self.saved is None:
-                    logger.info("iterations take %.0f s: last.ckpt is written at every iteration boundary, so that "
-                                "Ctrl-C / SIGTERM stops within seconds", engine.iteration_seconds)
+                    logger.info("iterations are slow: last.ckpt is written at every iteration boundary, so that "
+                                "Ctrl-C / SIGTERM stops within seconds")
                 trainer.save_checkpoint(path, weights_only=False)
                 saver.last_model_path = path  # the ModelCheckpoint writes its last.ckpt there (not last-v1.ckpt)
-                self.saved = (engine.iteration, path)
+                self.saved = boundary
             return True
 
     return RunCallback()
