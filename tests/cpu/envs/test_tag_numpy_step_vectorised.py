@@ -74,10 +74,10 @@ def test_nearest_agents_equal_a_stable_full_sort(num_envs, n, k, ties):
 
 def test_nearest_agents_in_env_chunks_with_reused_scratch(monkeypatch):
     """Envs split into chunks of 3, 3 and 2 (scratch arrays reused as views), then a bigger call."""
-    import example_envs.tag_continuous.tag_continuous as tc
+    import example_envs.tag_continuous.numpy_twin as twin
 
     n = 12
-    monkeypatch.setattr(tc, "_PAIR_CHUNK", 3 * n * n)
+    monkeypatch.setattr(twin, "_PAIR_CHUNK", 3 * n * n)
     rng = np.random.default_rng(5)
     for num_envs in (8, 2, 11):
         x, y, still = _state(rng, num_envs, n, ties=True)
