@@ -13,10 +13,10 @@ Importing this package has no side effects (``defaults.yaml`` is read on first u
 
 from warp_drive.config.env_kwargs import check_env_kwargs
 from warp_drive.config.load import apply_override, load_run_config, parse_override, recursive_merge_config_dicts
+from warp_drive.config.model import ModelConfig
 from warp_drive.config.schema import (
     ALGORITHMS,
     ENV_BACKENDS,
-    ModelConfig,
     PolicyConfig,
     RunConfig,
     SamplerConfig,

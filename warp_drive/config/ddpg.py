@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_drive.config import _checks as chk
+from warp_drive.config.model import ModelConfig
 from warp_drive.errors import ConfigError
 
 #: Defaults of a DDPG policy section (2.7.1's values where it had one).
@@ -64,9 +65,7 @@ def is_ddpg_section(section: Any) -> bool:
     return isinstance(algorithm, str) and algorithm.upper() == "DDPG"
 
 
-def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> Any:
-    from warp_drive.config.schema import ModelConfig
-
+def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> ModelConfig:
     d = chk.merged_section(section, defaults, prefix)
     return ModelConfig.from_dict(d, prefix)
 
@@ -81,8 +80,8 @@ class DDPGModelConfig:
         model_ckpt_filepath: ``{"actor": path, "critic": path}`` ("" = fresh weights).
     """
 
-    actor: Any
-    critic: Any
+    actor: ModelConfig
+    critic: ModelConfig
     model_ckpt_filepath: dict[str, str]
 
     @classmethod

@@ -21,6 +21,8 @@ from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults
+from warp_drive.config.ddpg import DDPGPolicyConfig, is_ddpg_section, parse_ou_params
+from warp_drive.config.model import ModelConfig
 from warp_drive.env.backends import BACKENDS, canonical_backend, is_numba
 from warp_drive.errors import ConfigError
 
@@ -30,7 +32,6 @@ ALGORITHMS = ("A2C", "PPO")
 ENV_BACKENDS = BACKENDS
 #: 2.7.1 ``sampler.params`` that drive the Ornstein-Uhlenbeck exploration noise of DDPG policies.
 OU_NOISE_PARAMS = ("damping", "stddev", "scale")
-INIT_METHODS = ("default", "xavier", "orthogonal")
 #: num_epochs used when the config leaves it null.
 DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
 
@@ -160,67 +161,6 @@ class TrainerConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    """The ``policy.<tag>.model`` section.
-
-    Attributes:
-        type: Name registered in ``warp_drive.training.models.ModelFactory``.
-        fc_dims: Hidden layer widths.
-        model_ckpt_filepath: Checkpoint to load at start, or ``""``.
-        init_method: ``"default"``, ``"xavier"`` or ``"orthogonal"``.
-        output_w, output_b: 2.7.1's action scale and offset for continuous (Box) actions: the
-            Gaussian mean becomes ``output_b + output_w * tanh(linear output)``, bounded like
-            2.7.1's deterministic heads. None (default) keeps an unbounded linear mean.
-        kwargs: Extra keyword arguments for a custom model class.
-    """
-
-    type: str
-    fc_dims: tuple[int, ...]
-    model_ckpt_filepath: str
-    init_method: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    output_w: float | None = None
-    output_b: float | None = None
-
-    @classmethod
-    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "model") -> ModelConfig:
-        """Parses and validates a (partial) ``model`` mapping."""
-        d = chk.merged_section(section, load_defaults()["policy"]["model"], prefix)
-        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
-        dims = d["fc_dims"]
-        if not isinstance(dims, (list, tuple)):
-            raise ConfigError(
-                f"`{key('fc_dims')}`={chk.brief(dims)} must be a list of layer widths, e.g. [64, 64]."
-            )
-        fc_dims = tuple(
-            chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1, maximum=2**16) for i, v in enumerate(dims)
-        )
-        init = chk.as_str(d["init_method"], key("init_method")).lower()
-        if init not in INIT_METHODS:
-            match = chk.closest_match(init, INIT_METHODS)
-            raise ConfigError(
-                f"`{key('init_method')}`={chk.brief(d['init_method'])} is unknown; expected one of "
-                f"{', '.join(INIT_METHODS)}" + (f"; did you mean `{match}`?" if match else ".")
-            )
-        ckpt = d["model_ckpt_filepath"]
-        return cls(
-            type=chk.as_str(d["type"], key("type")),
-            fc_dims=fc_dims,
-            model_ckpt_filepath=""
-            if ckpt is None
-            else chk.as_str(ckpt, key("model_ckpt_filepath")),
-            init_method=init,
-            kwargs=dict(chk.require_mapping(d["kwargs"], key("kwargs"))),
-            output_w=None if d["output_w"] is None else chk.as_float(d["output_w"], key("output_w")),
-            output_b=None if d["output_b"] is None else chk.as_float(d["output_b"], key("output_b")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
-        return chk.to_plain(self)
-
-
-@dataclass(frozen=True)
 class PolicyConfig:
     """One ``policy.<tag>`` section. See ``defaults.yaml`` for the meaning of each key.
 
@@ -253,8 +193,6 @@ class PolicyConfig:
         A section with ``algorithm: DDPG`` is parsed by
         :class:`~warp_drive.config.ddpg.DDPGPolicyConfig` (its keys differ) and returns one.
         """
-        from warp_drive.config.ddpg import DDPGPolicyConfig, is_ddpg_section
-
         if is_ddpg_section(section):
             return DDPGPolicyConfig.from_dict(section, prefix)  # type: ignore[return-value]
         d = chk.merged_section(section, load_defaults()["policy"], prefix)
@@ -383,8 +321,6 @@ class SamplerConfig:
         defaults = load_defaults()["sampler"]
         d = chk.merged_section(section, defaults, prefix)
         params_key = chk.join_key(prefix, "params")
-        from warp_drive.config.ddpg import parse_ou_params
-
         raw_params = chk.require_mapping(d["params"], params_key)
         ou_noise = parse_ou_params(raw_params, params_key)
         raw_params = {k: v for k, v in raw_params.items() if k not in OU_NOISE_PARAMS}

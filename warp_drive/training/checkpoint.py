@@ -5,15 +5,11 @@ A checkpoint is written at an iteration boundary only (by :meth:`Trainer.train`,
 env replicas and the metric rows on disk describe the same moment. Files are written to a
 temporary name, flushed to disk and renamed into place: a crash leaves the previous file intact.
 
-Every file is a PyTorch zip archive whose records each carry a CRC-32 checksum (written with
-PyTorch's checksums on); before unpickling anything, :func:`verify_archive` reads every record
-against its checksum, so random bytes, a cut-off copy or a flipped byte is refused as *corrupt*
-(and a run folder falls back to its previous intact checkpoint) instead of loading silently.
-
-Every file holds only tensors, numbers, strings and containers of them, and every user-supplied
-file (checkpoints, ``--resume``, ``model_ckpt_filepath`` policy files) is read with
-``torch.load(..., weights_only=True)``: a file that holds other Python objects, whose unpickling
-could run code, is refused with a :class:`~warp_drive.errors.CheckpointError` naming it.
+Each file is written and read by :mod:`warp_drive.training.checkpoint_files` (atomic writes,
+CRC-32 checked, ``weights_only`` reads that refuse anything but tensors and plain data, typed
+:class:`~warp_drive.errors.CheckpointError`); its names are importable from here too. This
+module decides which checkpoint of a run folder to resume from (a corrupt one falls back to the
+previous intact one) and whether it fits the run.
 
 Layout of a run folder: ``checkpoint_<iteration:08d>.pt`` per checkpoint, ``checkpoint_latest.pt``
 (a copy of the newest), ``<tag>_<timestep>.state_dict`` policy files (2.7.1's format) and, for
@@ -25,10 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import re
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,125 +30,28 @@ import numpy as np
 import torch
 
 from warp_drive.errors import CheckpointError
+from warp_drive.training.checkpoint_files import (  # noqa: F401  (the names callers know checkpoint's files by)
+    FORMAT_VERSION,
+    READABLE_VERSIONS,
+    atomic_save,
+    checkpoint_error,
+    first_line,
+    load_state_dict_file,
+    policy_file_state,
+    safe_load,
+    timestep_from_filename,
+    verify_archive,
+    write_policy_files,
+)
 from warp_drive.utils.excerpt import excerpt
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
 LATEST = "checkpoint_latest.pt"
 _NUMBERED = re.compile(r"^checkpoint_(\d+)\.pt$")
 
 
 # ----------------------------------------------------------------------------- files
-def atomic_save(obj: Any, path: Path) -> None:
-    """``torch.save`` to a temporary file in the same folder, flush it to disk, rename into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_", suffix=".pt")
-    crc32 = torch.serialization.get_crc32_options()
-    try:
-        torch.serialization.set_crc32_options(True)  # every record's checksum, which verify_archive reads
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    finally:
-        torch.serialization.set_crc32_options(crc32)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-#: How a file in PyTorch's legacy (pre-1.6, not zipped) format begins: its pickled magic number.
-_LEGACY_MAGIC = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19"
-
-
-def verify_archive(path: Path, what: str = "checkpoint") -> None:
-    """Check a file's structure and every record's CRC-32 checksum before anything is unpickled.
-
-    A file in PyTorch's legacy format (no checksums) passes unchecked.
-
-    Raises:
-        CheckpointError: ``reason="corrupt"``: not a PyTorch file (random or foreign bytes), cut
-            off, or a record whose bytes do not match its checksum.
-    """
-    with open(path, "rb") as f:
-        head = f.read(len(_LEGACY_MAGIC))
-    if head.startswith(_LEGACY_MAGIC):
-        return
-    corrupt = f"{what} {str(path)!r} is corrupt or truncated"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
-        raise checkpoint_error(f"{corrupt}: it is not a complete PyTorch archive (random bytes, a cut-off copy or "
-                               "another kind of file)", "corrupt", path) from err
-    if bad is not None:
-        raise checkpoint_error(f"{corrupt}: its record {bad!r} does not match its CRC-32 checksum (the file changed "
-                               "after it was written)", "corrupt", path)
-
-
-def safe_load(path: str | Path, map_location: Any = "cpu", what: str = "checkpoint") -> Any:
-    """``torch.load(path, weights_only=True)`` after :func:`verify_archive`, with errors that name the file.
-
-    Raises:
-        CheckpointError: the file is missing (``reason="missing"``), is corrupt or truncated
-            (``"corrupt"``), or holds Python objects other than tensors and plain data, whose
-            unpickling could run code (``"unsafe"``; nothing in it is executed).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise checkpoint_error(f"{what} {str(path)!r} does not exist; check the path", "missing", path)
-    verify_archive(path, what)
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as err:
-        if "weights only" in str(err).lower() or "weights_only" in str(err).lower():
-            raise checkpoint_error(
-                f"refused to load {what} {str(path)!r}: it holds Python objects other than tensors, numbers, "
-                "strings and containers (it is not a plain state_dict or checkpoint), and unpickling them could run "
-                "code. Load only files written by "
-                "warp_drive (or re-save the tensors of a file you trust with torch.save(model.state_dict()))",
-                "unsafe", path) from err
-        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated: its data does not unpickle "
-                               f"({type(err).__name__})", "corrupt", path) from err
-    except (RuntimeError, OSError, EOFError, ValueError, KeyError, IndexError, AttributeError, TypeError) as err:
-        raise checkpoint_error(f"{what} {str(path)!r} is corrupt or truncated: PyTorch cannot read it "
-                               f"({type(err).__name__}: {first_line(err)})", "corrupt", path) from err
-
-
-def first_line(err: BaseException, limit: int = 200) -> str:
-    """The first line of an error message, cut at a word boundary to at most ``limit`` characters
-    (``...`` marks a cut)."""
-    text = str(err).strip()
-    return excerpt(text.splitlines()[0], limit) if text else type(err).__name__
-
-
-def checkpoint_error(message: str, reason: str, path: Path | None = None) -> CheckpointError:
-    """A :class:`CheckpointError` with ``reason`` (missing, corrupt, unsafe, format, mismatch) and ``path``."""
-    err = CheckpointError(message)
-    err.reason = reason  # type: ignore[attr-defined]
-    err.path = path  # type: ignore[attr-defined]
-    return err
-
-
 def plain(obj: Any) -> Any:
     """``obj`` with NumPy arrays and scalars turned into tensors and numbers, paths into strings,
     tuples and sets into lists: what ``torch.load(weights_only=True)`` reads back."""
@@ -218,39 +114,6 @@ def write_rank_state(path: Path, save_dir: Path, rank: int, rank_state: Mapping[
     if path.parent == save_dir:
         atomic_save(own, rank_path(save_dir / LATEST, rank))
     return path
-
-
-def policy_file_state(model: torch.nn.Module) -> dict:
-    """What a ``<tag>_<timestep>.state_dict`` file holds: 2.7.1's parameter names for our fully
-    connected categorical policies (so 2.7.1 loads them too), the model's own names otherwise
-    (Gaussian heads and observation normalizers have no 2.7.1 counterpart)."""
-    from warp_drive.training.models.fully_connected import FullyConnected
-    from warp_drive.training.models.reference_format import to_reference_state_dict
-
-    from warp_drive.training.engine import unwrap
-
-    model = unwrap(model)
-    if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian and model.obs_normalizer is None:
-        return to_reference_state_dict(model)
-    return model.state_dict()
-
-
-def write_policy_files(save_dir: Path, policy_files: Mapping[str, tuple[int, torch.nn.Module]]) -> list[Path]:
-    """Writes ``<save_dir>/<tag>_<timestep>.state_dict`` for every ``{tag: (timestep, model)}``
-    (2.7.1's names and layout)."""
-    paths = []
-    for tag, (timestep, model) in policy_files.items():
-        path = Path(save_dir) / f"{tag}_{timestep}.state_dict"
-        atomic_save({k: v.detach().cpu() for k, v in policy_file_state(model).items()}, path)  # loads anywhere
-        paths.append(path)
-    return paths
-
-
-def timestep_from_filename(path: str | Path) -> int | None:
-    """The timestep 2.7.1 encodes in ``<tag>_<timestep>.state_dict`` names, or None if there is none."""
-    stem = Path(path).name.split(".state_dict")[0]
-    tail = stem.rsplit("_", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 # ----------------------------------------------------------------------------- finding and checking
@@ -398,19 +261,3 @@ def read_checkpoint(path: str | Path, state: Mapping[str, Any] | None, config: A
     if state.get("world_size", 1) != world_size:
         rank_state = None  # the env replicas were split differently: start from fresh episodes
     return path, {**state, "rank_state": rank_state}
-
-
-def load_state_dict_file(path: str | Path, device: torch.device | str = "cpu") -> dict:
-    """Model weights from a ``.state_dict`` file (ours or 2.7.1's), read with ``weights_only=True``.
-
-    Raises:
-        CheckpointError: the file is missing, corrupt, refused as unsafe (see :func:`safe_load`),
-            or not a mapping of parameter names to tensors (e.g. a full trainer checkpoint).
-    """
-    from warp_drive.training.models.reference_format import strip_ddp_prefix
-
-    obj = safe_load(path, device, "model checkpoint (policy.<tag>.model.model_ckpt_filepath)")
-    if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise checkpoint_error(f"{str(path)!r} is not a plain state_dict (a mapping of parameter names to tensors); a full "
-                     "trainer checkpoint is restored with Trainer.load_checkpoint() or --resume", "corrupt", Path(path))
-    return strip_ddp_prefix(obj)

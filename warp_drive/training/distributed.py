@@ -80,6 +80,11 @@ def wrap_model(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside a DistributedDataParallel wrapper (no 'module.' prefixes)."""
+    return getattr(model, "module", model)
+
+
 def all_reduce_mean(values: torch.Tensor) -> torch.Tensor:
     """Average a tensor over ranks (identity without a process group)."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:

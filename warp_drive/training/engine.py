@@ -35,6 +35,7 @@ import torch
 
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.policy_state import validate_policy_map
@@ -89,11 +90,6 @@ def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
 def rank_seed_of(seed: int, rank: int) -> int:
     """The env and sampler seed of ``rank``: the streams differ per rank, the weights do not."""
     return (seed + 1000 * rank) & 0x7FFFFFFF
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The model inside a DistributedDataParallel wrapper (no 'module.' prefixes)."""
-    return getattr(model, "module", model)
 
 
 # ----------------------------------------------------------------------------- bookkeeping
@@ -720,7 +716,7 @@ class Engine(EngineBase):
         ``rank_state`` (:meth:`rank_state_dict`), ``rng`` and ``perf``
         (:mod:`warp_drive.training.checkpoint` writes and reads it).
         """
-        from warp_drive.training.checkpoint import FORMAT_VERSION
+        from warp_drive.training.checkpoint_files import FORMAT_VERSION
 
         return {
             "format_version": FORMAT_VERSION,
@@ -765,7 +761,7 @@ class Engine(EngineBase):
             CheckpointError: policy weights or optimizer states that do not fit (the message starts
                 with ``source``).
         """
-        from warp_drive.training.checkpoint import checkpoint_error, first_line
+        from warp_drive.training.checkpoint_files import checkpoint_error, first_line
 
         for tag, p in self.policies.items():
             s = state["policies"][tag]
@@ -840,7 +836,7 @@ class Engine(EngineBase):
             ConfigError: an unknown policy tag, a missing or unreadable file, or weights that do not
                 fit the policy's model (the message lists the mismatching names).
         """
-        from warp_drive.training import checkpoint as ckpt
+        from warp_drive.training import checkpoint_files as ckpt
 
         for tag, path in self._files_to_load(ckpts_dict, "file paths").items():
             if not path:
@@ -870,7 +866,7 @@ class Engine(EngineBase):
         Returns:
             The files written (empty when this iteration does not save).
         """
-        from warp_drive.training.checkpoint import write_policy_files
+        from warp_drive.training.checkpoint_files import write_policy_files
 
         freq = self.config.saving.model_params_save_freq
         if self.rank != 0 or not (iteration % freq == 0 or iteration == self.num_iters - 1):
