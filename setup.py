@@ -44,7 +44,7 @@ setup(
                 # a third-party trainer run through the Gymnasium adapter in the tests (skrl 2.1 needs Python >= 3.10)
                 "skrl>=2.1; python_version >= '3.10'"],
     },
-    entry_points={"console_scripts": ["warp-drive-train=warp_drive.training.example_training_script:main"]},
+    entry_points={"console_scripts": ["warp-drive-train=warp_drive.cli.train:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "License :: OSI Approved :: BSD License",

@@ -12,6 +12,10 @@ scripts), or in any registrar you pass::
     envs = WarpDriveVectorEnv("cartpole", num_envs=8)
     TagContinuous = example_envs.get_example_env_class("tag_continuous")
     config_path = example_envs.get_default_config_path("tag_continuous")
+    small = example_envs.get_cpu_sized_settings("tag_continuous")  # overrides for a 2-core CPU
+
+Each env's folder holds its bundled run config and, for the training command line's cpu backend,
+its CPU-sized settings (``cpu_sized.yaml``: a one-line ``summary`` and dotted ``overrides``).
 
 The bottom half holds the small argument checks the example envs share: each raises
 :class:`~warp_drive.errors.ConfigError` naming the env, the argument, the value seen and the fix.
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from warp_drive.config._checks import closest_match
+from warp_drive.config._yaml import yaml_loads
 from warp_drive.env.backends import canonical_backend
 from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
 from warp_drive.errors import ConfigError, UnknownEnvError
@@ -39,10 +44,23 @@ class ExampleEnvSpec(NamedTuple):
     import_path: str
     config_file: str = "run_config.yaml"
 
-    def config_path(self) -> Path:
-        """The run config: ``config_file`` in the folder of the env's module."""
+    def folder(self) -> Path:
+        """The folder of the env's module (its run config and CPU-sized settings lie there)."""
         module = self.import_path.partition(":")[0]
-        return _HERE.joinpath(*module.split(".")[1:-1], self.config_file)
+        return _HERE.joinpath(*module.split(".")[1:-1])
+
+    def config_path(self) -> Path:
+        """The run config: ``config_file`` in the env's folder."""
+        return self.folder() / self.config_file
+
+
+class CpuSizedSettings(NamedTuple):
+    """Settings that make an example env train in a minute or two on a 2-core CPU (its bundled run
+    config is sized for a GPU): dotted overrides applied before the command line's own, and a
+    one-line description of what they keep and change."""
+
+    overrides: tuple[str, ...]
+    summary: str
 
 
 _EXAMPLE_ENVS: dict[str, ExampleEnvSpec] = {
@@ -112,6 +130,20 @@ def get_default_config_path(name: str) -> Path:
         ConfigError: ``name`` is unknown or the config file does not exist.
     """
     return registrar.run_config_path(_check_name(name))
+
+
+def get_cpu_sized_settings(name: str) -> CpuSizedSettings | None:
+    """The CPU-sized settings of the env ``name`` (``cpu_sized.yaml`` in its folder), or None where
+    it has none.
+
+    Raises:
+        ConfigError: ``name`` is unknown.
+    """
+    path = _EXAMPLE_ENVS[_check_name(name)].folder() / "cpu_sized.yaml"
+    if not path.is_file():
+        return None
+    data = yaml_loads(path.read_text())
+    return CpuSizedSettings(tuple(str(o) for o in data["overrides"]), str(data["summary"]))
 
 
 # ----------------------------------------------------------------------------- argument checks

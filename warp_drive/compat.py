@@ -4,6 +4,10 @@ Every module listed in :data:`COMPAT_MODULES` exists only so that code written f
 WarpDrive 2.7.1 imports unchanged. Each is a thin re-export of the implementation named in its
 docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of its own. A test
 imports every entry and checks that it holds nothing but imports.
+
+:data:`MOVED_MODULES` lists this project's own former module paths, kept the same way (docstring
+``Former path:``): the command-line programs moved to :mod:`warp_drive.cli`. These thin modules are
+the only ones outside ``warp_drive/cli`` that import it.
 """
 
 from __future__ import annotations
@@ -56,7 +60,17 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.utils.device_child_process.child_process_base": "ProcessWrapper: a spawned process that hands its target's exception back (warp_drive.training.distributed)",
     "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
-    "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.training.setup_and_train)",
-    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.training.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.cli.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.cli.setup_and_train)",
     "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
+}
+
+#: this project's former module path -> what it re-exports (one line)
+MOVED_MODULES: dict[str, str] = {
+    "warp_drive.training.example_training_script": "the example training script: main, parse_args, plan_run, build, run, "
+                                                   "CPU_SIZED_* and the shared CLI helpers; runnable with python -m (warp_drive.cli.train)",
+    "warp_drive.training.lightning.train": "the Lightning CLI: main, parse_args, run; runnable with python -m "
+                                           "(warp_drive.cli.lightning_train)",
+    "warp_drive.training.setup_and_train": "setup_trainer_and_train, main, parse_args, run_config_path, env_class_for "
+                                           "(warp_drive.cli.setup_and_train, warp_drive.cli.envs)",
 }

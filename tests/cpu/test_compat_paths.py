@@ -1,5 +1,6 @@
-"""Every 2.7.1 import path listed in warp_drive.compat imports (without pycuda or a GPU) and is a
-thin re-export: a docstring that says so, then nothing but imports, aliases and ``__all__``."""
+"""Every 2.7.1 import path listed in warp_drive.compat, and every former path of this project's own
+(``MOVED_MODULES``), imports (without pycuda or a GPU) and is a thin re-export: a docstring that
+says so, then nothing but imports, aliases and ``__all__``."""
 
 from __future__ import annotations
 
@@ -9,21 +10,24 @@ import importlib.util
 
 import pytest
 
-from warp_drive.compat import COMPAT_MODULES
+from warp_drive.compat import COMPAT_MODULES, MOVED_MODULES
 
 
 def test_table_is_not_empty():
     assert len(COMPAT_MODULES) >= 10
 
 
-@pytest.mark.parametrize("module", sorted(COMPAT_MODULES))
+MARKERS = {**{m: "2.7.1 compatibility path:" for m in COMPAT_MODULES}, **{m: "Former path:" for m in MOVED_MODULES}}
+
+
+@pytest.mark.parametrize("module", sorted(MARKERS))
 def test_compat_module_imports_and_is_thin(module: str) -> None:
     mod = importlib.import_module(module)
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin, module
     tree = ast.parse(open(spec.origin).read())
     doc = ast.get_docstring(tree) or ""
-    assert doc.startswith("2.7.1 compatibility path:"), f"{module}: docstring must start with the marker"
+    assert doc.startswith(MARKERS[module]), f"{module}: docstring must start with {MARKERS[module]!r}"
     for node in tree.body[1:]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue

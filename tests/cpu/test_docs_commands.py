@@ -228,7 +228,7 @@ def test_console_script_command_runs(tmp_path):
     """``warp-drive-train`` is setup.py's console script for the example script's main(); run that
     main with the documented arguments (2 CPU-sized iterations)."""
     (command,) = commands_for("test_console_script_command_runs")
-    assert '"warp-drive-train=warp_drive.training.example_training_script:main"' in (ROOT / "setup.py").read_text()
+    assert '"warp-drive-train=warp_drive.cli.train:main"' in (ROOT / "setup.py").read_text()
     argv = [sys.executable, "-m", "warp_drive.training.example_training_script", *shlex.split(command)[1:]]
     run_ok(argv + ["--backend", "cpu", "trainer.num_episodes=40"], cwd=tmp_path)
     assert any((tmp_path / "runs" / "tag" / "tensorboard").iterdir())

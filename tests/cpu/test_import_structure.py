@@ -31,9 +31,6 @@ HEADING = "## Layers, checked"
 
 #: Import cycles still present (the files of one cycle) -> the issue-25 item that removes it.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"warp_drive/training/build.py", "warp_drive/training/example_training_script.py",
-               "warp_drive/training/setup_and_train.py"}):
-        "item 4 (a cli room): the command lines move to warp_drive/cli/, the builder imports none of them",
     frozenset({"warp_drive/training/cpu_pipeline.py", "warp_drive/training/rollout.py"}):
         "item 3 (one owner of the rollout record): the CPU pipeline stops importing rollout privates",
 }
@@ -43,10 +40,6 @@ _OLD_PATH = "item 2 (2.7.1 as a facade): no module but the re-exports imports an
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
     ("warp_drive/training/engine.py", "warp_drive/training/evaluation.py"):
         "item 2 (a narrow engine): the engine imports no driver (its evaluation methods move out)",
-    ("warp_drive/training/build.py", "warp_drive/training/example_training_script.py"):
-        "item 4 (a cli room): the builder takes env classes or a registrar, not the CLI's helpers",
-    ("warp_drive/training/lightning/engine.py", "warp_drive/training/example_training_script.py"):
-        "item 4 (a cli room): the engine factory takes env classes or a registrar, not the CLI's helpers",
     ("warp_drive/managers/environment_reset.py", "warp_drive/utils/constants.py"): _OLD_PATH,
     ("warp_drive/managers/log_controller.py", "warp_drive/utils/constants.py"): _OLD_PATH,
     ("warp_drive/env_wrapper.py", "warp_drive/utils/common.py"): _OLD_PATH,

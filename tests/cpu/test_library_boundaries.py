@@ -5,6 +5,9 @@ Read from the source (AST), no imports of the modules checked:
 - nothing in ``warp_drive/`` imports ``example_envs`` (``import``, ``from ... import`` or
   ``importlib.import_module("example_envs...")``) except the modules listed in
   :data:`ALLOWED_EXAMPLE_IMPORTS`;
+- the command-line programs live in ``warp_drive/cli`` on the top floor (issue 25): nothing else in
+  ``warp_drive/`` imports ``warp_drive.cli`` but the thin re-exports at their former paths
+  (``warp_drive.compat``: the former-path and 2.7.1 script modules, which hold only imports);
 - one backend alias table (``warp_drive/env/backends.py``), one did-you-mean helper
   (``warp_drive/config/_checks.closest_match``: the only ``difflib`` user);
 - no bare ``ValueError`` / ``RuntimeError`` raised outside ``warp_drive/training/`` (typed errors
@@ -23,8 +26,10 @@ PACKAGE = ROOT / "warp_drive"
 
 #: module -> why it may import example_envs
 ALLOWED_EXAMPLE_IMPORTS = {
-    "warp_drive/training/example_training_script.py": "the example training script: the one module that knows the "
-                                                      "example envs (the other CLIs take them from it)",
+    "warp_drive/cli/envs.py": "the example envs as the command lines name them: the one module of the cli that knows "
+                              "them (the programs take env classes from it)",
+    "warp_drive/training/lightning/example_factory.py": "ExampleEnvEngineFactory: the Lightning engine factory of the example envs "
+                                               "by name (its registrar= takes any other)",
 }
 
 
@@ -65,6 +70,46 @@ def test_nothing_in_warp_drive_imports_example_envs_but_the_allowed_modules():
     assert not unexpected, f"warp_drive imports example_envs here (register envs in a registrar instead): {unexpected}"
     stale = [k for k in ALLOWED_EXAMPLE_IMPORTS if not (ROOT / k).is_file()]
     assert not stale, f"allowed modules that no longer exist: {stale}"
+
+
+def module_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import in ``path``, function-local ones included."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def _shim_files() -> set[str]:
+    """The files of the thin re-export modules at former and 2.7.1 paths (packages: every file in them)."""
+    from warp_drive.compat import COMPAT_MODULES, MOVED_MODULES
+
+    files = set()
+    for module in [*COMPAT_MODULES, *MOVED_MODULES]:
+        base = ROOT.joinpath(*module.split("."))
+        files |= {_rel(p) for p in base.glob("*.py")} if base.is_dir() else {_rel(base.with_suffix(".py"))}
+    return files
+
+
+def test_nothing_but_the_former_paths_imports_the_cli():
+    shims = _shim_files()
+    found = {_rel(p): [line for line, mod in module_imports(p) if mod == "warp_drive.cli" or mod.startswith("warp_drive.cli.")]
+             for p in _sources() if not _rel(p).startswith("warp_drive/cli/") and _rel(p) not in shims}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"only the command lines' former paths may import warp_drive.cli (it is the top floor): {found}"
+
+
+def test_the_cli_imports_no_former_path():
+    """The programs import each other and the library by their own paths, never through a re-export."""
+    from warp_drive.compat import COMPAT_MODULES, MOVED_MODULES
+
+    former = set(COMPAT_MODULES) | set(MOVED_MODULES)
+    found = {_rel(p): [f"{line}: {mod}" for line, mod in module_imports(p) if mod in former]
+             for p in _sources(PACKAGE / "cli")}
+    assert not any(found.values()), found
 
 
 def _string_dicts_mapping(path: Path, key: str, value: str) -> list[int]:

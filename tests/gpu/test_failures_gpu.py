@@ -114,7 +114,7 @@ def test_lightning_cli_sigint_on_the_gpu_stops_after_the_iteration_in_progress(t
     import warp_drive.training.long_runs as long_runs
     from tests.cpu.training.test_lightning_cli_runs import TINY_TAG
     from warp_drive.training.lightning import cli_runs
-    from warp_drive.training.lightning import train as cli
+    from warp_drive.cli import lightning_train as cli
     from warp_drive.training.lightning.module import WarpDriveModuleBase
 
     monkeypatch.setattr(long_runs, "SLOW_ITERATION_S", 0.0)

@@ -1,10 +1,11 @@
 """Building a run in one place: run config -> env -> env wrapper -> trainer (its engine).
 
-The command line (:mod:`warp_drive.training.example_training_script`), the Lightning engine
-factory (:class:`~warp_drive.training.lightning.engine.ExampleEnvEngineFactory`) and 2.7.1's
-``setup_trainer_and_train`` all call :func:`build_trainer`; the engine itself is built by its
-constructor from the env wrapper (:class:`~warp_drive.training.engine.Engine`), which is also how
-code written against 2.7.1 builds a ``Trainer``.
+The command lines (:mod:`warp_drive.cli`: the example training script, 2.7.1's
+``setup_trainer_and_train``), the Lightning engine factory
+(:class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory`) and your own code call
+:func:`build_trainer` with an env class (found by name in a registrar by the caller); the engine
+itself is built by its constructor from the env wrapper (:class:`~warp_drive.training.engine.Engine`),
+which is also how code written against 2.7.1 builds a ``Trainer``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from warp_drive.errors import ConfigError
+
+
+def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
+    """All agents for a single policy; else each policy tag names one of the env's agent groups
+    (``env.agent_groups()``, e.g. Tag's ``{"tagger": [...], "runner": [...]}``).
+
+    Raises:
+        ConfigError: the tags are not agent groups of the env.
+    """
+    n = env.num_agents
+    if len(tags) == 1:
+        return {tags[0]: list(range(n))}
+    agent_groups = getattr(env, "agent_groups", None)
+    groups = agent_groups() if callable(agent_groups) else {}
+    if set(tags) <= set(groups) and all(groups[t] for t in tags):
+        return {t: sorted(groups[t]) for t in tags}
+    raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}, whose agent groups are "
+                      f"{sorted(groups)}; name those groups in the config's policy section, or pass a policy map in code")
 
 
 def build_env_wrapper(config: Any, env_cls: type, *, backend: str, device_id: int | None = None,
@@ -54,10 +75,9 @@ def build_trainer(
         device_id: the GPU of the env replicas (None: the default one).
         results_dir: the run folder (see :func:`~warp_drive.training.engine.run_directory`).
         verbose, tensorboard: as for the Trainer.
-        policy_map: ``{tag: [agent ids]}``; default: ``default_policy_map`` of the example script.
+        policy_map: ``{tag: [agent ids]}``; default: :func:`default_policy_map`.
     """
     from warp_drive.training.ddpg import trainer_class_for
-    from warp_drive.training.example_training_script import default_policy_map
 
     wrapper = build_env_wrapper(config, env_cls, backend=backend, device_id=device_id, process_id=rank)
     pmap = dict(policy_map) if policy_map is not None else default_policy_map(wrapper.env, config.policy_tags)

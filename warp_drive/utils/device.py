@@ -51,6 +51,24 @@ def has_cuda_device() -> bool:
     return bool(torch.cuda.is_available()) and pycuda_available()
 
 
+def backend_choice(requested: str | None) -> tuple[str, str]:
+    """The requested backend, else pycuda when usable, else cpu; and a notice when cpu was chosen
+    for want of a GPU ("" otherwise)."""
+    if requested:
+        return requested, ""
+    if has_cuda_device():
+        return "pycuda", ""
+    return "cpu", "no usable GPU (pycuda or a CUDA device is missing): running on the cpu backend (NumPy env steps)"
+
+
+def choose_backend(requested: str | None) -> str:
+    """:func:`backend_choice`'s backend; its notice, if any, is logged as a warning."""
+    backend, note = backend_choice(requested)
+    if note:
+        logger.warning("%s", note)
+    return backend
+
+
 def init_cuda(device_id: int | None = None) -> Any:
     """Make the device's primary context current for PyCUDA, the one PyTorch uses.
 

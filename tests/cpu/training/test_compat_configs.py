@@ -203,7 +203,7 @@ def test_every_2_7_1_config_name_is_shipped_and_matches_its_example_config():
 
 
 def test_script_main_trains_a_config_by_name(tmp_path, monkeypatch, capsys):
-    from warp_drive.training import setup_and_train
+    from warp_drive.cli import setup_and_train  # the module whose run_config_path main() calls
 
     raw = yaml.safe_load(setup_and_train.run_config_path("single_cartpole").read_text())
     raw["env"].update(episode_length=10, reset_pool_size=20)

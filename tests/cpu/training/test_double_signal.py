@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # main() of a training script whose run() waits inside a StopRequest (what Trainer.train does) forever
 SCRIPT = """
 import sys, time
-from warp_drive.training import {module} as script
+from warp_drive.cli import {module} as script
 from warp_drive.training.interrupt import StopRequest
 
 def waiting(*args, **kwargs):
@@ -54,7 +54,7 @@ def _signal_twice(cmd: list[str], signum: int) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 @pytest.mark.parametrize("module,target,argv", [
-    ("example_training_script", "run", ["--env", "cartpole", "--backend", "cpu", "--quiet"]),
+    ("train", "run", ["--env", "cartpole", "--backend", "cpu", "--quiet"]),
     ("setup_and_train", "_main", ["--env", "cartpole"]),
 ])
 def test_a_second_signal_exits_with_the_code_of_that_signal(signum, code, module, target, argv):

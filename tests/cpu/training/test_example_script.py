@@ -252,7 +252,9 @@ def test_out_of_memory_becomes_a_clear_message(monkeypatch, capsys):
     def boom(args, failures=None):
         raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    monkeypatch.setattr(script, "run", boom)
+    from warp_drive.cli import train  # the module whose run() main() calls
+
+    monkeypatch.setattr(train, "run", boom)
     assert script.main(["--env", "cartpole", "--backend", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "does not fit in GPU memory" in err and "--auto_scale" in err and len(err.strip().splitlines()) <= 2

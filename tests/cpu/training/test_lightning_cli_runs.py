@@ -19,7 +19,7 @@ pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip
 
 from warp_drive.training import run_failures as rf  # noqa: E402
 from warp_drive.training.lightning import cli_runs  # noqa: E402
-from warp_drive.training.lightning import train as cli  # noqa: E402
+from warp_drive.cli import lightning_train as cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY_TAG = ["trainer.num_envs=4", "trainer.train_batch_size=80", "env.num_taggers=2", "env.num_runners=5",

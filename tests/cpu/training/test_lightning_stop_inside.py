@@ -18,7 +18,7 @@ import torch
 pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
 
 from warp_drive.training.lightning import cli_runs  # noqa: E402
-from warp_drive.training.lightning import train as cli  # noqa: E402
+from warp_drive.cli import lightning_train as cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")

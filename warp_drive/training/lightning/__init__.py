@@ -36,7 +36,7 @@ _EXPORTS = {
     "CUDACallback": "lightning_classes",
     "EngineFactory": "engine",
     "EpisodeReturnLogger": "lightning_classes",
-    "ExampleEnvEngineFactory": "engine",
+    "ExampleEnvEngineFactory": "example_factory",
     "PerfStatsCallback": "lightning_classes",
     "RolloutDataset": "data",
     "RolloutRenderCallback": "lightning_classes",

@@ -112,7 +112,7 @@ class WarpDriveModuleBase:
         verbose: 2.7.1 form: the Trainer's verbosity.
         engine: The engine (env, sampler, models, optimizers, buffers).
         engine_factory: ``factory(rank=, world_size=, device_id=) -> Trainer``, e.g.
-            :class:`~warp_drive.training.lightning.engine.ExampleEnvEngineFactory`.
+            :class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory`.
         iterations_per_epoch: Rollouts per Lightning epoch; default 1 in the 2.7.1 form, else whole
             episodes and at least 10 rollouts
             (:func:`~warp_drive.training.lightning.data.iterations_per_epoch_for`).

@@ -2,6 +2,6 @@
 
 import sys
 
-from warp_drive.training.setup_and_train import main
+from warp_drive.cli.setup_and_train import main
 
 sys.exit(main())

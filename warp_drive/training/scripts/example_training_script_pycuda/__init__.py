@@ -2,9 +2,9 @@
 
 ``setup_trainer_and_train`` and the script's command line (``python -m
 warp_drive.training.scripts.example_training_script_pycuda --env NAME [--num_gpus N] [--auto_scale]
-[--results_dir D]``) from :mod:`warp_drive.training.setup_and_train`.
+[--results_dir D]``) from :mod:`warp_drive.cli.setup_and_train`.
 """
 
-from warp_drive.training.setup_and_train import main, parse_args, setup_trainer_and_train
+from warp_drive.cli.setup_and_train import main, parse_args, setup_trainer_and_train
 
 __all__ = ["main", "parse_args", "setup_trainer_and_train"]

@@ -24,6 +24,7 @@ errors (config, checkpoint, env arguments, device) print one or two lines and ex
 ``--debug`` shows the traceback.
 """
 
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-# The one module of warp_drive that knows the example envs: importing them registers them by name in
-# warp_drive's env registrar (example_envs.registrar); the other CLIs take them from here.
-import example_envs
+from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
+from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for
+from warp_drive.training.build import build_trainer
 from warp_drive.training.run_folder import check_writable, claim_run_folder, release_if_empty
+from warp_drive.utils.device import backend_choice, choose_backend
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
 
@@ -48,60 +50,6 @@ logger = logging.getLogger("warp_drive.training.example_training_script")
 DEFAULT_EVAL_EPISODES = 200
 
 PROG = "python -m warp_drive.training.example_training_script"
-
-#: Settings that make each bundled example train in a minute or two on a 2-core CPU (the bundled
-#: configs are sized for a GPU). Applied on the cpu backend to ``--env`` runs, before the
-#: command line's own overrides; ``--full_size`` turns them off.
-CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {
-    "tag_continuous": (
-        "env.num_taggers=2", "env.num_runners=10", "env.grid_length=5.0", "env.episode_length=100",
-        "env.num_acceleration_levels=5", "env.num_turn_levels=5",
-        "trainer.num_envs=20", "trainer.train_batch_size=2000", "trainer.num_episodes=2400",
-        "policy.runner.model.fc_dims=[64, 64]", "policy.tagger.model.fc_dims=[64, 64]",
-        "policy.runner.entropy_coeff=0.01", "policy.tagger.entropy_coeff=0.01", "policy.runner.lr=0.01",
-        "saving.metrics_log_freq=8",
-    ),
-    # classic control: the bundled configs are sized for a CPU already (few envs, the zoo's env-step budgets;
-    # benchmarks/learning_classic_control.py); the entry keeps them as they are, on one torch thread
-    **{name: ("trainer.env_backend=cpu",)
-       for name in ("cartpole", "acrobot", "mountain_car", "pendulum", "continuous_mountain_car")},
-    **{name: ("trainer.num_envs=50", "trainer.train_batch_size=5000", "trainer.num_episodes=10000",
-              "saving.metrics_log_freq=20")
-       for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},  # 200 iterations of 5,000 env steps
-}
-
-#: One-line description of what the CPU-sized settings of an env keep and change.
-CPU_SIZED_SUMMARY: dict[str, str] = {
-    "tag_continuous": "2 taggers + 10 runners on a 5x5 grid, 100-step episodes, 20 envs, 5x5 action levels, "
-                      "FC 64x64, 120 iterations",
-    "cartpole": "the bundled config as is: PPO, 8 envs, 273 iterations of 256 env steps, about 10 s",
-    "acrobot": "the bundled config as is: PPO, 16 envs, 244 iterations of 4,096 env steps, about 1-2 minutes",
-    "mountain_car": "the bundled config as is: PPO, 16 envs, 3906 iterations of 256 env steps, about 2-4 minutes",
-    "pendulum": "the bundled config as is: PPO, 4 envs, 24 iterations of 4,096 env steps, about 30 s",
-    "continuous_mountain_car": "the bundled config as is: DDPG, 16 envs, 292 iterations of 1,024 env steps, "
-                               "about 45 s",
-    **{name: "50 envs, 200 iterations of 5,000 env steps" for name in ("tag_gridworld", "tag_gridworld_with_reset_pool")},
-}
-
-
-def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
-    src = p.add_mutually_exclusive_group(required=required)
-    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
-    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
-    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
-    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
-                   help="default: pycuda when pycuda and a GPU are present, else cpu")
-
-
-def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any) -> argparse.Action:
-    """Adds ``--a_b`` together with its other spelling ``--a-b`` (the one policy of every CLI here)."""
-    spellings = [name, *aliases]
-    other = name.replace("_", "-") if "_" in name else name.replace("-", "_")
-    if other != name and other not in spellings:
-        spellings.insert(1, other)
-    kwargs.setdefault("dest", name.lstrip("-").replace("-", "_"))
-    return p.add_argument(*spellings, **kwargs)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -141,39 +89,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--results_dir '': name a folder (or leave --results_dir out for a fresh default one)")
     return args
 
-
-def choose_backend(requested: str | None) -> str:
-    """The requested backend, else pycuda when usable, else cpu (with a notice)."""
-    backend, note = _choose_backend(requested)
-    if note:
-        logger.warning("%s", note)
-    return backend
-
-
-def _choose_backend(requested: str | None) -> tuple[str, str]:
-    from warp_drive.utils.device import has_cuda_device
-
-    if requested:
-        return requested, ""
-    if has_cuda_device():
-        return "pycuda", ""
-    return "cpu", "no usable GPU (pycuda or a CUDA device is missing): running on the cpu backend (NumPy env steps)"
-
-
-def default_policy_map(env: Any, tags: Sequence[str]) -> dict[str, list[int]]:
-    """All agents for a single policy; else each policy tag names one of the env's agent groups
-    (``env.agent_groups()``, e.g. Tag's ``{"tagger": [...], "runner": [...]}``)."""
-    n = env.num_agents
-    if len(tags) == 1:
-        return {tags[0]: list(range(n))}
-    agent_groups = getattr(env, "agent_groups", None)
-    groups = agent_groups() if callable(agent_groups) else {}
-    if set(tags) <= set(groups) and all(groups[t] for t in tags):
-        return {t: sorted(groups[t]) for t in tags}
-    from warp_drive.errors import ConfigError
-
-    raise ConfigError(f"cannot map policies {list(tags)} to agents of {type(env).__name__}, whose agent groups are "
-                      f"{sorted(groups)}; name those groups in the config's policy section, or pass a policy map in code")
 
 
 # ----------------------------------------------------------------------------- planning (no torch yet)
@@ -223,7 +138,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
 
 def _config_source(args: argparse.Namespace) -> Any:
     if args.env:
-        return example_envs.get_default_config_path(args.env)
+        return default_config_path(args.env)
     return args.config
 
 
@@ -240,7 +155,7 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     run_dir, default_name = results_folder_for(args, raw)
     if rank == 0:
         check_writable(run_dir)  # creates nothing: the folder is claimed once the config is valid
-    backend, note = _choose_backend(args.backend)
+    backend, note = backend_choice(args.backend)
     notes = [note] if note else []
     from warp_drive.training.distributed import init_from_env
 
@@ -296,9 +211,6 @@ def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -
 # ----------------------------------------------------------------------------- building
 def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     """Config, env, wrapper and trainer from the command line (one rank under torchrun)."""
-    from warp_drive.training.build import build_trainer
-    from warp_drive.training.setup_and_train import env_class_for
-
     plan = plan or plan_run(args, announce=False)
     config = plan.config
     run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
@@ -419,54 +331,6 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- errors and main
-def explain_error(err: BaseException) -> str | None:
-    """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
-    from warp_drive.errors import WarpDriveError
-
-    if isinstance(err, WarpDriveError):
-        text = " ".join(str(err).split())
-        return f"error: {text}\n(add --debug to see the traceback)"
-    from warp_drive.training.auto_scale import is_out_of_memory
-
-    if is_out_of_memory(err):
-        return (f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}). Lower "
-                "trainer.num_envs or trainer.train_batch_size, or pass --auto_scale to find the largest configuration that fits.")
-    return None
-
-
-def configure_logging(quiet: bool) -> None:
-    """Script output on stdout, in order: progress lines and notices (INFO), or warnings only when quiet."""
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stdout)
-
-
-def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
-    """``argv`` without a valued flag in any of its spellings (``--num_gpus 2``, ``--num-gpus=2``)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in spellings:
-            skip = True
-        elif not any(arg.startswith(s + "=") for s in spellings):
-            out.append(arg)
-    return out
-
-
-def report_errors(body: Callable[[], int], debug: bool) -> int:
-    """``body()``'s exit code; an expected error (:func:`explain_error`) prints one or two lines and
-    returns 2 instead (``debug``, or a bug: raised with its traceback). Shared by the training CLIs."""
-    try:
-        return body()
-    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
-        message = None if debug else explain_error(err)
-        if message is None:
-            raise
-        print(message, file=sys.stderr)
-        return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
     from warp_drive.training.run_failures import RunFailures, resume_folder
@@ -480,8 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.num_gpus and args.num_gpus > 1:
                 from warp_drive.training.distributed import launch_with_torchrun
 
-                return launch_with_torchrun(args.num_gpus, without_flag(sys.argv[1:] if argv is None else list(argv),
-                                                                        ("--num_gpus", "--num-gpus", "-n")))
+                argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
+                return launch_with_torchrun(args.num_gpus, argv_rest)
             return failures.call(lambda: run(args, failures))
         except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
             from warp_drive.training.interrupt import exit_code_of

@@ -9,7 +9,8 @@ Examples::
 
 With ``--strategy ddp`` Lightning starts one process per device (it re-runs this command with
 ``LOCAL_RANK`` set); each builds its own env replicas on its GPU. Overrides are dotted
-``key=value`` pairs, as for ``warp_drive.training.example_training_script``; multi-word flags take
+``key=value`` pairs, as for ``warp_drive.training.example_training_script``
+(:mod:`warp_drive.cli.train`); multi-word flags take
 either spelling (``--max_epochs`` or ``--max-epochs``). Expected errors print one or two lines and
 exit with 2 (``--debug`` shows the traceback).
 """
@@ -24,12 +25,13 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
+from warp_drive.cli.envs import example_env_name
+
 logger = logging.getLogger("warp_drive.training.lightning.train")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    from warp_drive.training.example_training_script import add_flag, add_run_source_arguments
-
     p = argparse.ArgumentParser(prog="python -m warp_drive.training.lightning.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_source_arguments(p)
@@ -75,7 +77,6 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
     )
 
     from warp_drive.training.run_folder import check_writable
-    from warp_drive.training.setup_and_train import example_env_name
 
     if os.environ.get("LOCAL_RANK", "0") == "0":
         check_writable(Path(args.results_dir).resolve())  # before anything is built
@@ -193,8 +194,6 @@ def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) ->
     """This command line with ``--resume CHECKPOINT`` (or ``--resume last``) instead of its own ``--resume``."""
     import shlex
 
-    from warp_drive.training.example_training_script import without_flag
-
     args = without_flag(sys.argv[1:] if argv is None else list(argv), ("--resume",))
     return shlex.join([*PROG.split(), *args, "--resume", str(checkpoint or "last")])
 
@@ -204,7 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     expected errors before training print one or two lines and return 2; failures once training started
     print the four-line report (:class:`~warp_drive.training.run_failures.RunFailures`) and write
     ``<results_dir>/error.log``; a SIGINT / SIGTERM stop returns 130 / 143."""
-    from warp_drive.training.example_training_script import configure_logging, report_errors
     from warp_drive.training.lightning.cli_runs import SignalAbort, newest_intact_lightning_checkpoint
     from warp_drive.training.run_failures import RunFailures
 

@@ -1,0 +1,78 @@
+"""What the command-line programs share: the run-source arguments, both spellings of a flag, the
+logging of a script, and expected errors as one- or two-line messages (exit code 2)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any, Callable, Sequence
+
+
+def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
+    src = p.add_mutually_exclusive_group(required=required)
+    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
+    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
+    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
+                   help="default: pycuda when pycuda and a GPU are present, else cpu")
+
+
+def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any) -> argparse.Action:
+    """Adds ``--a_b`` together with its other spelling ``--a-b`` (the one policy of every CLI here)."""
+    spellings = [name, *aliases]
+    other = name.replace("_", "-") if "_" in name else name.replace("-", "_")
+    if other != name and other not in spellings:
+        spellings.insert(1, other)
+    kwargs.setdefault("dest", name.lstrip("-").replace("-", "_"))
+    return p.add_argument(*spellings, **kwargs)
+
+
+def explain_error(err: BaseException) -> str | None:
+    """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
+    from warp_drive.errors import WarpDriveError
+
+    if isinstance(err, WarpDriveError):
+        text = " ".join(str(err).split())
+        return f"error: {text}\n(add --debug to see the traceback)"
+    from warp_drive.training.auto_scale import is_out_of_memory
+
+    if is_out_of_memory(err):
+        return (f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}). Lower "
+                "trainer.num_envs or trainer.train_batch_size, or pass --auto_scale to find the largest configuration that fits.")
+    return None
+
+
+def configure_logging(quiet: bool) -> None:
+    """Script output on stdout, in order: progress lines and notices (INFO), or warnings only when quiet."""
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stdout)
+
+
+def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
+    """``argv`` without a valued flag in any of its spellings (``--num_gpus 2``, ``--num-gpus=2``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in spellings:
+            skip = True
+        elif not any(arg.startswith(s + "=") for s in spellings):
+            out.append(arg)
+    return out
+
+
+def report_errors(body: Callable[[], int], debug: bool) -> int:
+    """``body()``'s exit code; an expected error (:func:`explain_error`) prints one or two lines and
+    returns 2 instead (``debug``, or a bug: raised with its traceback). Shared by the training CLIs."""
+    try:
+        return body()
+    except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
+        message = None if debug else explain_error(err)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
+
+

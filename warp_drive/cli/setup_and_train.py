@@ -1,0 +1,176 @@
+"""Train from a 2.7.1-style run config: ``setup_trainer_and_train`` and 2.7.1's script command line.
+
+2.7.1 shipped ``warp_drive/training/scripts/example_training_script_pycuda.py`` (and a Numba twin)
+with a ``setup_trainer_and_train`` function that its multi-GPU and auto-scaling helpers call back.
+Both import paths (and ``warp_drive.training.setup_and_train``) lead here (see :mod:`warp_drive.compat`);
+the work is done by this project's example-env registry (:mod:`warp_drive.cli.envs`),
+:class:`~warp_drive.env_wrapper.EnvWrapper` and :class:`~warp_drive.training.trainer.Trainer`
+(:func:`~warp_drive.training.build.build_trainer`).
+
+Command line (2.7.1's flags)::
+
+    python -m warp_drive.training.scripts.example_training_script_pycuda --env tag_continuous
+    python -m warp_drive.training.scripts.example_training_script_pycuda -e single_cartpole \\
+        --num_gpus 2 --results_dir my_run
+
+``--env`` names a run config shipped in ``warp_drive/training/run_configs/`` (2.7.1's names).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+from warp_drive.cli.common import add_flag, configure_logging, report_errors
+from warp_drive.cli.envs import env_class_for
+from warp_drive.training.build import build_trainer
+from warp_drive.utils.device import choose_backend
+
+def run_config_names() -> list[str]:
+    """Names of the run configs shipped in ``warp_drive/training/run_configs``."""
+    folder = resources.files("warp_drive.training").joinpath("run_configs")
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def run_config_path(name: str) -> Path:
+    """Path of the shipped run config ``<name>.yaml``.
+
+    Raises:
+        ConfigError: no such config (with the known names).
+    """
+    from warp_drive.config._checks import closest_match
+    from warp_drive.errors import ConfigError
+
+    path = Path(str(resources.files("warp_drive.training").joinpath("run_configs", f"{name}.yaml")))
+    if not path.is_file():
+        known = run_config_names()
+        match = closest_match(name, known)
+        raise ConfigError(f"no run config named {name!r}" + (f"; did you mean {match!r}?" if match else "")
+                          + f" Shipped: {', '.join(known)}.")
+    return path
+
+
+def setup_trainer_and_train(
+    run_configuration: Mapping[str, Any] | Any,
+    device_id: int = 0,
+    num_devices: int = 1,
+    event_messenger: Any = None,
+    results_directory: str | None = None,
+    verbose: bool = True,
+) -> None:
+    """Builds the env, the wrapper and the Trainer of a run config, trains, and closes (2.7.1's function).
+
+    Args:
+        run_configuration: a run-config dict (2.7.1's YAML layout) or a :class:`RunConfig`; its
+            ``name`` selects the example env.
+        device_id: GPU (and rank) of this process.
+        num_devices: processes training together (models are DDP-wrapped when > 1).
+        event_messenger: accepted and unused (2.7.1's compile-once signal between processes; the
+            kernel cache here is safe for concurrent processes).
+        results_directory: run directory below ``saving.basedir/name/tag`` (absolute: as is).
+        verbose: progress and the final throughput line.
+
+    The backend is pycuda when pycuda and a GPU are present, else the cpu backend (with a notice).
+    """
+    from warp_drive.config import RunConfig, load_run_config
+
+    del event_messenger
+    backend = choose_backend(None)
+    raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
+    config = load_run_config(raw, [f"trainer.env_backend={backend}"])
+    if results_directory is None:  # one process: a unique name; several: one that every device process agrees on
+        from warp_drive.training.run_folder import default_run_name
+
+        results_directory = default_run_name() if num_devices == 1 else str(int(time.time()))
+    if device_id == 0:  # before anything is built
+        from warp_drive.training.engine import run_directory
+        from warp_drive.training.run_folder import check_writable
+
+        check_writable(run_directory(config, results_directory).resolve())
+    trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
+                            device_id=device_id if backend == "pycuda" else None, results_dir=results_directory,
+                            verbose=verbose)
+    start = time.perf_counter()
+    try:
+        trainer.train()
+    finally:
+        trainer.graceful_close()
+    if verbose and device_id == 0:
+        wall = time.perf_counter() - start
+        print(f"Training steps/s: {trainer.perf['steps'] / wall:,.0f} ({trainer.iteration} iterations, "
+              f"results in {trainer.save_dir})")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m warp_drive.training.scripts.example_training_script_pycuda",
+                                description="Train an example env from its 2.7.1-named run config.")
+    p.add_argument("--env", "-e", required=True, help=f"run config name: {', '.join(run_config_names())}")
+    add_flag(p, "--auto_scale", "-a", action="store_true",
+             help="find the num_envs and batch size that fit in GPU memory, then use every visible GPU")
+    add_flag(p, "--num_gpus", "-n", type=int, default=-1, help="GPUs to train on (-1: the config's trainer.num_gpus)")
+    add_flag(p, "--results_dir", default=None, help="run directory below saving.basedir/name/tag")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs.
+
+    Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
+    SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
+    """
+    from warp_drive.training.interrupt import TrainingInterrupted, exit_code_of
+
+    args = parse_args(argv)
+    configure_logging(quiet=False)
+
+    def body() -> int:
+        try:
+            _main(args)
+        except TrainingInterrupted as stop:
+            print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
+            return stop.exit_code
+        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
+            print(stop if str(stop) else "interrupted", file=sys.stderr)
+            return exit_code_of(stop)
+        return 0
+
+    return report_errors(body, args.debug)
+
+
+def _main(args: argparse.Namespace) -> None:
+    from warp_drive.config._yaml import yaml_loads
+    from warp_drive.errors import ConfigError
+
+    config = yaml_loads(run_config_path(args.env).read_text())
+    num_gpus = args.num_gpus
+    if args.auto_scale:
+        import torch
+
+        from warp_drive.training.auto_scale import perform_auto_vertical_scaling
+
+        config = perform_auto_vertical_scaling(setup_trainer_and_train, config)
+        num_gpus = torch.cuda.device_count()
+    if num_gpus == -1:
+        num_gpus = int(config.get("trainer", {}).get("num_gpus", 1))
+    if num_gpus > 1:
+        import torch
+
+        if num_gpus > torch.cuda.device_count():
+            raise ConfigError(f"--num_gpus {num_gpus} but {torch.cuda.device_count()} GPU(s) are visible; "
+                              "ask for at most that many")
+        from warp_drive.training.distributed import perform_distributed_training
+
+        config.setdefault("trainer", {})["num_gpus"] = num_gpus
+        perform_distributed_training(setup_trainer_and_train, config, args.results_dir)
+    else:
+        setup_trainer_and_train(config, results_directory=args.results_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
