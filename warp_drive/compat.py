@@ -6,8 +6,10 @@ docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of
 imports every entry and checks that it holds nothing but imports.
 
 :data:`MOVED_MODULES` lists this project's own former module paths, kept the same way (docstring
-``Former path:``): the command-line programs moved to :mod:`warp_drive.cli`. These thin modules are
-the only ones outside ``warp_drive/cli`` that import it.
+``Former path:``): the command-line programs moved to :mod:`warp_drive.cli` (these thin modules are
+the only ones outside ``warp_drive/cli`` that import it), the placeholders to :mod:`warp_drive.env.placeholders`.
+
+No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 """
 
 from __future__ import annotations
@@ -73,4 +75,6 @@ MOVED_MODULES: dict[str, str] = {
                                            "(warp_drive.cli.lightning_train)",
     "warp_drive.training.setup_and_train": "setup_trainer_and_train, main, parse_args, run_config_path, env_class_for "
                                            "(warp_drive.cli.setup_and_train, warp_drive.cli.envs)",
+    "warp_drive.utils.placeholders": "the step placeholders and 2.7.1's training placeholders: action_layout, "
+                                     "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders)",
 }

@@ -190,7 +190,7 @@ class EnvWrapper:
                     event_messenger=event_messenger, env_source=source, constants=self.env.cuda_constants()
                 )
             else:
-                from warp_drive.utils.common import get_project_root
+                from warp_drive.cuda import project_root as get_project_root
 
                 binary = Path(get_project_root()) / "warp_drive" / "cuda_bin" / (testing_bin_filename or DEFAULT_TESTING_BIN)
                 logger.info("testing_mode: %s has no CUDA source; loading the test build %s", self.name, binary)

@@ -36,22 +36,9 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {
 }
 
 #: Upward arrows still present, (importer, imported) -> the issue-25 item that removes it.
-_OLD_PATH = "item 2 (2.7.1 as a facade): no module but the re-exports imports an old path"
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
     ("warp_drive/training/engine.py", "warp_drive/training/evaluation.py"):
         "item 2 (a narrow engine): the engine imports no driver (its evaluation methods move out)",
-    ("warp_drive/managers/environment_reset.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/managers/log_controller.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/env_wrapper.py", "warp_drive/utils/common.py"): _OLD_PATH,
-    ("warp_drive/utils/env_cpu_gpu_consistency_checker.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/utils/env_cpu_gpu_consistency_checker.py", "warp_drive/utils/gpu_environment_context.py"): _OLD_PATH,
-    ("warp_drive/utils/env_cpu_gpu_consistency_checker.py", "warp_drive/utils/placeholders.py"): _OLD_PATH,
-    ("warp_drive/training/models/action_spec.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/training/models/fully_connected.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/training/random_policy.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/training/engine.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/training/evaluation.py", "warp_drive/utils/constants.py"): _OLD_PATH,
-    ("warp_drive/training/ddpg.py", "warp_drive/utils/constants.py"): _OLD_PATH,
 }
 
 
@@ -225,6 +212,12 @@ def structure():
     return graph, rows, floors, problems
 
 
+def reexport_files(files: list[str], tables: dict[str, list[str]]) -> set[str]:
+    """The files of the modules in the tables of ``warp_drive/compat.py`` (a package: every file in it)."""
+    bases = [module.replace(".", "/") for table in tables.values() for module in table]
+    return {f for f in files for base in bases if f == f"{base}.py" or f.startswith(f"{base}/")}
+
+
 # ----------------------------------------------------------------------------- the checks
 def test_the_walker_sees_every_form_of_import(tmp_path):
     pkg = tmp_path / "pkg"
@@ -273,3 +266,19 @@ def test_no_upward_arrow_but_the_allowed_ones(structure):
                      "warp_drive/compat.py):\n  " + "\n  ".join(new))
     gone = [pair for pair in ALLOWED_UPWARD if pair not in found]
     assert not gone, f"these allowed upward arrows are gone: delete them from ALLOWED_UPWARD in {Path(__file__).name}: {gone}"
+
+
+def test_no_module_but_the_re_exports_imports_a_re_export_path(structure):
+    """Issue 25 item 2: the 2.7.1 paths (and this project's former ones) are a facade over the
+    implementation; no module of ours imports one, whatever the layer table says (no allowlist)."""
+    graph, rows, _, _ = structure
+    tables = compat_tables()
+    assert set(tables) >= {"COMPAT_MODULES", "MOVED_MODULES"}, sorted(tables)
+    shims = reexport_files(sorted(graph), tables)
+    assert shims, "warp_drive/compat.py's tables name no file"
+    top = rows[-1]
+    assert set(tables) <= set(top[2]), f"every table of compat.py stands on the top floor ({top[1]}): {top[2]}"
+    found = [f"{a}:{line} imports {b}" for a, targets in sorted(graph.items()) if a not in shims
+             for b, line in sorted(targets.items()) if b in shims]
+    assert not found, ("modules import a re-export path; import the implementation its docstring names "
+                       "instead:\n  " + "\n  ".join(found))

@@ -10,10 +10,10 @@ from typing import Any, Sequence
 import torch
 
 from warp_drive.cuda.start_state_kernel import RESET_PARAMS, reset_kernel
+from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
 from warp_drive.managers import cpu_kernels
 from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
-from warp_drive.utils.constants import Constants
 
 logger = logging.getLogger(__name__)
 

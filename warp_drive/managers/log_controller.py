@@ -6,9 +6,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError
 from warp_drive.managers.function_manager import FunctionManager
-from warp_drive.utils.constants import Constants
 
 LOG_THREADS = 256
 

@@ -304,7 +304,7 @@ class TrainerDDPG(EngineBase):
         from warp_drive.training.rollout import SharedBuffers
         from warp_drive.training.engine import DEFAULT_MODEL_FACTORY
         from warp_drive.training.utils.param_scheduler import ParamScheduler
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         self.n_step = self.config.trainer.n_step
         dm = self.dm = self.env_wrapper.cuda_data_manager
@@ -329,7 +329,7 @@ class TrainerDDPG(EngineBase):
         from warp_drive.training.models.action_spec import action_heads_from_space, obs_dims_from_space
         from warp_drive.training.policy_state import EpisodeStats, agent_index
         from warp_drive.training.rollout import policy_obs
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         env, dm = self.env_wrapper.env, self.dm
         pc = self.config.policy[tag]
@@ -396,14 +396,14 @@ class TrainerDDPG(EngineBase):
 
     def _obs(self, p: DDPGPolicy) -> Tensor:
         from warp_drive.training.rollout import policy_obs
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         return policy_obs(self.dm, p, [Constants.OBSERVATIONS])
 
     @torch.no_grad()
     def _act(self, noise: Mapping[str, float]) -> dict[str, Tensor]:
         """Every policy's (perturbed) actions for the current observations, written to the env."""
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         placeholder = self.dm.data_on_device_via_torch(Constants.ACTIONS)
         out = {}
@@ -514,7 +514,7 @@ class TrainerDDPG(EngineBase):
     @torch.no_grad()
     def _play_one_episode(self, scale: float | None = None, damping: float | None = None,
                           stddev: float | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         noise = self.noise_params()
         for k, v in (("scale", scale), ("damping", damping), ("stddev", stddev)):

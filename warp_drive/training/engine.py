@@ -425,7 +425,7 @@ class Engine(EngineBase):
         from warp_drive.managers.sampler import Sampler
         from warp_drive.training.cuda_graph import GraphedRollout
         from warp_drive.training.rollout import Rollout, RolloutSpec
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         dm = self.env_wrapper.cuda_data_manager
         self.obs_names = [Constants.OBSERVATIONS] if dm.is_data_on_device(Constants.OBSERVATIONS) else sorted(
@@ -468,7 +468,7 @@ class Engine(EngineBase):
         from warp_drive.training.policy_state import EpisodeStats, PolicyState, RolloutBuffers, agent_index
         from warp_drive.training.rollout import policy_obs
         from warp_drive.training.utils.param_scheduler import ParamScheduler
-        from warp_drive.utils.constants import Constants
+        from warp_drive.env.constants import Constants
 
         env, dm = self.env_wrapper.env, self.env_wrapper.cuda_data_manager
         pc = self.config.policy[tag]

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.statistics import Interval, mean_interval
-from warp_drive.utils.constants import Constants
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from warp_drive.env.constants import Constants
 from warp_drive.training.models.action_spec import action_heads_from_space
-from warp_drive.utils.constants import Constants
 
 
 def box_sampling_bounds(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -28,11 +28,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from warp_drive.env.constants import Constants
+from warp_drive.env.context import has_vectorised_cpu_step
+from warp_drive.env.placeholders import create_and_push_data_placeholders, get_obs
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, ConsistencyError
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.gpu_environment_context import has_vectorised_cpu_step
-from warp_drive.utils.placeholders import create_and_push_data_placeholders, get_obs
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""Step placeholders and 2.7.1's training placeholders: moved to :mod:`warp_drive.env.placeholders`
-(this path re-exports them)."""
+"""Former path: ``warp_drive.utils.placeholders``, the step placeholders and 2.7.1's training
+placeholders (moved to :mod:`warp_drive.env.placeholders`; this path re-exports them)."""
 
 from warp_drive.env.placeholders import (
     AGENT_AXES,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from warp_drive.env.constants import Constants
 from warp_drive.errors import DataShapeError, DataTypeError
-from warp_drive.utils.constants import Constants
 
 #: Feature shape of one observation (int = flat width) or of each key of a Dict observation.
 ObsDims = int | Sequence[int] | Mapping[str, int | Sequence[int]]

@@ -10,12 +10,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
 from warp_drive.training.algorithms.normalization import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims
 from warp_drive.training.models.fused_linear import linear_relu
-from warp_drive.utils.constants import Constants
 
 Tensor = torch.Tensor
 
