@@ -6,11 +6,20 @@ an *engine factory*, called in ``setup`` as ``factory(rank=..., world_size=..., 
 :class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory` builds engines for envs
 found by name in a registrar (by default the bundled example envs); any callable with that signature
 works for custom envs.
+
+:func:`engine_source` sorts out which of its three ways to get an engine the module was given, and
+:func:`check_placement` and :func:`check_unused_parameters` check in ``setup`` that the engine fits
+the devices and the strategy Lightning chose for the rank.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from warp_drive.errors import ConfigError
+from warp_drive.training.engine import Engine
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
@@ -26,3 +35,51 @@ class EngineFactory(Protocol):
     """
 
     def __call__(self, *, rank: int, world_size: int, device_id: int | None) -> Trainer: ...
+
+
+def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any, engine: Engine | None,
+                  engine_factory: EngineFactory | None) -> tuple[Any, Engine | None, bool]:
+    """``(env_wrapper, engine, legacy)`` from the module's arguments; ``legacy``: WarpDrive 2.7.1's form.
+
+    An engine passed as ``env_wrapper`` (``WarpDriveModule(engine)``, positionally) is taken as
+    ``engine``.
+
+    Raises:
+        ConfigError: No way or more than one way to get the engine, or 2.7.1's form without both
+            ``env_wrapper`` and ``config``.
+    """
+    if isinstance(env_wrapper, Engine):  # WarpDriveModule(engine): our positional form
+        if engine is not None:
+            raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
+        engine, env_wrapper = env_wrapper, None
+    legacy = env_wrapper is not None or config is not None or policy_tag_to_agent_id_map is not None
+    if sum((legacy, engine is not None, engine_factory is not None)) != 1:
+        raise ConfigError(
+            "pass exactly one of: env_wrapper=, config=, policy_tag_to_agent_id_map= (WarpDrive 2.7.1's form), "
+            "engine= (a built Trainer) or engine_factory= (built per rank)")
+    if legacy and (env_wrapper is None or config is None):
+        raise ConfigError("WarpDrive 2.7.1's form needs both env_wrapper= (an EnvWrapper) and config= (the run "
+                          "config); got " + ("no env_wrapper" if env_wrapper is None else "no config"))
+    return env_wrapper, engine, legacy
+
+
+def check_placement(engine: Engine, root: torch.device, rank: int) -> None:
+    """Raises ConfigError unless the engine's env and models live on ``root``, the device of ``rank``."""
+    dev = torch.device(engine.device)
+    if dev.type != root.type or (dev.type == "cuda" and (dev.index or 0) != (root.index or 0)):
+        raise ConfigError(
+            f"the engine's env and models live on {dev} but Lightning runs rank {rank} on {root}: use "
+            "accelerator='gpu' with the pycuda backend and accelerator='cpu' with the cpu backend; with several "
+            "devices pass engine_factory= so that every rank builds its env on its own device")
+
+
+def check_unused_parameters(strategy: Any, num_trained: int, world_size: int) -> None:
+    """Raises ConfigError for several trained policies under a DDP strategy without
+    ``find_unused_parameters=True`` (each backward leaves the other policies' parameters unused)."""
+    if world_size > 1 and num_trained > 1:
+        ddp_kwargs = getattr(strategy, "_ddp_kwargs", None)
+        if isinstance(ddp_kwargs, dict) and not ddp_kwargs.get("find_unused_parameters", False):
+            raise ConfigError(
+                f"{num_trained} trained policies under DDP: each backward leaves the other policies' "
+                "parameters unused; use build_lightning_trainer(strategy='ddp') or "
+                "DDPStrategy(find_unused_parameters=True)")

@@ -25,10 +25,11 @@ work through the same calls as ``Trainer.train``. Lightning drives the loop:
   sync here), and at the last step of every epoch learning rates, timesteps, env steps per second
   and, when the iterations so far span whole episodes (every ``ceil(episode_length / B)``
   iterations), the statistics of the episodes that ended since the last report
-  (``<tag>/episode_return_mean`` ...);
+  (``<tag>/episode_return_mean`` ...), computed by :mod:`~warp_drive.training.lightning.logged_metrics`;
 * checkpoints: weights (``state_dict``) and optimizer states are Lightning's; the engine counters
   (iteration, per-policy timesteps, return normalizers, sampler seeds and counters, the shuffle
-  generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``.
+  generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``
+  (:mod:`~warp_drive.training.lightning.engine_state`).
 
 Multi-GPU (``strategy="ddp"``): pass ``engine_factory=`` instead of an engine; each rank then
 builds its own env replicas on its own GPU in :meth:`WarpDriveModule.setup` (different sampler
@@ -51,6 +52,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training.checkpoint_files import safe_load
 from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
@@ -58,29 +60,29 @@ from warp_drive.training.lightning.data import (
     rollout_dataloader,
     trained_tags,
 )
-from warp_drive.training.lightning.engine import EngineFactory
-from warp_drive.training.utils.minibatch import map_tensors
+from warp_drive.training.lightning.engine import (
+    EngineFactory,
+    check_placement,
+    check_unused_parameters,
+    engine_source,
+)
+from warp_drive.training.lightning.engine_state import (  # noqa: F401  (CHECKPOINT_FORMAT: importable here, as before)
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_KEY,
+    engine_state,
+    load_optimizer_states,
+    optimizer_state_to,
+    restore_engine_state,
+)
+from warp_drive.training.lightning.legacy_api import LegacyModuleAPI
+from warp_drive.training.lightning.logged_metrics import episode_means, epoch_metrics, take_episode_sums
 
 logger = logging.getLogger(__name__)
 
 Tensor = torch.Tensor
-CHECKPOINT_KEY = "warp_drive"
-CHECKPOINT_FORMAT = 1
 
 
-def _to_cpu(tree: Any) -> Any:
-    return map_tensors(lambda t: t.detach().cpu(), tree)
-
-
-def _optimizer_state_to(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
-    """Moves an optimizer's state tensors to ``device`` (Adam's ``step`` stays where it is)."""
-    for state in optimizer.state.values():
-        for key, value in state.items():
-            if key != "step" and isinstance(value, Tensor):
-                state[key] = value.to(device)
-
-
-class WarpDriveModuleBase:
+class WarpDriveModuleBase(LegacyModuleAPI):
     """LightningModule logic running WarpDrive's A2C/PPO updates on GPU-resident rollout batches.
 
     A mixin: use ``WarpDriveModule`` from :mod:`warp_drive.training.lightning` (bound to the
@@ -170,18 +172,8 @@ class WarpDriveModuleBase:
         super().__init__()
         from warp_drive.training.trainer import Trainer
 
-        if isinstance(env_wrapper, Engine):  # WarpDriveModule(engine): our positional form
-            if engine is not None:
-                raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
-            engine, env_wrapper = env_wrapper, None
-        legacy_args = env_wrapper is not None or config is not None or policy_tag_to_agent_id_map is not None
-        if sum((legacy_args, engine is not None, engine_factory is not None)) != 1:
-            raise ConfigError(
-                "pass exactly one of: env_wrapper=, config=, policy_tag_to_agent_id_map= (WarpDrive 2.7.1's form), "
-                "engine= (a built Trainer) or engine_factory= (built per rank)")
-        if legacy_args and (env_wrapper is None or config is None):
-            raise ConfigError("WarpDrive 2.7.1's form needs both env_wrapper= (an EnvWrapper) and config= (the run "
-                              "config); got " + ("no env_wrapper" if env_wrapper is None else "no config"))
+        env_wrapper, engine, legacy_args = engine_source(
+            env_wrapper, config, policy_tag_to_agent_id_map, engine, engine_factory)
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
         if log_every_n_iterations is not None and int(log_every_n_iterations) < 1:
@@ -267,55 +259,6 @@ class WarpDriveModuleBase:
                              "(or call ensure_engine() first)")
         return self.engine
 
-    # ------------------------------------------------------------------ WarpDrive 2.7.1's module API
-    @property
-    def training_batch_size(self) -> int | None:
-        """Env steps per training iteration (``trainer.train_batch_size``); None before the engine exists."""
-        return None if self.engine is None else int(self.engine.config.trainer.train_batch_size)
-
-    @property
-    def num_iters(self) -> int | None:
-        """Training iterations of the run config (``num_episodes * episode_length // train_batch_size``)."""
-        return None if self.engine is None else int(self.engine.num_iters)
-
-    @property
-    def env_wrapper(self) -> Any:
-        """The engine's :class:`~warp_drive.env_wrapper.EnvWrapper` (None before the engine exists)."""
-        return None if self.engine is None else self.engine.env_wrapper
-
-    @property
-    def cuda_envs(self) -> Any:
-        """2.7.1's name of :attr:`env_wrapper`."""
-        return self.env_wrapper
-
-    def fetch_episode_states(self, *args: Any, **kwargs: Any) -> Any:
-        """Roll out one episode with the current policies and return the requested data arrays.
-
-        Same arguments and return value as the engine's
-        :meth:`~warp_drive.training.trainer.Trainer.fetch_episode_states` (2.7.1's
-        ``list_of_states, env_id=0, ...``). The envs are force-reset before and left mid-episode;
-        ``trainer.fit`` resets them again when training starts.
-        """
-        return self.ensure_engine().fetch_episode_states(*args, **kwargs)
-
-    def load_model_checkpoint(self, ckpts_dict: Mapping[str, str] | None = None) -> Any:
-        """Load policy weights: ``{tag: path}``, or the config's ``model.model_ckpt_filepath`` when None.
-
-        Delegates to the engine's
-        :meth:`~warp_drive.training.trainer.Trainer.load_model_checkpoint` (2.7.1's ``.state_dict``
-        files and ours).
-        """
-        return self.ensure_engine().load_model_checkpoint(ckpts_dict)
-
-    def save_model_checkpoint(self, iteration: int = 0) -> Any:
-        """Write the policy weights to the run folder (the engine's ``save_model_checkpoint``)."""
-        return self.ensure_engine().save_model_checkpoint(iteration)
-
-    def graceful_close(self) -> None:
-        """Release what the engine holds open (metric files); the module is not used afterwards."""
-        if self.engine is not None:
-            self.engine.graceful_close()
-
     @property
     def iterations_per_epoch(self) -> int | None:
         """Rollouts per Lightning epoch (None until the engine exists, unless given)."""
@@ -346,20 +289,9 @@ class WarpDriveModuleBase:
             device_id = root.index if root.type == "cuda" else None
             self.ensure_engine(self.global_rank, self.trainer.world_size, device_id)
         engine = self._require_engine("setup()")
-        dev = torch.device(engine.device)
-        if dev.type != root.type or (dev.type == "cuda" and (dev.index or 0) != (root.index or 0)):
-            raise ConfigError(
-                f"the engine's env and models live on {dev} but Lightning runs rank {self.global_rank} on {root}: use "
-                "accelerator='gpu' with the pycuda backend and accelerator='cpu' with the cpu backend; with several "
-                "devices pass engine_factory= so that every rank builds its env on its own device")
+        check_placement(engine, root, self.global_rank)
         engine.use_local_gradients()  # Lightning's DDP syncs the gradients; the engine's wrapper is not used
-        if self.trainer.world_size > 1 and len(self._trained) > 1:
-            ddp_kwargs = getattr(strategy, "_ddp_kwargs", None)
-            if isinstance(ddp_kwargs, dict) and not ddp_kwargs.get("find_unused_parameters", False):
-                raise ConfigError(
-                    f"{len(self._trained)} trained policies under DDP: each backward leaves the other policies' "
-                    "parameters unused; use build_lightning_trainer(strategy='ddp') or "
-                    "DDPStrategy(find_unused_parameters=True)")
+        check_unused_parameters(strategy, len(self._trained), self.trainer.world_size)
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         """The engine's optimizers of the trained policies, in policy order."""
@@ -403,7 +335,7 @@ class WarpDriveModuleBase:
         """Lightning moved the optimizer states to the CPU: put them back next to the engine's models."""
         if self.engine is not None:
             for tag in self._trained:
-                _optimizer_state_to(self.engine.policies[tag].optimizer, torch.device(self.engine.device))
+                optimizer_state_to(self.engine.policies[tag].optimizer, torch.device(self.engine.device))
 
     def cpu(self) -> WarpDriveModuleBase:
         """No-op: the models stay on their env's device (Lightning's teardown would move them).
@@ -467,18 +399,7 @@ class WarpDriveModuleBase:
         sync = self._distributed() and self.sync_dist  # values are equal on every rank: the mean changes nothing
         if engine.iteration % episode_window(engine) == 0:
             self._log_episode_metrics()
-        host: dict[str, float] = {}
-        for tag, p in engine.policies.items():
-            host[f"{tag}/timestep"] = float(p.timestep)
-            if tag in self._trained:
-                host[f"{tag}/lr"] = float(p.lr_schedule.get_param_value(p.timestep))
-        perf = engine.perf
-        world = self.trainer.world_size
-        if perf.get("total"):
-            rate = float(perf["steps"]) / float(perf["total"])
-            host["perf/env_steps_per_s"] = world * rate
-            host["perf/agent_steps_per_s"] = world * rate * engine.env_wrapper.n_agents
-        host["perf/iteration"] = float(engine.iteration)
+        host = epoch_metrics(engine, self._trained, self.trainer.world_size)
         self.log_dict(host, on_step=False, on_epoch=True, batch_size=1, sync_dist=sync)
 
     def _log_episode_metrics(self) -> None:
@@ -487,22 +408,11 @@ class WarpDriveModuleBase:
         Called when the iterations since the last call span whole episodes, so that with
         time-limited episodes every env has ended at least one.
         """
-        engine = self._require_engine("logging")
-        tags = list(engine.policies)
-        sums = []
-        for tag in tags:
-            s = engine.policies[tag].stats
-            sums.append(torch.stack([s.return_sum, s.length_sum, s.count]).reshape(3).float())
-            s.pop()  # zero the sums for the next report
-        stacked = torch.stack(sums)
+        tags, sums = take_episode_sums(self._require_engine("logging"))
         distributed = self._distributed()
         if distributed and self.sync_dist:
-            stacked = self.trainer.strategy.reduce(stacked, reduce_op="sum")
-        episode: dict[str, Tensor] = {}
-        for tag, (ret, length, count) in zip(tags, stacked.unbind(0)):
-            episode[f"{tag}/episode_return_mean"] = ret / count
-            episode[f"{tag}/episode_length_mean"] = length / count
-            episode[f"{tag}/episodes"] = count
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+        episode = episode_means(tags, sums)
         self.episode_metrics = episode
         sync = distributed and self.sync_dist  # values are equal on every rank: the mean changes nothing
         self.log_dict({k: v for k, v in episode.items() if k.endswith("episode_return_mean")}, on_step=False,
@@ -529,53 +439,13 @@ class WarpDriveModuleBase:
 
     def engine_state(self) -> dict[str, Any]:
         """The engine counters as a checkpoint entry (collective under DDP: call on every rank)."""
-        engine = self._require_engine("engine_state()")
-        local: dict[str, Any] = {
-            "rank": self.global_rank,
-            **_to_cpu(engine.random_state()),
-            "algorithms": {tag: _to_cpu(p.algorithm.state_dict()) for tag, p in engine.policies.items()},
-        }
-        ranks = [local]
-        if self._distributed() and torch.distributed.is_available() and torch.distributed.is_initialized():
-            gathered: list[Any] = [None] * torch.distributed.get_world_size()
-            torch.distributed.all_gather_object(gathered, local)
-            ranks = sorted(gathered, key=lambda s: int(s["rank"]))
-        return {
-            "format_version": CHECKPOINT_FORMAT,
-            "iteration": int(engine.iteration),
-            "seed": int(engine.seed),
-            "config": engine.config.to_dict(),
-            "timesteps": {tag: int(p.timestep) for tag, p in engine.policies.items()},
-            "agent_ids": {tag: list(p.agent_ids) for tag, p in engine.policies.items()},
-            "perf": dict(engine.perf),
-            "world_size": len(ranks),
-            "ranks": ranks,
-        }
+        return engine_state(self._require_engine("engine_state()"), self.global_rank, self._distributed())
 
     def _restore_engine_state(self, state: Mapping[str, Any]) -> None:
         engine = self._require_engine("restoring a checkpoint")
-        if state.get("format_version") != CHECKPOINT_FORMAT:
-            raise ConfigError(
-                f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
-        if set(state["timesteps"]) != set(engine.policies):
-            raise ConfigError(
-                f"checkpoint policies {sorted(state['timesteps'])} differ from the engine's {sorted(engine.policies)}")
-        for tag, ids in state.get("agent_ids", {}).items():
-            if list(ids) != list(engine.policies[tag].agent_ids):
-                raise ConfigError(
-                    f"policy '{tag}' had agents {ids} in the checkpoint but {engine.policies[tag].agent_ids} now")
-        rank = self.global_rank if self._trainer is not None else 0
-        ranks = list(state["ranks"])
-        mine = next((r for r in ranks if r["rank"] == rank), None)
-        if mine is None or len(ranks) != (self.trainer.world_size if self._trainer is not None else 1):
-            logger.warning("checkpoint written by %d rank(s), restored on rank %d of %d: ranks without a saved "
-                           "state keep their fresh sampler streams", len(ranks), rank,
-                           self.trainer.world_size if self._trainer is not None else 1)
-        engine.load_progress(state["iteration"], state["timesteps"], state.get("perf"), (mine or ranks[0])["algorithms"])
-        if mine is None:
-            return
-        engine.load_random_state(mine)
-        logger.info("engine restored at iteration %d", engine.iteration)
+        on_trainer = self._trainer is not None
+        restore_engine_state(engine, state, self.global_rank if on_trainer else 0,
+                             self.trainer.world_size if on_trainer else 1)
 
     def restore_checkpoint(self, path: str | Path) -> None:
         """Load a Lightning checkpoint of this module outside ``Trainer.fit`` (e.g. to evaluate).
@@ -590,13 +460,7 @@ class WarpDriveModuleBase:
         if not path.is_file():
             raise ConfigError(f"checkpoint {str(path)!r} does not exist")
         engine = self.ensure_engine()
-        from warp_drive.training.checkpoint import safe_load
-
         ckpt = safe_load(path, map_location=torch.device(engine.device))
         self.load_state_dict(ckpt["state_dict"])
-        states = ckpt.get("optimizer_states", [])
-        if len(states) != len(self._trained):
-            raise ConfigError(f"checkpoint has {len(states)} optimizer states for {len(self._trained)} trained policies")
-        for tag, opt_state in zip(self._trained, states):
-            engine.policies[tag].optimizer.load_state_dict(opt_state)
+        load_optimizer_states(engine, self._trained, ckpt.get("optimizer_states", []))
         self.on_load_checkpoint(ckpt)
