@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from warp_drive.training.distributed import launch_with_torchrun
 
                 argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
-                return launch_with_torchrun(args.num_gpus, argv_rest)
+                return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
             return failures.call(lambda: run(args, failures))
         except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
             from warp_drive.training.interrupt import exit_code_of

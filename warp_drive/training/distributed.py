@@ -108,18 +108,14 @@ def barrier() -> None:
         dist.barrier()
 
 
-def launch_with_torchrun(num_procs: int, argv: Sequence[str]) -> int:
-    """Re-run the example script under torchrun with ``num_procs`` processes on this machine."""
+def launch_with_torchrun(num_procs: int, argv: Sequence[str], module: str) -> int:
+    """Re-run ``python -m module *argv`` under torchrun with ``num_procs`` processes on this machine
+    (the caller leaves its own process-count flag out of ``argv``)."""
     args = list(argv)
-    for flag in ("--num_gpus", "-n"):
-        while flag in args:
-            i = args.index(flag)
-            del args[i:i + 2]
-        args = [a for a in args if not a.startswith(flag + "=")]
     if torch.cuda.is_available() and torch.cuda.device_count() < num_procs and "--backend" not in args:
         logger.warning("%d processes requested but %d GPUs are visible", num_procs, torch.cuda.device_count())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={num_procs}",
-           "-m", "warp_drive.training.example_training_script", *args]
+           "-m", module, *args]
     return subprocess.call(cmd)
 
 

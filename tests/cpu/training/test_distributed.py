@@ -16,3 +16,17 @@ def test_two_process_gloo_training_stays_in_sync_and_resumes(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[:4000] + proc.stderr[-2000:]
     assert (tmp_path / "ok_0").is_file() and (tmp_path / "ok_1").is_file()
     assert (tmp_path / "run" / "metrics.jsonl").is_file()  # rank 0 wrote metrics
+
+
+def test_num_gpus_relaunches_the_cli_module_under_torchrun_without_the_count_flag(monkeypatch):
+    """`--num_gpus 2` re-runs the command line itself (warp_drive.cli.train) under torchrun with two
+    processes; the process-count flag is left out of the children's argv, every other argument kept."""
+    import warp_drive.training.distributed as distributed
+    from warp_drive.cli import train
+
+    seen = {}
+    monkeypatch.setattr(distributed.subprocess, "call", lambda cmd: seen.setdefault("cmd", cmd) and 0)
+    assert train.main(["--env", "cartpole", "--backend", "cpu", "--num_gpus", "2", "trainer.seed=3"]) == 0
+    cmd = seen["cmd"]
+    assert cmd[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    assert cmd[5:] == ["-m", "warp_drive.cli.train", "--env", "cartpole", "--backend", "cpu", "trainer.seed=3"]
