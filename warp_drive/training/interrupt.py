@@ -161,6 +161,11 @@ class StopRequest:
             for sig in STOP_SIGNALS:
                 try:
                     self._previous[sig] = signal.signal(sig, self._handler)
+                    # Restart system calls that the signal lands in (SA_RESTART): a signal sent to the
+                    # process may be delivered to any thread, and a gloo or NCCL transport thread whose
+                    # read or poll failed with EINTR ends the process (std::terminate). The handler still
+                    # runs at the main thread's next bytecode; training checks the request there.
+                    signal.siginterrupt(sig, False)
                 except (ValueError, OSError):  # pragma: no cover - not the main interpreter
                     pass
         return self
