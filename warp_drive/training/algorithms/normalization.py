@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.returns import _flags_like
+from warp_drive.training.algorithms.returns import flags_like
 
 Tensor = torch.Tensor
 
@@ -180,9 +180,9 @@ class RewardNormalizer(nn.Module):
     @torch.no_grad()
     def forward(self, rewards: Tensor, terminated: Tensor, truncated: Tensor | None = None) -> Tensor:
         """Updates the running returns and their variance with the rollout, and returns its scaled rewards."""
-        ended = _flags_like(terminated, rewards, "terminated")
+        ended = flags_like(terminated, rewards, "terminated")
         if truncated is not None:
-            ended = ended | _flags_like(truncated, rewards, "truncated")
+            ended = ended | flags_like(truncated, rewards, "truncated")
         keep = (~ended).to(rewards.dtype).expand_as(rewards)
         if self.returns is None or self.returns.shape != rewards.shape[1:] or self.returns.device != rewards.device:
             self.returns = torch.zeros(rewards.shape[1:], dtype=rewards.dtype, device=rewards.device)

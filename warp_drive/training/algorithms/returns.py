@@ -25,7 +25,7 @@ from warp_drive.errors import DataShapeError, UsageError
 Tensor = torch.Tensor
 
 
-def _flags_like(flags: Tensor, like: Tensor, name: str) -> Tensor:
+def flags_like(flags: Tensor, like: Tensor, name: str) -> Tensor:
     """Converts (B, E) or (B, E, *A) done flags to a bool tensor broadcastable to ``like``."""
     if flags.shape[:2] != like.shape[:2] or flags.dim() > like.dim():
         raise DataShapeError(
@@ -94,7 +94,7 @@ def compute_gae(
         )
     values = values.detach().to(rewards.dtype)
     last_values = last_values.detach().to(rewards.dtype)
-    ended = _flags_like(terminated, rewards, "terminated")
+    ended = flags_like(terminated, rewards, "terminated")
     next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
     if truncated is not None:
         if final_values is None:
@@ -108,7 +108,7 @@ def compute_gae(
                 f"`final_values` has shape {tuple(final_values.shape)}; expected the rewards' "
                 f"{tuple(rewards.shape)}."
             )
-        cut = _flags_like(truncated, rewards, "truncated")
+        cut = flags_like(truncated, rewards, "truncated")
         final_values = final_values.detach().to(rewards.dtype)
         next_values = torch.where(cut, final_values, next_values)
         continues = ~(ended | cut)
