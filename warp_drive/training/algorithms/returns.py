@@ -26,7 +26,7 @@ Tensor = torch.Tensor
 
 
 def flags_like(flags: Tensor, like: Tensor, name: str) -> Tensor:
-    """Converts (B, E) or (B, E, *A) done flags to a bool tensor broadcastable to ``like``."""
+    """Converts ``(B, E)`` or ``(B, E, *A)`` done flags to a bool tensor broadcastable to ``like``."""
     if flags.shape[:2] != like.shape[:2] or flags.dim() > like.dim():
         raise DataShapeError(
             f"`{name}` has shape {tuple(flags.shape)}; expected (B, E)={tuple(like.shape[:2])} "
