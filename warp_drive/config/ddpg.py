@@ -124,11 +124,10 @@ class DDPGModelConfig:
 
     @property
     def type(self) -> str:
-        """Refuses the single-model path: DDPG policies are built by TrainerDDPG."""
+        """Refuses the single-model path: a DDPG policy has two networks."""
         raise ConfigError(
-            "this policy uses DDPG (an actor and a critic network); train it with "
-            "warp_drive.training.ddpg.TrainerDDPG (2.7.1: warp_drive.training.trainers.trainer_ddpg), "
-            "not with Trainer")
+            "this policy uses DDPG (an actor and a critic network): its model section has `actor.type` and "
+            "`critic.type`, not one `type`")
 
     def to_dict(self) -> dict[str, Any]:
         critic = {k: v for k, v in self.critic.to_dict().items() if k not in ("output_w", "output_b")}

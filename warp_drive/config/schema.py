@@ -21,13 +21,15 @@ from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults
-from warp_drive.config.ddpg import DDPGPolicyConfig, is_ddpg_section, parse_ou_params
+from warp_drive.config.algorithms import algorithm_entry, algorithm_names
+from warp_drive.config.ddpg import parse_ou_params
 from warp_drive.config.model import ModelConfig
 from warp_drive.env.backends import BACKENDS, canonical_backend, is_numba
 from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
+#: the algorithms this section class parses (the others have their own: :mod:`warp_drive.config.algorithms`)
 ALGORITHMS = ("A2C", "PPO")
 ENV_BACKENDS = BACKENDS
 #: 2.7.1 ``sampler.params`` that drive the Ornstein-Uhlenbeck exploration noise of DDPG policies.
@@ -190,20 +192,17 @@ class PolicyConfig:
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
         """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``.
 
-        A section with ``algorithm: DDPG`` is parsed by
-        :class:`~warp_drive.config.ddpg.DDPGPolicyConfig` (its keys differ) and returns one.
+        A section of another algorithm (``algorithm: DDPG``, ``SAC``, ...) is parsed by that
+        algorithm's section class (:func:`parse_policy_section`; its keys differ) and returns one.
         """
-        if is_ddpg_section(section):
-            return DDPGPolicyConfig.from_dict(section, prefix)  # type: ignore[return-value]
+        raw_algorithm = section.get("algorithm") if isinstance(section, Mapping) else None
+        if raw_algorithm is not None:
+            entry = algorithm_entry(raw_algorithm, chk.join_key(prefix, "algorithm"))
+            if entry.name not in ALGORITHMS:
+                return entry.section_class().from_dict(section, prefix)
         d = chk.merged_section(section, load_defaults()["policy"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
-        algo_raw = chk.as_str(d["algorithm"], key("algorithm"))
-        algorithm = algo_raw.upper()
-        if algorithm not in ALGORITHMS:
-            raise ConfigError(
-                f"`{key('algorithm')}`={chk.brief(algo_raw)} is not supported; expected one of "
-                f"{', '.join(ALGORITHMS)} or DDPG (case-insensitive)."
-            )
+        algorithm = algorithm_entry(d["algorithm"], key("algorithm")).name
         gamma = chk.as_float(d["gamma"], key("gamma"))
         if not 0.0 < gamma <= 1.0:
             raise ConfigError(
@@ -334,21 +333,24 @@ class SamplerConfig:
         return {"params": params}
 
 
-def _check_ddpg_policies(policy: Mapping[str, Any], trainer: TrainerConfig, sampler: Any) -> None:
-    """DDPG policies are trained by TrainerDDPG alone: all policies or none; OU noise only then."""
-    ddpg = [tag for tag, p in policy.items() if p.algorithm == "DDPG"]
-    if ddpg and len(ddpg) != len(policy):
-        others = [tag for tag in policy if tag not in ddpg]
+def _check_run_settings(policy: Mapping[str, Any], trainer: TrainerConfig, sampler: Any) -> None:
+    """``trainer.n_step`` and extra ``sampler.params`` only where a policy's algorithm reads them
+    (:class:`~warp_drive.config.algorithms.AlgorithmEntry`)."""
+    entries = [algorithm_entry(p.algorithm) for p in policy.values()]
+    readers = [name for name in algorithm_names() if algorithm_entry(name).reads_n_step]
+    if trainer.n_step != 1 and not any(e.reads_n_step for e in entries):
         raise ConfigError(
-            f"policies {ddpg} use DDPG and {others} do not; TrainerDDPG trains only DDPG policies and Trainer "
-            f"only A2C/PPO ones. Set `policy.<tag>.algorithm` to DDPG for all of them, or to A2C/PPO for all.")
+            f"`trainer.n_step`={trainer.n_step}: only {', '.join(readers) or 'no algorithm'} use n-step targets; "
+            f"these policies are {', '.join(sorted({e.name for e in entries}))} (A2C and PPO bootstrap GAE over the "
+            "whole rollout). Remove `trainer.n_step` (or set it to 1) and tune `policy.<tag>.gae_lambda` instead.")
     params = sampler.get("params") if isinstance(sampler, Mapping) else None
-    ou = [n for n in OU_NOISE_PARAMS if isinstance(params, Mapping) and n in params]
-    if ou and not ddpg:
+    read = {k for e in entries for k in e.sampler_params}
+    extra = [n for n in OU_NOISE_PARAMS if isinstance(params, Mapping) and n in params and n not in read]
+    if extra:
         raise ConfigError(
-            f"`sampler.params.{ou[0]}` sets the Ornstein-Uhlenbeck exploration noise of DDPG policies; these "
-            "policies are A2C/PPO (Gaussian or categorical policies sample their own actions). Remove "
-            f"`sampler.params.{', '.join(ou)}`.")
+            f"`sampler.params.{extra[0]}` sets the Ornstein-Uhlenbeck exploration noise of DDPG policies; these "
+            f"policies are {', '.join(sorted({e.name for e in entries}))} (they sample their own actions). Remove "
+            f"`sampler.params.{', '.join(extra)}`.")
 
 
 @dataclass(frozen=True)
@@ -403,13 +405,7 @@ class RunConfig:
                     "divisor of train_batch_size."
                 )
             policy[tag] = cfg
-        _check_ddpg_policies(policy, trainer, raw.get("sampler"))
-        if trainer.n_step != 1 and not any(p.algorithm == "DDPG" for p in policy.values()):
-            raise ConfigError(
-                f"`trainer.n_step`={trainer.n_step}: 2.7.1 used n-step targets only for DDPG; A2C "
-                "and PPO here bootstrap GAE over the whole rollout. Remove `trainer.n_step` (or set "
-                "it to 1) and tune `policy.<tag>.gae_lambda` instead."
-            )
+        _check_run_settings(policy, trainer, raw.get("sampler"))
         if not any(p.to_train for p in policy.values()):
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))

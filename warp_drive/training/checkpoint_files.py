@@ -157,11 +157,11 @@ def policy_file_state(model: torch.nn.Module) -> dict:
 
 
 def write_policy_files(save_dir: Path, policy_files: Mapping[str, tuple[int, torch.nn.Module]]) -> list[Path]:
-    """Writes ``<save_dir>/<tag>_<timestep>.state_dict`` for every ``{tag: (timestep, model)}``
-    (2.7.1's names and layout)."""
+    """Writes ``<save_dir>/<prefix>_<timestep>.state_dict`` for every ``{prefix: (timestep, model)}``
+    (2.7.1's names and layout; prefix ``<tag>``, or ``<tag>_<role>`` for DDPG's actor and critic)."""
     paths = []
-    for tag, (timestep, model) in policy_files.items():
-        path = Path(save_dir) / f"{tag}_{timestep}.state_dict"
+    for prefix, (timestep, model) in policy_files.items():
+        path = Path(save_dir) / f"{prefix}_{timestep}.state_dict"
         atomic_save({k: v.detach().cpu() for k, v in policy_file_state(model).items()}, path)  # loads anywhere
         paths.append(path)
     return paths

@@ -45,7 +45,7 @@ from warp_drive.managers import cpu_kernels
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler, stream_id
 from warp_drive.training.interrupt import check_abort
-from warp_drive.training.policy_state import PolicyState
+from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, observe,
                                          record_policy_obs)
 from warp_drive.training.utils.minibatch import slice_rows
@@ -104,6 +104,7 @@ def why_not_parts(rollout: Rollout) -> str | None:
         (type(wrapper.env_resetter) is EnvironmentReset, "the env resetter is customised"),
         (not getattr(wrapper, "reset_on_host", True), "the envs were not reset yet"),
         (all(p.buffers is not None for p in spec.policies.values()), "a policy has no rollout buffers"),
+        (all(p.samples_in_kernel for p in spec.policies.values()), "a policy acts outside the sampler kernels"),
     )
     for ok, reason in checks:
         if not ok:
@@ -348,7 +349,7 @@ class EnvPartsRollout:
         if joint:
             part.shared.record_actions(step, part.dm)
 
-    def _forward(self, p: PolicyState, part: _Part, row: int | None = None) -> Any:
+    def _forward(self, p: Policy, part: _Part, row: int | None = None) -> Any:
         """The policy on the part's observations, also recorded at obs buffer row ``row`` unless None."""
         obs = observe(part.dm, p, self.spec.obs_names, row, slice(part.lo, part.hi))
         return forward_in_chunks(p.model, obs, self.rollout.chunk_envs(p))
@@ -385,7 +386,7 @@ class EnvPartsRollout:
         for p in self.spec.policies.values():
             heads, values = next_out[p.tag]
             if self.spec.reset_obs_known:
-                part.heads[p.tag] = _where_done(done, slice_rows(p.reset_heads, lo, hi), heads)
-                part.values[p.tag] = _where_done(done, p.reset_values[lo:hi], values)
+                part.heads[p.tag] = _where_done(done, slice_rows(self.rollout.reset_heads[p.tag], lo, hi), heads)
+                part.values[p.tag] = _where_done(done, self.rollout.reset_values[p.tag][lo:hi], values)
             else:
                 part.heads[p.tag], part.values[p.tag] = self._forward(p, part)

@@ -169,8 +169,8 @@ class RunCounters:
 
 # ----------------------------------------------------------------------------- what every engine shares
 class EngineBase:
-    """What A2C/PPO's :class:`Engine` and DDPG's ``TrainerDDPG`` share: the config and env checks,
-    seeds, run folder, counters, metric files, episode starts and WarpDrive 2.7.1's attribute names.
+    """The config and env checks, seeds, run folder, counters, metric files, episode starts and
+    WarpDrive 2.7.1's attribute names of an :class:`Engine`.
 
     The constructor takes 2.7.1's ``Trainer`` arguments in 2.7.1's order; subclasses build their
     policies in :meth:`_build`.
@@ -312,7 +312,7 @@ class EngineBase:
         """``ckpts_dict`` checked (a mapping over this engine's policy tags), or (None) each
         policy's ``model.model_ckpt_filepath``: what ``load_model_checkpoint`` loads."""
         if ckpts_dict is None:
-            return {tag: p.config.model.model_ckpt_filepath for tag, p in self.policies.items()}
+            return {tag: getattr(p.config.model, "model_ckpt_filepath", "") for tag, p in self.policies.items()}
         if not isinstance(ckpts_dict, Mapping):
             raise ConfigError(f"ckpts_dict must map policy tags to {expected}; got {type(ckpts_dict).__name__}")
         for tag in ckpts_dict:
@@ -400,7 +400,10 @@ def _sync_each(normalizers: list[Any]) -> None:
 
 
 class Engine(EngineBase):
-    """A2C / PPO over GPU-resident rollout batches: one model, optimizer and algorithm per policy tag.
+    """Every policy's algorithm over GPU-resident rollouts: one policy object per tag, built by its
+    algorithm's registry entry (:mod:`warp_drive.config.algorithms`: A2C, PPO, DDPG, ...) and driven
+    through the hooks of :class:`~warp_drive.training.algorithms.base.Policy`; the engine names no
+    algorithm.
 
     Each iteration rolls out ``B = train_batch_size // num_envs`` steps per env on the device (policy
     forward without gradient, in-kernel sampling, env step, reset of done envs: no host sync per
@@ -414,12 +417,6 @@ class Engine(EngineBase):
 
     Args: WarpDrive 2.7.1's ``Trainer`` arguments; see :class:`~warp_drive.training.trainer.Trainer`.
     """
-
-    def _check_config(self, config: RunConfig) -> None:
-        ddpg = [tag for tag, p in config.policy.items() if p.algorithm == "DDPG"]
-        if ddpg:
-            raise ConfigError(f"policies {ddpg} use DDPG; train them with warp_drive.training.ddpg.TrainerDDPG "
-                              "(warp_drive.training.build.trainer_class_for picks it)")
 
     def _build(self, model_factory: Any) -> None:
         from warp_drive.managers.sampler import Sampler
@@ -438,9 +435,9 @@ class Engine(EngineBase):
         self.sampler = Sampler(self.env_wrapper.cuda_function_manager)
         self.sampler.init_random(self.rank_seed)
         factory = model_factory or DEFAULT_MODEL_FACTORY
+        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in self.policy_tag_to_agent_id_map.items()}
         self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
-        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
         self.update_chunk_samples: int | None = None  # GPU update chunks; None: sized automatically
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
@@ -462,42 +459,20 @@ class Engine(EngineBase):
         self.update_autocast_dtype = torch.bfloat16 if tc.update_precision == "bf16" else None
 
     def _build_policy(self, tag: str, ids: list[int], factory: Any) -> Any:
-        from warp_drive.training.algorithms.ppo import make_algorithm
+        """The policy of ``tag``, built by its algorithm's registry entry (:mod:`warp_drive.config.algorithms`)."""
+        from warp_drive.config.algorithms import algorithm_entry
+        from warp_drive.training.algorithms.base import BuildContext
         from warp_drive.training.distributed import wrap_model
-        from warp_drive.training.models.action_spec import action_heads_from_space, obs_dims_from_space
-        from warp_drive.training.policy_state import EpisodeStats, PolicyState, RolloutBuffers, agent_index
         from warp_drive.training.rollout import policy_obs
-        from warp_drive.training.utils.param_scheduler import ParamScheduler
-        from warp_drive.env.constants import Constants
 
-        env, dm = self.env_wrapper.env, self.env_wrapper.cuda_data_manager
         pc = self.config.policy[tag]
-        spaces_ = {type(env.action_space[a]).__name__ + str(getattr(env.action_space[a], "shape", "")) for a in ids}
-        if len(spaces_) > 1:
-            raise ConfigError(f"policy '{tag}' mixes agents with different action spaces: {sorted(spaces_)}")
-        action_spec = action_heads_from_space(env.action_space[ids[0]])
-        obs_space = env.observation_space[ids[0]]
-        model = factory.build(pc.model, obs_dims_from_space(obs_space), action_spec).to(self.device)
-        idx = agent_index(ids, self.device)
-        contiguous = ids == list(range(self.env_wrapper.n_agents))
-        action_name = Constants.ACTIONS
-        if not contiguous:
-            action_name = f"{Constants.ACTIONS}_{tag}"
-            E, _, heads = dm.get_shape(Constants.ACTIONS)
-            dtype = np.dtype(dm.get_dtype(Constants.ACTIONS))
-            dm.push_data_to_device({action_name: np.zeros((E, len(ids), heads), dtype)}, torch_accessible=True)
-        self.sampler.register_actions(dm, action_name, max(action_spec.categorical or (1,)), is_deterministic=action_spec.is_gaussian)
-        lr = ParamScheduler(pc.lr, "lr")
-        state = PolicyState(tag, ids, idx, contiguous, model, torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
-                            make_algorithm(pc).to(self.device), action_spec, action_name, pc, pc.to_train, lr_schedule=lr)
-        state.train_model = wrap_model(model, self.device)  # DDP across ranks; rollouts use `model`
-        state.obs_agents_last = self.obs_agents_last
-        example = policy_obs(dm, state, self.obs_names)
-        columns = dm.get_shape(action_name)[2]
-        action_dtype = dm.data_on_device_via_torch(action_name).dtype
-        state.buffers = RolloutBuffers.allocate(self.steps_per_iter, example, len(ids), columns, action_dtype)
-        state.stats = EpisodeStats.create(self.env_wrapper.n_envs, len(ids), self.device)
-        return state
+        dm = self.env_wrapper.cuda_data_manager
+        ctx = BuildContext(tag, list(ids), pc, self.config, self.env_wrapper.env, dm, self.sampler, self.obs_names,
+                           self.steps_per_iter, self.env_wrapper.n_envs, self.env_wrapper.n_agents, self.device,
+                           self.generator, factory, self.obs_agents_last,
+                           lambda module: wrap_model(module, self.device),
+                           lambda policy: policy_obs(dm, policy, self.obs_names))
+        return algorithm_entry(pc.algorithm, f"policy.{tag}.algorithm").policy_builder()(ctx)
 
     def _check_obs_layout(self, dm: Any) -> None:
         """The agent axis of every observation placeholder (second, or last with "last") has N entries."""
@@ -555,10 +530,8 @@ class Engine(EngineBase):
         for p in self.policies.values():
             if not p.to_train:
                 continue
-            b = p.buffers
-            batch = {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
-                     "old_log_probs": b.log_probs, "old_values": b.values}
-            out[p.tag] = batch if envs is None else index_tree(batch, envs, dim=1)
+            batch = p.batch()
+            out[p.tag] = batch if envs is None or not p.batch_has_env_axis else index_tree(batch, envs, dim=1)
         return out
 
     def update_policies(
@@ -580,8 +553,9 @@ class Engine(EngineBase):
 
         Args:
             batches: :meth:`collect`'s output (``{tag: batch}`` for every trained policy).
-            optimizers: ``{tag: optimizer}`` to step instead of the policies' own (e.g. Lightning's
-                wrappers of them).
+            optimizers: ``{tag: {name: optimizer}}`` (names: the policy's ``optimizers()``; one
+                optimizer instead of the mapping for a policy with one) to step instead of the
+                policies' own (e.g. Lightning's wrappers of them).
             backward: replaces ``loss.backward()`` (e.g. Lightning's ``manual_backward``).
             clip_gradients: ``clip_gradients(optimizer, max_norm)`` replaces the clipping
                 (``max_norm`` None when the policy does not clip).
@@ -596,8 +570,7 @@ class Engine(EngineBase):
         Raises:
             UsageError: no rollout was collected yet, or ``batches`` lacks a trained policy.
         """
-        from warp_drive.training.algorithms.update import update_policy
-        from warp_drive.training.utils.param_scheduler import set_optimizer_lr
+        from warp_drive.training.algorithms.base import UpdateContext
 
         if not self._collected:
             raise UsageError("update_policies() trains on a rollout: call collect() (or generate_rollout()) first")
@@ -612,18 +585,15 @@ class Engine(EngineBase):
                 timer.start("training")
             for p in self.policies.values():
                 p.timestep += self.config.trainer.train_batch_size
-            (sync_normalizers or _sync_each)([n for p in trained for n in p.algorithm.running_statistics()])  # same statistics on every rank
+            (sync_normalizers or _sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
             for p in trained:
-                pc = p.config
-                max_norm = pc.max_grad_norm if pc.clip_grad_norm else None
-                optimizer = p.optimizer if optimizers is None else optimizers[p.tag]
-                set_optimizer_lr(p.optimizer, p.lr_schedule.get_param_value(p.timestep))
-                clip = None if clip_gradients is None else (lambda o=optimizer, m=max_norm: clip_gradients(o, m))
-                out[p.tag] = update_policy(
-                    p.train_model, optimizer, p.algorithm, batches[p.tag], timestep=p.timestep,
-                    num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
-                    generator=self.generator, backward=backward, clip_gradients=clip, track_grad_norm=track_grad_norm,
+                given = None if optimizers is None else optimizers[p.tag]
+                context = UpdateContext(
+                    self.generator, self.config.trainer.train_batch_size,
+                    optimizers=given if given is None or isinstance(given, Mapping) else dict.fromkeys(p.optimizers(), given),
+                    backward=backward, clip_gradients=clip_gradients, track_grad_norm=track_grad_norm,
                     chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype)
+                out[p.tag] = p.update(batches[p.tag], context)
             if timer is not None:
                 timer.stop()
         return out
@@ -647,14 +617,14 @@ class Engine(EngineBase):
 
         samples = self.update_chunk_samples
         if samples is None:
-            samples = auto_chunk_samples(getattr(p.train_model, "module", p.train_model), self.device)
+            samples = auto_chunk_samples(unwrap(p.model), self.device)
         return None if samples is None else max(1, int(samples) // max(1, p.num_agents))
 
     def use_local_gradients(self) -> None:
         """Train the models themselves, not their DistributedDataParallel wrappers (a driver such
         as Lightning's DDP strategy all-reduces the gradients itself)."""
         for p in self.policies.values():
-            p.train_model = p.model
+            p.use_local_gradients()
 
     def _env_subset(self) -> Tensor | None:
         """``trainer.neg_pos_env_ratio``: the envs to train on this iteration, or None for all.
@@ -725,11 +695,7 @@ class Engine(EngineBase):
             "world_size": self.num_devices,
             "config": self.config.to_dict(),
             "run_dir": str(self.save_dir),
-            "policies": {
-                tag: {"model": unwrap(p.model).state_dict(), "optimizer": p.optimizer.state_dict(),
-                      "algorithm": p.algorithm.state_dict(), "timestep": p.timestep, "agent_ids": p.agent_ids}
-                for tag, p in self.policies.items()
-            },
+            "policies": {tag: p.state_dict() for tag, p in self.policies.items()},
             "sampler": {"seed": self.sampler.seed},
             "rank_state": self.rank_state_dict(),
             "rng": {
@@ -764,15 +730,12 @@ class Engine(EngineBase):
         from warp_drive.training.checkpoint_files import checkpoint_error, first_line
 
         for tag, p in self.policies.items():
-            s = state["policies"][tag]
             try:
-                unwrap(p.model).load_state_dict(s["model"])
-                p.optimizer.load_state_dict(s["optimizer"])
+                p.load_state_dict(state["policies"][tag])
             except (RuntimeError, ValueError, KeyError) as err:
                 raise checkpoint_error(f"{source}: the weights of policy '{tag}' do not fit its model "
                                        f"({first_line(err)})", "mismatch") from err
-        self.load_progress(state["iteration"], {tag: s["timestep"] for tag, s in state["policies"].items()},
-                           state.get("perf"), {tag: s["algorithm"] for tag, s in state["policies"].items()})
+        self.counters.load(state["iteration"], state.get("perf"))
         if state.get("seed") is not None:  # the run's seed, also when the config leaves it null
             self.seed = int(state["seed"])
             self.rank_seed = rank_seed_of(self.seed, self.rank)
@@ -797,15 +760,11 @@ class Engine(EngineBase):
                 target.copy_(value)
         self.started = bool(rank_state["started"])
 
-    def load_progress(self, iteration: int, timesteps: Mapping[str, int], perf: Mapping[str, Any] | None = None,
-                      algorithms: Mapping[str, Any] | None = None) -> None:
-        """Restore the counters: iterations, per-policy timesteps, ``perf``, and the algorithms'
-        state (return normalizers)."""
+    def load_progress(self, iteration: int, timesteps: Mapping[str, int], perf: Mapping[str, Any] | None = None) -> None:
+        """Restore the counters: iterations, per-policy timesteps and ``perf``."""
         self.counters.load(iteration, perf)
         for tag, p in self.policies.items():
             p.timestep = int(timesteps[tag])
-            if algorithms is not None:
-                p.algorithm.load_state_dict(algorithms[tag])
 
     def random_state(self) -> dict[str, Any]:
         """This rank's random streams: sampler seed and counters, the shuffle generator, torch's
@@ -825,36 +784,54 @@ class Engine(EngineBase):
         if state.get("cuda_rng") is not None and dev.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"].cpu(), dev)
 
-    def load_model_checkpoint(self, ckpts_dict: Mapping[str, str | Path] | None = None) -> None:
-        """Load policy weights: ``{tag: path}``, or (None) each policy's ``model.model_ckpt_filepath``.
+    def load_model_checkpoint(self, ckpts_dict: Mapping[str, Any] | None = None) -> None:
+        """Load policy weights: ``{tag: path}`` (or ``{tag: {role: path}}`` for policies of several
+        networks, e.g. DDPG's ``{"actor": path, "critic": path}``), or (None) each policy's
+        ``model.model_ckpt_filepath``.
 
         Files may be 2.7.1's ``.state_dict`` files (its parameter names) or ours; they are read with
         ``torch.load(weights_only=True)``. As in 2.7.1, a policy's timestep (which drives its
-        schedules) is taken from the file name ``<tag>_<timestep>.state_dict`` when it has one.
+        schedules) is taken from the file names ``<tag>[_<role>]_<timestep>.state_dict`` when they
+        have one, and must agree across a policy's files.
 
         Raises:
-            ConfigError: an unknown policy tag, a missing or unreadable file, or weights that do not
-                fit the policy's model (the message lists the mismatching names).
+            ConfigError: an unknown policy tag or role, a missing or unreadable file, weights that do
+                not fit the policy's networks (the message lists the mismatching names), or files of
+                one policy at different timesteps.
         """
         from warp_drive.training import checkpoint_files as ckpt
 
-        for tag, path in self._files_to_load(ckpts_dict, "file paths").items():
-            if not path:
-                continue
-            state = ckpt.load_state_dict_file(path, self.device)
-            model = unwrap(self.policies[tag].model)
-            try:
-                model.load_state_dict(state)
-            except RuntimeError as err:
-                raise ConfigError(f"{path} does not fit policy '{tag}' ({type(model).__name__}): {err}") from err
-            timestep = ckpt.timestep_from_filename(path)
-            if timestep is not None:
-                self.policies[tag].timestep = timestep
-            logger.info("policy '%s' loaded from %s (timestep %s)", tag, path, self.policies[tag].timestep)
+        for tag, paths in self._files_to_load(ckpts_dict, "file paths").items():
+            p = self.policies[tag]
+            roles = p.weight_files()
+            by_role = dict(paths) if isinstance(paths, Mapping) else {next(iter(roles)): paths}
+            unknown = sorted(set(by_role) - set(roles))
+            if unknown:
+                raise ConfigError(f"policy '{tag}' has no network {unknown[0]!r} to load; its files are "
+                                  f"{{{', '.join(repr(r) for r in roles)}: path}}")
+            steps = {}
+            for role, path in by_role.items():
+                if not path:
+                    continue
+                state = ckpt.load_state_dict_file(path, self.device)
+                try:
+                    p.load_weights(role, state)
+                except RuntimeError as err:
+                    raise ConfigError(f"{path} does not fit {f'the {role} of ' if role else ''}policy '{tag}' "
+                                      f"({type(unwrap(roles[role])).__name__}): {err}") from err
+                steps[role] = ckpt.timestep_from_filename(path)
+                logger.info("policy '%s' %sloaded from %s", tag, f"{role} " if role else "", path)
+            found = {s for s in steps.values() if s is not None}
+            if len(found) > 1:
+                raise ConfigError(f"policy '{tag}': its files are at different timesteps {steps}; load files saved together")
+            if found:
+                p.timestep = found.pop()
 
     def policy_files(self) -> dict[str, tuple[int, torch.nn.Module]]:
-        """``{tag: (timestep, model)}``: what the ``<tag>_<timestep>.state_dict`` files hold."""
-        return {tag: (p.timestep, p.model) for tag, p in self.policies.items()}
+        """``{file prefix: (timestep, module)}``: what the ``<prefix>_<timestep>.state_dict`` files
+        hold (prefix ``<tag>``, or ``<tag>_<role>`` for policies of several networks)."""
+        return {(f"{tag}_{role}" if role else tag): (p.timestep, module)
+                for tag, p in self.policies.items() for role, module in p.weight_files().items()}
 
     def save_model_checkpoint(self, iteration: int = 0) -> list[Path]:
         """2.7.1's weight files: ``<save_dir>/<tag>_<timestep>.state_dict`` for every policy.

@@ -36,7 +36,7 @@ def _not_finite(t: Tensor) -> Tensor:
     return ~(torch.isfinite(low) & torch.isfinite(high))
 
 
-#: What a check reads: ``(policies {tag: PolicyState}, recorded rewards (B, E, N), sampler, update metrics)``.
+#: What a check reads: ``(policies {tag: Policy}, recorded rewards (B, E, N), sampler, update metrics)``.
 Arrays = tuple[Mapping[str, Any], Tensor, Any, Mapping[str, Mapping[str, Tensor]]]
 
 
@@ -54,7 +54,8 @@ def _arrays(arrays: Arrays) -> Iterator[tuple[str, str, Any, Tensor]]:
     for p in policies.values():
         b = p.buffers
         for name in ("values", "log_probs", "advantages", "returns"):
-            yield "model", f"{name} (policy '{p.tag}')", p, getattr(b, name)
+            if getattr(b, name, None) is not None:  # what the policy's algorithm records
+                yield "model", f"{name} (policy '{p.tag}')", p, getattr(b, name)
     for tag, metrics in update_metrics.items():
         for key, t in metrics.items():
             what = "gradient norm" if key == "grad_norm" else f"update metric {key!r}"

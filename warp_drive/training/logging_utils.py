@@ -52,7 +52,8 @@ def gather_metrics(
     values = all_reduce_mean(torch.stack(tensors)).cpu().tolist() if tensors else []  # mean over ranks
     metrics: dict[str, float] = dict(zip(names, values))
     for tag, p in policies.items():
-        metrics[f"{tag}/lr"] = p.lr_schedule.get_param_value(p.timestep)
+        for suffix, lr in p.learning_rates().items():  # <tag>/lr (and e.g. DDPG's <tag>/lr_critic)
+            metrics[f"{tag}/lr{suffix}"] = lr
         metrics[f"{tag}/timestep"] = float(p.timestep)
     metrics["perf/env_steps_per_s"] = world_size * perf["steps"] / perf["total"] if perf["total"] else float("nan")
     metrics["perf/agent_steps_per_s"] = metrics["perf/env_steps_per_s"] * num_agents

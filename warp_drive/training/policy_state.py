@@ -1,4 +1,5 @@
-"""Per-policy state of the Trainer: agents, model, optimizer, algorithm and rollout buffers."""
+"""What every policy of a run shares: the agent map check, the on-policy rollout record, episode
+statistics and the agent index (the policies themselves: :mod:`warp_drive.training.algorithms`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.a2c import A2C
-from warp_drive.training.models.action_spec import ActionSpec
 
 Tensor = torch.Tensor
-HeadOutputs = list  # list of (E, A, n) probabilities or [(mean, std)]
 
 
 def validate_policy_map(policy_map: dict[str, Sequence[int]], num_agents: int, tags: Sequence[str]) -> dict[str, list[int]]:
@@ -138,39 +136,6 @@ class EpisodeStats:
         self.length_sum.zero_()
         self.count.zero_()
         return out
-
-
-@dataclass
-class PolicyState:
-    """Everything the trainer keeps for one policy tag."""
-
-    tag: str
-    agent_ids: list[int]
-    agent_index: Tensor  # (A,) long, on the device
-    contiguous_all: bool  # covers agents 0..N-1 in order: no gather/scatter needed
-    model: torch.nn.Module
-    optimizer: torch.optim.Optimizer
-    algorithm: A2C
-    action_spec: ActionSpec
-    action_name: str
-    config: Any
-    to_train: bool
-    lr_schedule: Any = None  # ParamScheduler of the learning rate, evaluated at `timestep`
-    timestep: int = 0
-    buffers: RolloutBuffers | None = None
-    stats: EpisodeStats | None = None
-    reset_heads: HeadOutputs | None = None
-    reset_values: Tensor | None = None
-    train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
-    obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
-
-    @property
-    def num_agents(self) -> int:
-        return len(self.agent_ids)
-
-    def select(self, x: Tensor) -> Tensor:
-        """This policy's agents of an (E, N, ...) tensor (a view when it covers all agents in order)."""
-        return x if self.contiguous_all else x.index_select(1, self.agent_index)
 
 
 def agent_index(ids: Sequence[int], device: torch.device) -> Tensor:

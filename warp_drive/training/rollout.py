@@ -42,12 +42,12 @@ from warp_drive.env.constants import Constants
 from warp_drive.env.done import split_done
 from warp_drive.errors import UsageError
 from warp_drive.training.interrupt import check_abort
-from warp_drive.training.policy_state import PolicyState
+from warp_drive.training.algorithms.base import Policy
 
 Tensor = torch.Tensor
 
 
-def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: bool = False) -> Any:
+def policy_obs(dm: Any, policy: Policy, obs_names: list[str], at_reset: bool = False) -> Any:
     """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs).
 
     Placeholders laid out ``(E, *features, N)`` (``obs_agents_last``) are seen agent-first (a view).
@@ -64,7 +64,7 @@ def policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], at_reset: boo
     return {n[len(prefix):]: view(n) for n in obs_names}
 
 
-def record_policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], step: int,
+def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
                       rows: slice = slice(None)) -> Any:
     """Policy ``policy``'s observations into its buffer at ``step`` (env rows ``rows``): one gather
     straight into the buffer for a plain agent-first placeholder of a subset of agents, else a view
@@ -87,7 +87,7 @@ def record_policy_obs(dm: Any, policy: PolicyState, obs_names: list[str], step: 
     return obs
 
 
-def observe(dm: Any, policy: PolicyState, obs_names: list[str], step: int | None,
+def observe(dm: Any, policy: Policy, obs_names: list[str], step: int | None,
             rows: slice = slice(None)) -> Any:
     """The policy's observations to run it on (:func:`policy_obs`), also recorded in its obs buffer
     at ``step`` (env rows ``rows``) unless ``step`` is None (:func:`record_policy_obs`: gathered
@@ -150,6 +150,8 @@ def _no_mark(phase: str) -> None:
 
 def _where_done(done: Tensor, a: Any, b: Any) -> Any:
     """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
+    if a is None:
+        return None
     if isinstance(a, (list, tuple)):
         return type(a)(_where_done(done, x, y) for x, y in zip(a, b))
     mask = done.view(-1, *([1] * (a.dim() - 1)))
@@ -233,7 +235,7 @@ class RolloutSpec:
     """
 
     env_wrapper: Any
-    policies: Mapping[str, PolicyState]
+    policies: Mapping[str, Policy]
     sampler: Any
     obs_names: list[str]
     steps_per_iter: int
@@ -265,6 +267,9 @@ class Rollout:
         self.dm = spec.env_wrapper.cuda_data_manager
         self.heads: dict[str, Any] = {}
         self.values: dict[str, Tensor] = {}
+        #: bootstrap order with saved reset observations: each policy's outputs on them, per rollout
+        self.reset_heads: dict[str, Any] = {}
+        self.reset_values: dict[str, Tensor | None] = {}
         self._reset_first = not spec.bootstrap_at_time_limit
         self._streams: list[Any] = []  # side streams of forward_policies
         self._fits_heads: dict[str, bool] = {}  # per policy: one sampler launch for all heads (_one_launch)
@@ -323,15 +328,18 @@ class Rollout:
         previous, self.greedy = self.greedy, bool(greedy)
         return previous
 
-    def chunk_envs(self, p: PolicyState) -> int | None:
+    def chunk_envs(self, p: Policy) -> int | None:
         """Envs per forward of policy ``p``: the engine's cpu chunks (:meth:`Engine.cpu_chunk_rows`),
         None (all envs at once) on a GPU."""
         rows = self.spec.cpu_chunk_rows
         return rows(p.num_agents) if rows is not None else None
 
-    def forward(self, p: PolicyState, obs: Any) -> Any:
-        """The policy's model on (E, A, ...) observations (in env chunks on the cpu backend)."""
-        return forward_in_chunks(p.model, obs, self.chunk_envs(p))
+    def forward(self, p: Policy, obs: Any) -> tuple[Any, Tensor | None]:
+        """``(outputs, values)`` of the policy's model on (E, A, ...) observations (in env chunks on
+        the cpu backend): the head outputs and values of a policy the kernels sample, else the
+        model's outputs (what :meth:`Policy.act` reads) and None."""
+        out = forward_in_chunks(p.model, obs, self.chunk_envs(p))
+        return out if p.samples_in_kernel else (out, None)
 
     def next_obs_row(self, step: int | None) -> int | None:
         """The obs buffer row that the observations after step ``step``'s reset go to in the
@@ -355,7 +363,8 @@ class Rollout:
         self.forward_policies(row)
         for p in self.spec.policies.values():
             if self.spec.reset_obs_known and not self.reset_first:
-                p.reset_heads, p.reset_values = self.forward(p, policy_obs(self.dm, p, self.spec.obs_names, at_reset=True))
+                self.reset_heads[p.tag], self.reset_values[p.tag] = self.forward(
+                    p, policy_obs(self.dm, p, self.spec.obs_names, at_reset=True))
 
     @torch.no_grad()
     def sample(self, step: int | None) -> None:
@@ -372,6 +381,11 @@ class Rollout:
         for p in t.policies.values():
             heads = self.heads[p.tag]
             record = step is not None and p.buffers is not None
+            if not p.samples_in_kernel:
+                actions = self._act(p, heads)
+                if record and not joint:
+                    p.buffers.actions[step].copy_(actions)
+                continue
             lp = p.buffers.log_probs[step] if record else None
             own = p.action_name != Constants.ACTIONS  # a placeholder of its own: copy into the joint one
             copied = False
@@ -397,7 +411,18 @@ class Rollout:
         if joint:
             self.shared.record_actions(step, self.dm)
 
-    def _one_launch(self, p: PolicyState, num_heads: int) -> bool:
+    def _act(self, p: Policy, outputs: Any) -> Tensor:
+        """Policy ``p``'s own actions (:meth:`Policy.act`) into the joint action placeholder; returns them."""
+        placeholder = self.dm.data_on_device_via_torch(Constants.ACTIONS)
+        actions = p.act(outputs, self.greedy)
+        shaped = actions.to(placeholder.dtype).reshape(placeholder.shape[0], p.num_agents, *placeholder.shape[2:])
+        if p.contiguous_all:
+            placeholder.copy_(shaped)
+        else:
+            placeholder.index_copy_(1, p.agent_index, shaped)
+        return actions
+
+    def _one_launch(self, p: Policy, num_heads: int) -> bool:
         """Whether policy ``p``'s ``num_heads`` categorical heads take one ``Sampler.sample_heads``
         launch (``Sampler.fits_heads``; placeholders keep their shapes, so decided once per policy)."""
         if p.tag not in self._fits_heads:
@@ -428,6 +453,7 @@ class Rollout:
             return
         if step is not None:
             self.shared.record(step, self.dm)
+            self.record_next_obs(step)
         t.env_wrapper.reset_only_done_envs()
         mark("policy")
         self.forward_policies(self.next_obs_row(step))
@@ -441,7 +467,7 @@ class Rollout:
         kernels overlap the first policy's instead of queueing behind them. Same kernels, same
         results.
         """
-        def forward(p: PolicyState) -> None:
+        def forward(p: Policy) -> None:
             self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
 
         policies = list(self.spec.policies.values())
@@ -476,10 +502,20 @@ class Rollout:
         done_i = self.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)
         next_out = {}
         for p in t.policies.values():
-            next_out[p.tag] = self.forward(p, policy_obs(dm, p, t.obs_names))
-            if step is not None:
+            obs = policy_obs(dm, p, t.obs_names)
+            next_out[p.tag] = self.forward(p, obs)
+            if step is not None and p.samples_in_kernel:
                 p.buffers.next_values[step].copy_(next_out[p.tag][1])
+            if step is not None and p.records_next_obs:
+                p.record_next_obs(step, obs)
         return done_i > 0, next_out
+
+    def record_next_obs(self, step: int) -> None:
+        """The observations right after env step ``step``, before resets, to the policies that keep
+        them (:attr:`Policy.records_next_obs`; the reset-first order, where no forward reads them)."""
+        for p in self.spec.policies.values():
+            if p.records_next_obs:
+                p.record_next_obs(step, policy_obs(self.dm, p, self.spec.obs_names))
 
     @torch.no_grad()
     def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
@@ -489,15 +525,16 @@ class Rollout:
         for p in t.policies.values():
             heads, values = next_out[p.tag]
             if t.reset_obs_known:
-                self.heads[p.tag] = _where_done(done, p.reset_heads, heads)
-                self.values[p.tag] = _where_done(done, p.reset_values, values)
+                self.heads[p.tag] = _where_done(done, self.reset_heads[p.tag], heads)
+                self.values[p.tag] = _where_done(done, self.reset_values[p.tag], values)
             else:  # reset observations unknown: one more forward on the post-reset observations
                 self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, t.obs_names))
 
     @torch.no_grad()
     def finalize(self) -> None:
         """Per-policy rewards (and actions, when recorded for all agents at once),
-        termination/truncation flags, episode statistics and advantages."""
+        termination/truncation flags and episode statistics, then every trained policy's
+        :meth:`Policy.finalize` (advantages, targets, replay pushes)."""
         t, sh = self.spec, self.shared
         done, terminated, truncated = split_episode_ends(sh.done, sh.timestep, t.env_wrapper.episode_length,
                                                          t.bootstrap_at_time_limit, sh.truncated)
@@ -510,9 +547,5 @@ class Rollout:
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
             p.stats.update_from_batch(b.rewards, done)
-            if p.to_train:  # without bootstrapping nothing is truncated: no bootstrap values are read
-                adv, ret = p.algorithm.compute_advantages(b.rewards, b.values, self.values[p.tag], b.terminated,
-                                                          b.truncated if bootstrap else None,
-                                                          b.next_values if bootstrap else None)
-                b.advantages.copy_(adv)
-                b.returns.copy_(ret)
+            if p.to_train:
+                p.finalize(self.values[p.tag], bootstrap)

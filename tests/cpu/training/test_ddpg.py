@@ -16,8 +16,9 @@ from tests.helpers.threads import torch_threads
 from warp_drive.config import load_run_config
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
+from warp_drive.training.algorithms.ddpg import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, nstep_returns
 from warp_drive.training.ddpg import (
-    DDPGNets, OUNoise, TrainerDDPG, bootstrap_targets, ddpg_update, nstep_returns, trainer_class_for,
+    TrainerDDPG, trainer_class_for,
 )
 from warp_drive.training.models.actor_critic import FullyConnectedActionValueCritic, FullyConnectedActor
 from warp_drive.training.models.factory import ModelFactory
@@ -74,7 +75,9 @@ def test_reference_ddpg_configs_load_with_their_values(tmp_path, name):
     (lambda r: r["policy"]["shared"].update(normalize_return=True), "normalize_return"),
     (lambda r: r["policy"]["shared"]["model"]["critic"].update(output_w=2.0), "policy.shared.model.critic"),
     (lambda r: r["sampler"]["params"].update(damping=1.5), "sampler.params.damping"),
-    (lambda r: r["policy"].update(other={"algorithm": "A2C"}), "use DDPG"),
+    (lambda r: r["policy"]["shared"].update(algorithm="DDPGG"), "did you mean DDPG"),
+    (lambda r: r["trainer"].update(n_step=3) or r.update(sampler={}) or r["policy"].update(shared={"algorithm": "PPO"}),
+     "only DDPG use n-step targets"),
 ])
 def test_bad_ddpg_configs_name_the_key(mutate, match):
     raw = copy.deepcopy(REFERENCE_CONFIGS["single_pendulum"])
@@ -98,13 +101,23 @@ def test_ddpg_config_trains_through_setup_trainer_and_train(tmp_path):
     assert sorted(p.name for p in run.glob("*.state_dict")) == ["shared_actor_80.state_dict", "shared_critic_80.state_dict"]
 
 
-def test_trainer_refuses_ddpg_and_ddpg_trainer_refuses_discrete(tmp_path):
+def test_the_one_trainer_trains_ddpg_and_trainer_ddpg_refuses_other_algorithms_and_discrete(tmp_path):
+    """DDPG runs through Trainer.train (one loop for every algorithm); TrainerDDPG keeps 2.7.1's
+    rule (DDPG policies only, Box actions)."""
     from tests.helpers.toy_env import ToyLine
+    from warp_drive.training.ddpg import TrainerDDPG
     from warp_drive.training.trainer import Trainer
 
     cfg = _pendulum_config(tmp_path)
-    with pytest.raises(ConfigError, match="TrainerDDPG"):
-        Trainer(_pendulum(), {**cfg, "trainer": {**cfg["trainer"]}}, verbose=False)
+    t = Trainer(_pendulum(), cfg, verbose=False)
+    before = {k: v.clone() for k, v in t.policies["shared"].nets.critic.state_dict().items()}
+    t.train(2)
+    assert t.iteration == 2 and type(t.policies["shared"]).__name__ == "DDPGPolicy"
+    assert any(not torch.equal(before[k], v) for k, v in t.policies["shared"].nets.critic.state_dict().items())
+    ppo = {**cfg, "trainer": {**cfg["trainer"], "n_step": 1}, "sampler": {},
+           "policy": {"shared": {"to_train": True, "algorithm": "PPO", "model": {"fc_dims": [8]}}}}
+    with pytest.raises(ConfigError, match="not DDPG"):
+        TrainerDDPG(_pendulum(), ppo, verbose=False)
     toy = EnvWrapper(ToyLine(num_agents=2, episode_length=20, goal=6.0), num_envs=64, env_backend="cpu")
     cfg["name"] = "toy"
     with pytest.raises(ConfigError, match="continuous"):
@@ -230,7 +243,8 @@ def test_rollout_stays_on_the_device_and_fills_consistent_buffers(tmp_path):
     dm = t.env_wrapper.cuda_data_manager
     np.testing.assert_allclose(b.next_obs[-1].numpy(), dm.pull_data_from_device("observations"))
     np.testing.assert_allclose(b.actions[-1, :, :, 0].numpy(), dm.pull_data_from_device("sampled_actions")[:, :, 0])
-    assert (b.last[-1] == 4).all() and b.coef[-1].allclose(torch.tensor(0.95))
+    targets = t.policies["shared"].targets
+    assert (targets.last[-1] == 4).all() and targets.coef[-1].allclose(torch.tensor(0.95))
 
 
 def test_checkpoints_round_trip(tmp_path):
@@ -275,3 +289,35 @@ def test_ddpg_learns_pendulum_and_beats_random(tmp_path):
         t.train()
         after = float(t.evaluate()["shared"]["episode_return"].mean())
     assert before < -1000 and after > before + 300, (before, after)
+
+
+def test_checkpoints_of_the_former_ddpg_trainer_still_load(tmp_path):
+    """TrainerDDPG wrote format "ddpg-1" before DDPG joined the one loop; such a file resumes:
+    networks, optimizers, OU state, timestep, iteration and env replicas."""
+    cfg = _pendulum_config(tmp_path, envs=8, steps=5)
+    t1 = TrainerDDPG(_pendulum(8), cfg, verbose=False, results_dir="a")
+    t1.train(2)
+    p = t1.policies["shared"]
+    legacy = {
+        "format": "ddpg-1", "iteration": t1.iteration, "seed": t1.seed, "config": t1.config.to_dict(),
+        "policies": {"shared": {"nets": {k: getattr(p.nets, k).state_dict() for k in
+                                         ("actor", "critic", "target_actor", "target_critic", "actor_optimizer",
+                                          "critic_optimizer")},
+                                "ou": p.ou.state.clone() + 0.5, "timestep": p.timestep,
+                                "episode_carry": (p.stats.running_return.clone(), p.stats.running_length.clone())}},
+        "generator": t1.generator.get_state(), "data_store": t1.env_wrapper.cuda_data_manager.state_dict(),
+        "env_resetter": t1.env_wrapper.env_resetter.state_dict(), "started": True, "perf": dict(t1.perf),
+    }
+    torch.save(legacy, tmp_path / "old.pt")
+    t2 = TrainerDDPG(_pendulum(8), cfg, verbose=False, results_dir="b")
+    t2.load_checkpoint(tmp_path / "old.pt")
+    q = t2.policies["shared"]
+    assert t2.iteration == 2 and q.timestep == p.timestep == 80
+    for role in ("actor", "critic", "target_actor", "target_critic"):
+        for a, b in zip(getattr(p.nets, role).parameters(), getattr(q.nets, role).parameters()):
+            torch.testing.assert_close(a, b)
+    torch.testing.assert_close(q.ou.state, p.ou.state + 0.5)
+    np.testing.assert_array_equal(t2.env_wrapper.cuda_data_manager.pull_data_from_device("observations"),
+                                  t1.env_wrapper.cuda_data_manager.pull_data_from_device("observations"))
+    t2.train(1)
+    assert t2.iteration == 3

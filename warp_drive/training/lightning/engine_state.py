@@ -91,7 +91,9 @@ def restore_engine_state(engine: Engine, state: Mapping[str, Any], rank: int, wo
     if mine is None or len(ranks) != world_size:
         logger.warning("checkpoint written by %d rank(s), restored on rank %d of %d: ranks without a saved "
                        "state keep their fresh sampler streams", len(ranks), rank, world_size)
-    engine.load_progress(state["iteration"], state["timesteps"], state.get("perf"), (mine or ranks[0])["algorithms"])
+    engine.load_progress(state["iteration"], state["timesteps"], state.get("perf"))
+    for tag, algorithm_state in (mine or ranks[0])["algorithms"].items():
+        engine.policies[tag].algorithm.load_state_dict(algorithm_state)
     if mine is None:
         return
     engine.load_random_state(mine)

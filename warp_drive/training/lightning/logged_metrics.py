@@ -24,7 +24,8 @@ def epoch_metrics(engine: Engine, trained: Sequence[str], world_size: int) -> di
     for tag, p in engine.policies.items():
         host[f"{tag}/timestep"] = float(p.timestep)
         if tag in trained:
-            host[f"{tag}/lr"] = float(p.lr_schedule.get_param_value(p.timestep))
+            for suffix, lr in p.learning_rates().items():
+                host[f"{tag}/lr{suffix}"] = float(lr)
     perf = engine.perf
     if perf.get("total"):
         rate = float(perf["steps"]) / float(perf["total"])

@@ -1,0 +1,114 @@
+"""The algorithm registry: one table of every algorithm a ``policy.<tag>.algorithm`` may name.
+
+Config validation and the training engine read this table and name no algorithm themselves. An
+entry points, by ``"module:attribute"`` path (imported on first use, so this floor imports no
+training code), at
+
+* ``section``: the class that parses and checks the algorithm's ``policy.<tag>`` section
+  (``Class.from_dict(section, prefix)`` -> a frozen config with ``to_dict()``, ``algorithm``,
+  ``to_train``, ``num_minibatches``), and
+* ``policy``: ``build(context) -> policy``, which builds the per-tag policy object the engine
+  drives (:class:`warp_drive.training.algorithms.base.Policy`).
+
+It also says which run-level settings the algorithm reads: ``trainer.n_step`` and extra
+``sampler.params`` keys (DDPG's exploration noise); a config that sets them with no policy of such
+an algorithm is refused, naming the setting.
+
+Adding an algorithm is one :func:`register_algorithm` call (the built-in ones are the lines of
+:data:`BUILTIN`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from warp_drive.config import _checks as chk
+from warp_drive.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    """One algorithm: its name, where its section parser and policy builder live, what it reads.
+
+    Attributes:
+        name: the ``algorithm`` value (upper case; configs match it case-insensitively).
+        section: ``"module:Class"`` of the ``policy.<tag>`` section parser.
+        policy: ``"module:function"`` building the policy object from a build context.
+        reads_n_step: the algorithm reads ``trainer.n_step``.
+        sampler_params: ``sampler.params`` keys the algorithm reads besides ``use_argmax``.
+        summary: one line for listings and error messages.
+    """
+
+    name: str
+    section: str
+    policy: str
+    reads_n_step: bool = False
+    sampler_params: tuple[str, ...] = ()
+    summary: str = ""
+
+    def section_class(self) -> Any:
+        """The section parser class (imported on first use)."""
+        return resolve(self.section)
+
+    def policy_builder(self) -> Any:
+        """The policy builder function (imported on first use)."""
+        return resolve(self.policy)
+
+
+def resolve(path: str) -> Any:
+    """The object at ``"module:attribute"``."""
+    module, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ConfigError(f"algorithm registry entry {path!r} cannot be imported: {err}") from err
+
+
+_AC = "warp_drive.training.algorithms.actor_critic:build_policy"
+
+#: The algorithms that ship with the package.
+BUILTIN: tuple[AlgorithmEntry, ...] = (
+    AlgorithmEntry("A2C", "warp_drive.config.schema:PolicyConfig", _AC,
+                   summary="advantage actor-critic (on-policy, one epoch)"),
+    AlgorithmEntry("PPO", "warp_drive.config.schema:PolicyConfig", _AC,
+                   summary="proximal policy optimization (on-policy, clipped ratio)"),
+    AlgorithmEntry("DDPG", "warp_drive.config.ddpg:DDPGPolicyConfig", "warp_drive.training.algorithms.ddpg:build_policy",
+                   reads_n_step=True, sampler_params=("damping", "stddev", "scale"),
+                   summary="deterministic actor, Q critic, target networks, OU exploration (2.7.1's TrainerDDPG)"),
+)
+
+_REGISTRY: dict[str, AlgorithmEntry] = {e.name: e for e in BUILTIN}
+
+
+def register_algorithm(entry: AlgorithmEntry, *, replace: bool = False) -> AlgorithmEntry:
+    """Adds ``entry`` to the registry (``replace=True`` to override a name already there)."""
+    name = entry.name.upper()
+    if name != entry.name:
+        raise ConfigError(f"algorithm name {entry.name!r} must be upper case ({name!r})")
+    if name in _REGISTRY and not replace:
+        raise ConfigError(f"algorithm {name!r} is already registered; pass replace=True to override it")
+    _REGISTRY[name] = entry
+    return entry
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """Every registered algorithm name, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def algorithm_entry(name: Any, key: str = "algorithm") -> AlgorithmEntry:
+    """The entry of ``name`` (any case).
+
+    Raises:
+        ConfigError: not a string, or no such algorithm (the message lists the registered ones).
+    """
+    text = chk.as_str(name, key)
+    entry = _REGISTRY.get(text.upper())
+    if entry is None:
+        close = chk.closest_match(text.upper(), _REGISTRY)
+        hint = f"; did you mean {close}?" if close else ""
+        raise ConfigError(f"`{key}`={chk.brief(text)} is not supported; expected one of "
+                          f"{', '.join(_REGISTRY)} (case-insensitive){hint}")
+    return entry

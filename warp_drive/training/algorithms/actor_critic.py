@@ -1,0 +1,141 @@
+"""A2C and PPO policies: one actor-critic model whose heads the sampler kernels sample.
+
+The rollout samples the model's head outputs in the kernel (categorical probabilities or a
+Gaussian's mean and std), recording log-probabilities and values; :meth:`ActorCriticPolicy.finalize`
+computes advantages and returns (GAE, return normalizer); :meth:`ActorCriticPolicy.update` runs
+``num_epochs x num_minibatches`` gradient steps of the A2C or PPO loss
+(:func:`~warp_drive.training.algorithms.update.update_policy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from warp_drive.env.constants import Constants
+from warp_drive.training.algorithms.a2c import A2C
+from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
+from warp_drive.training.algorithms.ppo import make_algorithm
+from warp_drive.training.algorithms.update import update_policy
+from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
+from warp_drive.training.policy_state import EpisodeStats, RolloutBuffers, agent_index
+from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
+
+Tensor = torch.Tensor
+#: the name of the policy's one optimizer (:meth:`ActorCriticPolicy.optimizers`)
+OPTIMIZER = "policy"
+
+
+@dataclass
+class ActorCriticPolicy(Policy):
+    """Everything the engine keeps for one A2C or PPO policy tag."""
+
+    samples_in_kernel: ClassVar[bool] = True
+    batch_has_env_axis: ClassVar[bool] = True
+
+    tag: str
+    agent_ids: list[int]
+    agent_index: Tensor  # (A,) long, on the device
+    contiguous_all: bool  # covers agents 0..N-1 in order: no gather/scatter needed
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    algorithm: A2C
+    action_spec: ActionSpec
+    action_name: str
+    config: Any
+    to_train: bool
+    lr_schedule: Any = None  # ParamScheduler of the learning rate, evaluated at `timestep`
+    timestep: int = 0
+    buffers: RolloutBuffers | None = None
+    stats: EpisodeStats | None = None
+    train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
+    obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
+
+    def finalize(self, last_values: Any, bootstrap: bool) -> None:
+        """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
+        bootstrap values are read)."""
+        b = self.buffers
+        adv, ret = self.algorithm.compute_advantages(b.rewards, b.values, last_values, b.terminated,
+                                                     b.truncated if bootstrap else None,
+                                                     b.next_values if bootstrap else None)
+        b.advantages.copy_(adv)
+        b.returns.copy_(ret)
+
+    def batch(self) -> dict[str, Any]:
+        """Shapes: obs (B, E, A, *obs) (or a dict of those); actions (B, E, A, columns);
+        advantages, returns, old_log_probs, old_values (B, E, A)."""
+        b = self.buffers
+        return {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
+                "old_log_probs": b.log_probs, "old_values": b.values}
+
+    def update(self, batch: Mapping[str, Any], context: UpdateContext) -> dict[str, Tensor]:
+        pc = self.config
+        max_norm = pc.max_grad_norm if pc.clip_grad_norm else None
+        optimizer = context.optimizer(self.optimizer, OPTIMIZER)
+        set_optimizer_lr(self.optimizer, self.lr_schedule.get_param_value(self.timestep))
+        hook = context.clip_gradients
+        clip = None if hook is None else (lambda o=optimizer, m=max_norm: hook(o, m))
+        return update_policy(
+            self.train_model, optimizer, self.algorithm, batch, timestep=self.timestep,
+            num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
+            generator=context.generator, backward=context.backward, clip_gradients=clip,
+            track_grad_norm=context.track_grad_norm, chunk_rows=context.chunk_rows,
+            autocast_dtype=context.autocast_dtype)
+
+    def running_statistics(self) -> list[Any]:
+        return list(self.algorithm.running_statistics())
+
+    def use_local_gradients(self) -> None:
+        self.train_model = self.model
+
+    def optimizers(self) -> dict[str, Any]:
+        return {OPTIMIZER: self.optimizer}
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{model, optimizer, algorithm, timestep, agent_ids}``."""
+        return {"model": _unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
+                "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        _unwrap(self.model).load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.timestep = int(state["timestep"])
+
+
+def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    return getattr(model, "module", model)
+
+
+def build_policy(ctx: BuildContext) -> ActorCriticPolicy:
+    """An A2C or PPO policy: its model (``policy.<tag>.model``), Adam, the loss, its buffers.
+
+    Policies over a subset of the agents sample into an action placeholder of their own,
+    ``actions_<tag>`` (copied into the joint one by the sampler launch).
+    """
+    dm, pc = ctx.data_manager, ctx.config
+    action_spec = action_heads_from_space(ctx.action_space())
+    model = ctx.model_factory.build(pc.model, obs_dims_from_space(ctx.observation_space()), action_spec).to(ctx.device)
+    action_name = Constants.ACTIONS
+    if not ctx.contiguous:
+        action_name = f"{Constants.ACTIONS}_{ctx.tag}"
+        E, _, heads = dm.get_shape(Constants.ACTIONS)
+        dtype = np.dtype(dm.get_dtype(Constants.ACTIONS))
+        dm.push_data_to_device({action_name: np.zeros((E, len(ctx.agent_ids), heads), dtype)}, torch_accessible=True)
+    ctx.sampler.register_actions(dm, action_name, max(action_spec.categorical or (1,)), is_deterministic=action_spec.is_gaussian)
+    lr = ParamScheduler(pc.lr, "lr")
+    policy = ActorCriticPolicy(
+        ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, ctx.device), ctx.contiguous, model,
+        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), make_algorithm(pc).to(ctx.device),
+        action_spec, action_name, pc, pc.to_train, lr_schedule=lr, obs_agents_last=ctx.obs_agents_last)
+    policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
+    example = ctx.observe(policy)
+    columns = dm.get_shape(action_name)[2]
+    action_dtype = dm.data_on_device_via_torch(action_name).dtype
+    policy.buffers = RolloutBuffers.allocate(ctx.steps, example, len(ctx.agent_ids), columns, action_dtype)
+    policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
+    return policy

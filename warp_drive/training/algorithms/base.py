@@ -1,0 +1,235 @@
+"""The algorithm seam: what the engine, the rollout and every driver ask of one policy.
+
+An algorithm is a registry entry (:mod:`warp_drive.config.algorithms`) whose builder turns a
+:class:`BuildContext` into a :class:`Policy`: one object per policy tag holding its agents, its
+networks and optimizers, its rollout buffers and its algorithm state. The engine and the rollout
+drive every policy through the hooks below and never ask which algorithm it is.
+
+Per iteration, for every policy ``p``::
+
+    outputs = p.model(obs)                    # no grad, every env at once (the rollout, each step)
+    p.act(outputs, greedy) -> (E, A, d)       # unless p.samples_in_kernel: the sampler kernels do it
+    p.record_next_obs(step, obs)              # if p.records_next_obs: after the env step, before resets
+    p.finalize(last_values, bootstrap)        # once, after the rollout copied rewards and flags
+    p.update(p.batch(), context)              # trained policies: gradient steps -> {name: 0-d tensor}
+
+and for checkpoints ``p.state_dict()`` / ``p.load_state_dict(state)`` (the entry under
+``policies.<tag>`` of the engine's checkpoint) and ``p.weight_files()`` (2.7.1's
+``<tag>[_<role>]_<timestep>.state_dict`` files).
+
+Hooks marked *on-policy* have defaults that suit policies that keep no state between rollouts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from warp_drive.errors import ConfigError
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a policy builder may read of the run (a read-only view, built by the engine).
+
+    Attributes:
+        tag: the policy tag; agent_ids: its agents (env order of its batch rows).
+        config: the policy's parsed ``policy.<tag>`` section; run_config: the whole run config.
+        env: the env (its ``action_space`` / ``observation_space`` per agent).
+        data_manager: the env's data store; sampler: the engine's action sampler.
+        obs_names: the observation placeholders the policy reads.
+        steps: env steps per env per iteration (the rows of the rollout buffers).
+        num_envs, num_agents: the env wrapper's sizes (all agents, every policy).
+        device: where everything lives; generator: the engine's torch generator on it.
+        model_factory: where model types are looked up.
+        obs_agents_last: observation placeholders are ``(E, *features, N)``.
+        wrap_model: ``wrap_model(module)`` -> the module that takes gradient steps (DDP across ranks).
+        observe: ``observe(policy)`` -> the policy's current observations, (E, A, *obs) (or a dict
+            of those): what its buffers' rows hold (needs the policy's agent fields set).
+    """
+
+    tag: str
+    agent_ids: list[int]
+    config: Any
+    run_config: Any
+    env: Any
+    data_manager: Any
+    sampler: Any
+    obs_names: list[str]
+    steps: int
+    num_envs: int
+    num_agents: int
+    device: torch.device
+    generator: torch.Generator
+    model_factory: Any
+    obs_agents_last: bool
+    wrap_model: Callable[[nn.Module], nn.Module]
+    observe: Callable[[Any], Any]
+
+    def action_space(self) -> Any:
+        """The action space of the policy's agents (one kind for all of them).
+
+        Raises:
+            ConfigError: the agents have different action spaces.
+        """
+        spaces = self.env.action_space
+        kinds = {type(spaces[a]).__name__ + str(getattr(spaces[a], "shape", "")) for a in self.agent_ids}
+        if len(kinds) > 1:
+            raise ConfigError(f"policy '{self.tag}' mixes agents with different action spaces: {sorted(kinds)}")
+        return spaces[self.agent_ids[0]]
+
+    def observation_space(self) -> Any:
+        return self.env.observation_space[self.agent_ids[0]]
+
+    @property
+    def contiguous(self) -> bool:
+        """The policy covers agents 0..N-1 in order (no gather or scatter)."""
+        return self.agent_ids == list(range(self.num_agents))
+
+
+@dataclass
+class UpdateContext:
+    """What :meth:`Policy.update` may use besides its own state (built per update by the engine).
+
+    Attributes:
+        generator: minibatch shuffles (seeded by the run).
+        env_steps: env steps of the rollout just collected (all envs).
+        optimizers: ``{name: optimizer}`` to step instead of the policy's own (a driver's wrappers,
+            e.g. Lightning's), or None.
+        backward: replaces ``loss.backward()`` (e.g. Lightning's ``manual_backward``), or None.
+        clip_gradients: ``clip_gradients(optimizer, max_norm or None)`` replaces the clipping.
+        track_grad_norm: report ``grad_norm`` when ``clip_gradients`` is given.
+        chunk_rows: rows ((time, env) samples) per forward + backward chunk, or None (whole).
+        autocast_dtype: autocast dtype of the forward and backward (``trainer.update_precision``).
+    """
+
+    generator: torch.Generator
+    env_steps: int
+    optimizers: Mapping[str, Any] | None = None
+    backward: Callable[[Tensor], None] | None = None
+    clip_gradients: Callable[[Any, "float | None"], None] | None = None
+    track_grad_norm: bool = True
+    chunk_rows: int | None = None
+    autocast_dtype: torch.dtype | None = None
+
+    def optimizer(self, own: Any, name: str) -> Any:
+        """The optimizer to step for the policy's optimizer ``name`` (``own`` unless a driver's)."""
+        if self.optimizers is None:
+            return own
+        return self.optimizers[name]
+
+    def backward_of(self, loss: Tensor) -> None:
+        if self.backward is None:
+            loss.backward()
+        else:
+            self.backward(loss)
+
+
+class Policy:
+    """The per-tag object the engine drives (see the module docstring for the order of calls).
+
+    Subclasses set, in their constructor: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
+    the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
+    module that acts: its outputs on (E, A, *obs) observations are what :meth:`act` reads; for a
+    policy the kernels sample, ``(head outputs, values)``), ``action_spec``,
+    ``action_name`` (the placeholder its actions go to), ``buffers`` (with at least ``obs``
+    and ``actions`` rows), ``stats`` (:class:`~warp_drive.training.policy_state.EpisodeStats`),
+    ``lr_schedule`` and ``obs_agents_last``.
+    """
+
+    #: the sampler kernels sample this policy's actions from its head outputs (categorical
+    #: probabilities or a Gaussian's mean and std), recording log-probabilities and values;
+    #: False: :meth:`act` gives the actions.
+    samples_in_kernel: ClassVar[bool] = False
+    #: :meth:`record_next_obs` is called after every env step, before done envs are reset.
+    records_next_obs: ClassVar[bool] = False
+    #: :meth:`batch`'s tensors have the env axis second, so a driver may train on a subset of envs.
+    batch_has_env_axis: ClassVar[bool] = False
+
+    tag: str
+    agent_ids: list[int]
+    agent_index: Tensor
+    contiguous_all: bool
+    config: Any
+    to_train: bool
+    timestep: int
+    model: nn.Module
+    obs_agents_last: bool
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agent_ids)
+
+    def select(self, x: Tensor) -> Tensor:
+        """This policy's agents of an (E, N, ...) tensor (a view when it covers all agents in order)."""
+        return x if self.contiguous_all else x.index_select(1, self.agent_index)
+
+    # ------------------------------------------------------------------ acting
+    def act(self, outputs: Any, greedy: bool) -> Tensor:
+        """Actions (E, A, columns) from :meth:`forward`'s outputs; ``greedy``: no exploration."""
+        raise NotImplementedError(f"{type(self).__name__} samples in the kernel; the rollout calls act() "
+                                  "only for policies with samples_in_kernel False")
+
+    def record_next_obs(self, step: int, obs: Any) -> None:
+        """The observations right after env step ``step`` (before resets); see :attr:`records_next_obs`."""
+
+    # ------------------------------------------------------------------ learning
+    def finalize(self, last_values: Any, bootstrap: bool) -> None:
+        """After a rollout (rewards, actions, done flags in the buffers): targets, replay pushes.
+
+        ``last_values``: the model's values for the observations after the last step
+        (None for policies without one); ``bootstrap``: time-limit truncations bootstrap.
+        """
+
+    def batch(self) -> Mapping[str, Any]:
+        """What :meth:`update` trains on after this rollout."""
+        return {}
+
+    def update(self, batch: Mapping[str, Any], context: UpdateContext) -> dict[str, Tensor]:
+        """Gradient steps on ``batch``; returns metrics as 0-d device tensors (no host sync)."""
+        raise NotImplementedError
+
+    def running_statistics(self) -> list[Any]:
+        """Normalizers whose statistics are averaged over ranks before an update (on-policy)."""
+        return []
+
+    def use_local_gradients(self) -> None:
+        """Train the networks themselves, not their DistributedDataParallel wrappers (a driver such
+        as Lightning's DDP strategy all-reduces the gradients itself)."""
+
+    def optimizers(self) -> dict[str, Any]:
+        """``{name: optimizer}`` of the trained networks (what a driver such as Lightning wraps)."""
+        return {}
+
+    def learning_rates(self) -> dict[str, float]:
+        """``{metric suffix: lr}`` at the current timestep (``""`` -> ``<tag>/lr``)."""
+        schedule = getattr(self, "lr_schedule", None)
+        return {} if schedule is None else {"": schedule.get_param_value(self.timestep)}
+
+    # ------------------------------------------------------------------ state and files
+    def state_dict(self) -> dict[str, Any]:
+        """The policy's entry of a checkpoint: plain data (tensors, numbers, containers)."""
+        raise NotImplementedError
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def weight_files(self) -> dict[str, nn.Module]:
+        """``{role: module}`` of 2.7.1's weight files: role ``""`` -> ``<tag>_<timestep>.state_dict``,
+        ``"actor"`` -> ``<tag>_actor_<timestep>.state_dict``."""
+        return {"": self.model}
+
+    def load_weights(self, role: str, state: Mapping[str, Tensor]) -> None:
+        """Loads a weight file of :meth:`weight_files`'s ``role`` (targets follow their networks).
+
+        Raises:
+            RuntimeError: the weights do not fit (torch's message).
+        """
+        module = self.weight_files()[role]
+        getattr(module, "module", module).load_state_dict(state)
