@@ -446,9 +446,13 @@ class Engine(EngineBase):
         self._collected = False
         tc = self.config.trainer
         self.graphed_rollout: GraphedRollout | None = None
+        eager_only = [p.tag for p in self.policies.values() if not p.captures_in_cuda_graph]
         if tc.use_cuda_graph:
             if self.device.type != "cuda":
                 logger.debug("trainer.use_cuda_graph applies to the pycuda backend; running eagerly on %s", self.device)
+            elif eager_only:
+                logger.info("trainer.use_cuda_graph: policies %s act with host-side parameters a CUDA graph would "
+                            "freeze; the rollout runs eagerly", eager_only)
             else:
                 self.graphed_rollout = GraphedRollout(lambda: self.generate_rollout(_EAGER),
                                                       self.env_wrapper.cuda_function_manager)

@@ -35,6 +35,7 @@ class ActorCriticPolicy(Policy):
     """Everything the engine keeps for one A2C or PPO policy tag."""
 
     samples_in_kernel: ClassVar[bool] = True
+    captures_in_cuda_graph: ClassVar[bool] = True
     batch_has_env_axis: ClassVar[bool] = True
 
     tag: str

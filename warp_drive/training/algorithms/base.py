@@ -149,6 +149,9 @@ class Policy:
     samples_in_kernel: ClassVar[bool] = False
     #: :meth:`record_next_obs` is called after every env step, before done envs are reset.
     records_next_obs: ClassVar[bool] = False
+    #: the policy's acting may be captured in a CUDA graph and replayed (no host-side values that
+    #: change between rollouts, no generator a capture cannot follow); else the rollout runs eagerly.
+    captures_in_cuda_graph: ClassVar[bool] = False
     #: :meth:`batch`'s tensors have the env axis second, so a driver may train on a subset of envs.
     batch_has_env_axis: ClassVar[bool] = False
 
