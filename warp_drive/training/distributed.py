@@ -20,6 +20,8 @@ Several machines (same command on each node, node_rank 0..nnodes-1)::
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import multiprocessing
 import os
@@ -66,6 +68,7 @@ def init_from_env(backend_kind: str) -> DistContext:
     if not dist.is_initialized():
         kwargs = {"device_id": torch.device("cuda", local_rank)} if pg_backend == "nccl" else {}
         dist.init_process_group(backend=pg_backend, **kwargs)
+    hold_backends()  # its gloo threads are stopped before the interpreter exits
     ctx = DistContext(dist.get_rank(), dist.get_world_size(), local_rank)
     logger.info("rank %d of %d on %s (%s)", ctx.rank, ctx.world_size, f"cuda:{local_rank}" if pg_backend == "nccl" else "cpu", pg_backend)
     return ctx
@@ -108,6 +111,73 @@ def barrier() -> None:
         dist.barrier()
 
 
+# ----------------------------------------------------------------------------- stopping gloo's threads
+# A gloo process group runs its collectives in C++ worker threads, which drop their reference to a
+# finished collective only after the caller has been woken. When that reference is the last one to a
+# tensor that Python has already let go of (the output list of an all_gather, say, or a tensor that a
+# later barrier still holds through its list of prior work), the worker thread releases the tensor's
+# Python object and so takes the GIL. Once the interpreter is finalizing, CPython 3.11 ends such a
+# thread with pthread_exit, whose unwinding through the worker's noexcept destructor calls
+# std::terminate: "terminate called without an active exception", SIGABRT, after a run that had
+# finished (the two-process test in tests/cpu/training/test_distributed.py, 10 of 63 runs on 2 cores;
+# core dumps: ProcessGroupGloo::runLoop -> ~AsyncBarrierWork -> ~AsyncAllgatherWork -> decref_pyobject
+# -> take_gil -> PyThread_exit_thread, the main thread in Py_FinalizeEx). destroy_process_group() does
+# not stop these threads (gloo's shutdown does nothing; DDP wrappers still hold the group); they stop when the
+# backend is destroyed. So this module keeps a reference to every gloo backend it joins and lets it go
+# at exit, before finalization, once everything else has let go: the backend's destructor, run with the
+# GIL released, lets its workers finish and joins them.
+_HELD_BACKENDS: list[Any] = []  # gloo backends of the groups joined here, let go by release_backends()
+_EXIT_HOOK: list[bool] = []  # release_backends is registered with atexit (once)
+
+
+def _gloo_backends() -> list[Any]:
+    """The gloo backends of the live process groups (the default group and any subgroups)."""
+    world = getattr(getattr(dist, "distributed_c10d", None), "_world", None)
+    groups = list(getattr(world, "pg_map", {}) or [dist.group.WORLD])
+    found = []
+    for pg in groups:
+        try:
+            backend = pg._get_backend(torch.device("cpu"))
+        except Exception:  # noqa: BLE001 - no CPU backend (an NCCL-only group), or an older torch
+            continue
+        if type(backend).__name__ == "ProcessGroupGloo":
+            found.append(backend)
+    return found
+
+
+def hold_backends() -> None:
+    """Keep a reference to the gloo backend of every live process group until the interpreter exits
+    (:func:`release_backends`, registered with ``atexit`` on the first call)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    for backend in _gloo_backends():
+        if all(backend is not held for held in _HELD_BACKENDS):
+            _HELD_BACKENDS.append(backend)
+    if not _EXIT_HOOK:
+        atexit.register(release_backends)
+        _EXIT_HOOK.append(True)
+
+
+def release_backends() -> None:
+    """Leave the process group (if still joined) and stop the gloo worker threads of the groups held by
+    :func:`hold_backends` while the interpreter is whole (at exit; see the comment above).
+
+    The models, DDP wrappers and trainers that still reference a group are collected first; the held
+    reference is then the last, and dropping it destroys the backend with the GIL released: its worker
+    threads release what they hold and are joined. A group still referenced elsewhere (a module-level
+    DDP model) keeps its threads until finalization.
+    """
+    from warp_drive.training import interrupt
+
+    if dist.is_available() and dist.is_initialized():
+        hold_backends()
+        dist.destroy_process_group()
+    interrupt._FLAG_GROUP = (None, None)
+    gc.collect()
+    while _HELD_BACKENDS:
+        _HELD_BACKENDS.pop()  # the last reference: ~ProcessGroupGloo joins its threads (GIL released)
+
+
 def launch_with_torchrun(num_procs: int, argv: Sequence[str], module: str) -> int:
     """Re-run ``python -m module *argv`` under torchrun with ``num_procs`` processes on this machine
     (the caller leaves its own process-count flag out of ``argv``)."""
@@ -140,12 +210,18 @@ def setup_torch_process_group(
         torch.cuda.set_device(device_id)
     if not dist.is_initialized():
         dist.init_process_group(backend=backend, rank=device_id, world_size=num_devices)
+    hold_backends()
 
 
 def clear_torch_process_group() -> None:
-    """Leaves the process group (if any)."""
+    """Leaves the process group (if any). Its gloo threads stop at exit, once nothing else holds the
+    group (:func:`release_backends`)."""
     if dist.is_available() and dist.is_initialized():
+        from warp_drive.training import interrupt
+
+        hold_backends()
         dist.destroy_process_group()
+        interrupt._FLAG_GROUP = (None, None)
 
 
 _SPAWN = multiprocessing.get_context("spawn")

@@ -161,11 +161,6 @@ class StopRequest:
             for sig in STOP_SIGNALS:
                 try:
                     self._previous[sig] = signal.signal(sig, self._handler)
-                    # Restart system calls that the signal lands in (SA_RESTART): a signal sent to the
-                    # process may be delivered to any thread, and a gloo or NCCL transport thread whose
-                    # read or poll failed with EINTR ends the process (std::terminate). The handler still
-                    # runs at the main thread's next bytecode; training checks the request there.
-                    signal.siginterrupt(sig, False)
                 except (ValueError, OSError):  # pragma: no cover - not the main interpreter
                     pass
         return self
@@ -197,7 +192,10 @@ def agree_across_ranks(flags: list[int], device: Any = None) -> list[int]:
     group = None
     if dist.get_backend() != "gloo":
         if _FLAG_GROUP[0] is not dist.group.WORLD:  # first call, or a new default process group
+            from warp_drive.training.distributed import hold_backends
+
             _FLAG_GROUP = (dist.group.WORLD, dist.new_group(backend="gloo"))
+            hold_backends()  # its threads are stopped before the interpreter exits
         group = _FLAG_GROUP[1]
     t = torch.tensor([int(f) for f in flags], dtype=torch.int64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)

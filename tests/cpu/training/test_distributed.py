@@ -30,3 +30,39 @@ def test_num_gpus_relaunches_the_cli_module_under_torchrun_without_the_count_fla
     cmd = seen["cmd"]
     assert cmd[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     assert cmd[5:] == ["-m", "warp_drive.cli.train", "--env", "cartpole", "--backend", "cpu", "trainer.seed=3"]
+
+
+def test_gloo_worker_threads_are_joined_before_the_interpreter_exits():
+    """destroy_process_group() leaves a gloo group's worker threads running while anything (a DDP
+    wrapper) still holds the group; a worker that lets go of a finished collective's tensors once the
+    interpreter is finalizing aborts the process ('terminate called without an active exception').
+    release_backends (registered with atexit) joins them first, once the other holders are gone."""
+    import os
+    import socket
+
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    from warp_drive.training import distributed
+
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("counts threads through /proc")
+
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    distributed.setup_torch_process_group(0, 1, master_port=port, backend="gloo")
+    holder = [dist.group.WORLD]  # what a DDP wrapper holds
+    out = [torch.zeros(3)]
+    dist.all_gather(out, torch.ones(3))
+    del out
+    distributed.clear_torch_process_group()
+    assert not dist.is_initialized()
+    running = threads()
+    holder.clear()
+    distributed.release_backends()  # what atexit runs
+    assert threads() <= running - 2, (running, threads())  # the two gloo workers were joined
