@@ -99,8 +99,10 @@ def build_lightning_trainer(
     backend, the engine's own GPU for a prebuilt engine, ``max_epochs`` covering the run config's
     ``num_episodes`` (``ceil(num_iterations / iterations_per_epoch)``), a CSV logger, a
     :class:`~lightning.pytorch.callbacks.ModelCheckpoint` every epoch (plus ``last.ckpt``) and a
-    :class:`PerfStatsCallback`. ``strategy="ddp"`` with several trained policies becomes
-    ``"ddp_find_unused_parameters_true"`` (each backward uses one policy's parameters).
+    :class:`PerfStatsCallback`. ``strategy="ddp"`` with several trained policies (or, with a built
+    engine, several optimizers: a policy with an actor and a critic) becomes
+    ``"ddp_find_unused_parameters_true"`` (each backward uses one optimizer's parameters; the module's
+    ``setup`` sets it for an engine built later).
     Gradient clipping comes from the run config (``policy.<tag>.max_grad_norm``), not from
     ``gradient_clip_val``.
 
@@ -144,8 +146,9 @@ def build_lightning_trainer(
         else:
             devices = 1
     if isinstance(strategy, str) and strategy == "ddp":
-        trained = module.num_trained_policies if module is not None else None
-        if trained is None or trained > 1:
+        # optimizers once the engine exists (else the trained policies; setup() completes the count)
+        count = None if module is None else module.num_optimizers or module.num_trained_policies
+        if count is None or count > 1:
             strategy = "ddp_find_unused_parameters_true"
     cbs = list(callbacks)
     if checkpoint is True:

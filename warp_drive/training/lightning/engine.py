@@ -14,6 +14,7 @@ the devices and the strategy Lightning chose for the rank.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -23,6 +24,8 @@ from warp_drive.training.engine import Engine
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
+
+logger = logging.getLogger(__name__)
 
 
 class EngineFactory(Protocol):
@@ -73,13 +76,23 @@ def check_placement(engine: Engine, root: torch.device, rank: int) -> None:
             "devices pass engine_factory= so that every rank builds its env on its own device")
 
 
-def check_unused_parameters(strategy: Any, num_trained: int, world_size: int) -> None:
-    """Raises ConfigError for several trained policies under a DDP strategy without
-    ``find_unused_parameters=True`` (each backward leaves the other policies' parameters unused)."""
-    if world_size > 1 and num_trained > 1:
+def check_unused_parameters(strategy: Any, num_optimizers: int, world_size: int) -> None:
+    """Under DDP with several optimizers (trained policies, or a policy with several networks), each
+    backward leaves the parameters of the others unused: sets the strategy's
+    ``find_unused_parameters`` when it leaves it unset (``setup`` runs before the model is wrapped).
+
+    Raises:
+        ConfigError: the strategy sets ``find_unused_parameters=False``.
+    """
+    if world_size > 1 and num_optimizers > 1:
         ddp_kwargs = getattr(strategy, "_ddp_kwargs", None)
-        if isinstance(ddp_kwargs, dict) and not ddp_kwargs.get("find_unused_parameters", False):
+        if not isinstance(ddp_kwargs, dict):
+            return
+        if "find_unused_parameters" not in ddp_kwargs:
+            logger.info("%d optimizers under DDP: setting find_unused_parameters=True", num_optimizers)
+            ddp_kwargs["find_unused_parameters"] = True
+        elif not ddp_kwargs["find_unused_parameters"]:
             raise ConfigError(
-                f"{num_trained} trained policies under DDP: each backward leaves the other policies' "
-                "parameters unused; use build_lightning_trainer(strategy='ddp') or "
+                f"{num_optimizers} optimizers under DDP (trained policies and their networks): each backward "
+                "leaves the other optimizers' parameters unused; use build_lightning_trainer(strategy='ddp') or "
                 "DDPStrategy(find_unused_parameters=True)")

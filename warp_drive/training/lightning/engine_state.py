@@ -1,32 +1,50 @@
-"""The engine counters in a Lightning checkpoint.
+"""The engine's part of a Lightning checkpoint: counters, random streams and policy state.
 
-Lightning saves the weights (``state_dict``) and the optimizer states of a
-:class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`; the rest of the run lives in its
-engine: the iteration, the per-policy timesteps, the return normalizers, the sampler seeds and
-counters, the shuffle generator and the RNG states, per rank. The module stores
-:func:`engine_state` under ``checkpoint[CHECKPOINT_KEY]`` and hands it back to
-:func:`restore_engine_state` on resume; outside ``Trainer.fit`` it loads the optimizer states of a
-checkpoint with :func:`load_optimizer_states`.
+Lightning saves the weights (``state_dict``: the networks registered as ``policy_models``) and the
+optimizer states of a :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`; the rest
+of the run lives in its engine: the iteration, the per-policy timesteps, the sampler seeds and
+counters, the shuffle generator and the RNG states, and each policy's own state
+(``Policy.state_dict()``: target networks, exploration noise, return normalizers, a replay ...),
+per rank. The module stores :func:`engine_state` under ``checkpoint[CHECKPOINT_KEY]`` and hands
+it back to :func:`restore_engine_state` on resume.
+
+A policy's state names its weights and optimizer states too, which Lightning already saves: given
+the checkpoint Lightning is writing, :func:`engine_state` stores each such tensor as a reference to
+its place in the checkpoint (``{REF: ["state_dict", key]}``, ``{REF: ["optimizer_states", i, ...]}``)
+instead of a second copy, and :func:`resolve_references` puts them back from the loaded
+checkpoint; every policy then loads its whole state through ``Policy.load_state_dict``, whatever
+its algorithm.
+
+Formats of the entry (``format_version``): 2 (this one: ``ranks[r]["policies"]``); 1 (written for
+A2C/PPO engines only: ``ranks[r]["algorithms"]``, each policy's ``algorithm`` entry) still loads.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
+from warp_drive.training.lightning.policies import load_optimizer_states, optimizer_state_to  # noqa: F401  (importable here, as before)
 from warp_drive.training.utils.minibatch import map_tensors
 
 logger = logging.getLogger(__name__)
 
-#: The entry of a Lightning checkpoint that holds the engine counters.
+#: The entry of a Lightning checkpoint that holds the engine's part.
 CHECKPOINT_KEY = "warp_drive"
-#: Version of the layout of that entry.
-CHECKPOINT_FORMAT = 1
+#: Version of the layout of that entry (:func:`restore_engine_state` also reads the ones in
+#: :data:`READABLE_FORMATS`).
+CHECKPOINT_FORMAT = 2
+#: Formats :func:`restore_engine_state` reads: 1 (A2C/PPO: each policy's ``algorithm`` state), 2.
+READABLE_FORMATS = (1, 2)
+#: The key of a reference to a tensor Lightning saves elsewhere in the checkpoint.
+REF = "lightning_checkpoint_ref"
+#: The entries of a Lightning checkpoint whose tensors a policy state may refer to.
+_SAVED_BY_LIGHTNING = ("state_dict", "optimizer_states")
 
 
 def to_cpu(tree: Any) -> Any:
@@ -34,21 +52,79 @@ def to_cpu(tree: Any) -> Any:
     return map_tensors(lambda t: t.detach().cpu(), tree)
 
 
-def optimizer_state_to(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
-    """Moves an optimizer's state tensors to ``device`` (Adam's ``step`` stays where it is)."""
-    for state in optimizer.state.values():
-        for key, value in state.items():
-            if key != "step" and isinstance(value, torch.Tensor):
-                state[key] = value.to(device)
+# ---------------------------------------------------------------------------- references
+def _walk(tree: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], torch.Tensor]]:
+    if isinstance(tree, torch.Tensor):
+        yield path, tree
+    elif isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from _walk(value, (*path, key))
+    elif isinstance(tree, (list, tuple)):
+        for i, value in enumerate(tree):
+            yield from _walk(value, (*path, i))
 
 
-def engine_state(engine: Engine, rank: int, distributed: bool) -> dict[str, Any]:
-    """The engine counters as a checkpoint entry; every rank's own state when ``distributed``
-    (collective then: call it on every rank)."""
+def _identity(t: torch.Tensor) -> tuple[Any, ...]:
+    """Same memory, same view: the same tensor for a checkpoint."""
+    return (t.device, t.data_ptr(), t.dtype, tuple(t.shape), tuple(t.stride()))
+
+
+def saved_tensor_index(checkpoint: Mapping[str, Any] | None) -> dict[tuple[Any, ...], list[Any]]:
+    """``{tensor identity: path}`` of the tensors Lightning saves in ``checkpoint`` (its weights and
+    optimizer states); empty for None."""
+    index: dict[tuple[Any, ...], list[Any]] = {}
+    for entry in _SAVED_BY_LIGHTNING if checkpoint is not None else ():
+        for path, t in _walk(checkpoint.get(entry), (entry,)):
+            if t.numel() > 0:
+                index.setdefault(_identity(t), list(path))
+    return index
+
+
+def refer_to_saved(tree: Any, index: Mapping[tuple[Any, ...], list[Any]]) -> Any:
+    """``tree`` with each tensor found in ``index`` replaced by ``{REF: path}``, the rest on the CPU."""
+    def leaf(t: torch.Tensor) -> Any:
+        path = index.get(_identity(t)) if t.numel() > 0 else None
+        return {REF: list(path)} if path is not None else t.detach().cpu()
+
+    return map_tensors(leaf, tree)
+
+
+def resolve_references(tree: Any, checkpoint: Mapping[str, Any]) -> Any:
+    """``tree`` with every ``{REF: path}`` replaced by the checkpoint's value at ``path``.
+
+    Raises:
+        ConfigError: a reference to something the checkpoint lacks.
+    """
+    if isinstance(tree, Mapping):
+        if set(tree) == {REF}:
+            value: Any = checkpoint
+            try:
+                for key in tree[REF]:
+                    value = value[key]
+            except (KeyError, IndexError, TypeError) as err:
+                raise ConfigError(f"the checkpoint's '{CHECKPOINT_KEY}' entry refers to {'/'.join(map(str, tree[REF]))}, "
+                                  "which the checkpoint lacks (written with save_weights_only?)") from err
+            return value
+        return {k: resolve_references(v, checkpoint) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(resolve_references(v, checkpoint) for v in tree)
+    return tree
+
+
+# ---------------------------------------------------------------------------- save and restore
+def engine_state(engine: Engine, rank: int, distributed: bool,
+                 checkpoint: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The engine's checkpoint entry; every rank's own state when ``distributed`` (collective
+    then: call it on every rank).
+
+    ``checkpoint``: the Lightning checkpoint being written (its ``state_dict`` and
+    ``optimizer_states``): the policies' tensors found there are stored as references.
+    """
+    index = saved_tensor_index(checkpoint)
     local: dict[str, Any] = {
         "rank": rank,
         **to_cpu(engine.random_state()),
-        "algorithms": {tag: to_cpu(p.algorithm.state_dict()) for tag, p in engine.policies.items()},
+        "policies": {tag: refer_to_saved(p.state_dict(), index) for tag, p in engine.policies.items()},
     }
     ranks = [local]
     if distributed and torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -68,17 +144,25 @@ def engine_state(engine: Engine, rank: int, distributed: bool) -> dict[str, Any]
     }
 
 
-def restore_engine_state(engine: Engine, state: Mapping[str, Any], rank: int, world_size: int) -> None:
-    """Put the counters of :func:`engine_state` back into ``engine`` (rank ``rank`` of ``world_size``).
+def resolve_engine_state(state: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` (the checkpoint's entry) with its references replaced by the checkpoint's tensors."""
+    return resolve_references(state, {k: checkpoint.get(k) for k in _SAVED_BY_LIGHTNING})
 
-    A rank without a saved state of its own keeps its fresh sampler streams (with a warning).
+
+def restore_engine_state(engine: Engine, state: Mapping[str, Any], rank: int, world_size: int) -> None:
+    """Put the entry of :func:`engine_state` (references resolved: :func:`resolve_engine_state`)
+    back into ``engine`` (rank ``rank`` of ``world_size``).
+
+    A rank without a saved state of its own keeps its fresh sampler streams (with a warning), and
+    takes the policy state of rank 0.
 
     Raises:
-        ConfigError: Another format version, or other policies or agents than the engine's.
+        ConfigError: An unknown format version, other policies or agents than the engine's, or a
+            policy state that does not fit its policy.
     """
-    if state.get("format_version") != CHECKPOINT_FORMAT:
-        raise ConfigError(
-            f"checkpoint engine state has format {state.get('format_version')}, expected {CHECKPOINT_FORMAT}")
+    version = state.get("format_version")
+    if version not in READABLE_FORMATS:
+        raise ConfigError(f"checkpoint engine state has format {version}, expected one of {READABLE_FORMATS}")
     if set(state["timesteps"]) != set(engine.policies):
         raise ConfigError(
             f"checkpoint policies {sorted(state['timesteps'])} differ from the engine's {sorted(engine.policies)}")
@@ -91,22 +175,26 @@ def restore_engine_state(engine: Engine, state: Mapping[str, Any], rank: int, wo
     if mine is None or len(ranks) != world_size:
         logger.warning("checkpoint written by %d rank(s), restored on rank %d of %d: ranks without a saved "
                        "state keep their fresh sampler streams", len(ranks), rank, world_size)
+    saved = mine or ranks[0]
+    policies = saved["policies"] if version >= 2 else _format1_policies(engine, saved["algorithms"])
+    for tag, policy_state in policies.items():
+        try:
+            engine.policies[tag].load_state_dict(policy_state)
+        except (RuntimeError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"the checkpoint's state of policy '{tag}' does not fit it: {err}") from err
     engine.load_progress(state["iteration"], state["timesteps"], state.get("perf"))
-    for tag, algorithm_state in (mine or ranks[0])["algorithms"].items():
-        engine.policies[tag].algorithm.load_state_dict(algorithm_state)
     if mine is None:
         return
     engine.load_random_state(mine)
     logger.info("engine restored at iteration %d", engine.iteration)
 
 
-def load_optimizer_states(engine: Engine, trained: Sequence[str], states: Sequence[Mapping[str, Any]]) -> None:
-    """Load a checkpoint's ``optimizer_states`` (in policy order) into the trained policies' optimizers.
-
-    Raises:
-        ConfigError: Not one state per trained policy.
-    """
-    if len(states) != len(trained):
-        raise ConfigError(f"checkpoint has {len(states)} optimizer states for {len(trained)} trained policies")
-    for tag, opt_state in zip(trained, states):
-        engine.policies[tag].optimizer.load_state_dict(opt_state)
+def _format1_policies(engine: Engine, algorithms: Mapping[str, Any]) -> dict[str, Any]:
+    """Format 1 held each policy's ``algorithm`` entry (return normalizers) only; Lightning restores
+    the weights and optimizer states: the rest of each policy state stays as it is."""
+    out = {}
+    for tag, algorithm_state in algorithms.items():
+        current = dict(engine.policies[tag].state_dict())
+        current["algorithm"] = algorithm_state
+        out[tag] = current
+    return out

@@ -13,22 +13,25 @@ work through the same calls as ``Trainer.train``. Lightning drives the loop:
 * data: :class:`~warp_drive.training.lightning.data.RolloutDataset` (through
   :class:`WarpDriveDataModule`, or the module's own ``train_dataloader``) runs one on-device
   rollout per batch and yields the per-policy batches (device tensors, advantages included);
-* ``training_step``: manual optimization, one optimizer per trained policy (the engine's own Adam
-  optimizers, returned by ``configure_optimizers``), ``num_epochs`` x ``num_minibatches`` gradient
-  steps per policy (PPO) or one (A2C) with ``self.manual_backward``, ``self.clip_gradients``
-  (the policy's ``max_grad_norm``) and ``optimizer.step()``. The update is the engine's
-  ``update_policies`` with Lightning's hooks: same minibatch shuffles (the engine's generator),
-  same schedules, same clipping, same cpu chunks, so with the same seed both paths produce the
-  same weights;
+* ``training_step``: manual optimization with the optimizers of every trained policy (each
+  policy's own, ``Policy.optimizers()``, returned by ``configure_optimizers`` in policy order and
+  then in the policy's order: one per A2C/PPO policy, an actor's and a critic's per DDPG policy);
+  each policy takes its algorithm's gradient steps with Lightning's wrappers of its optimizers,
+  ``self.manual_backward`` and ``self.clip_gradients`` (the policy's ``max_grad_norm``, for the
+  algorithms that clip through the hook). The update is the engine's ``update_policies`` with
+  Lightning's hooks: same minibatch shuffles (the engine's generator), same schedules, same
+  clipping, same cpu chunks, so with the same seed both paths produce the same weights;
 * logging: ``self.log`` of the update metrics (``<tag>/loss``, ``policy_loss``, ``approx_kl``,
   ``grad_norm`` ...) on Lightning's logging steps (``log_every_n_steps``; device tensors, no host
   sync here), and at the last step of every epoch learning rates, timesteps, env steps per second
   and, when the iterations so far span whole episodes (every ``ceil(episode_length / B)``
   iterations), the statistics of the episodes that ended since the last report
   (``<tag>/episode_return_mean`` ...), computed by :mod:`~warp_drive.training.lightning.logged_metrics`;
-* checkpoints: weights (``state_dict``) and optimizer states are Lightning's; the engine counters
-  (iteration, per-policy timesteps, return normalizers, sampler seeds and counters, the shuffle
-  generator, RNG states, per rank) go under ``checkpoint["warp_drive"]``
+* checkpoints: weights (``state_dict``: every policy's weight-file networks, registered as
+  ``policy_models.<tag>``, :mod:`~warp_drive.training.lightning.policies`) and optimizer states
+  are Lightning's; the engine's part (iteration, per-policy timesteps, sampler seeds and counters,
+  the shuffle generator, RNG states and each policy's own state: target networks, exploration
+  noise, return normalizers ..., per rank) goes under ``checkpoint["warp_drive"]``
   (:mod:`~warp_drive.training.lightning.engine_state`).
 
 Multi-GPU (``strategy="ddp"``): pass ``engine_factory=`` instead of an engine; each rank then
@@ -36,8 +39,9 @@ builds its own env replicas on its own GPU in :meth:`WarpDriveModule.setup` (dif
 seeds per rank, same initial weights). Lightning's DDP averages the gradients of every backward;
 the engine's own DDP wrapper (used by the torchrun path) is dropped. With more than one trained
 policy every backward leaves the other policies' parameters unused, so DDP needs
-``find_unused_parameters=True`` (``build_lightning_trainer`` sets it). Logged metrics are averaged
-over ranks (episode statistics: summed, then divided).
+``find_unused_parameters=True`` (``build_lightning_trainer`` sets it), and so does a policy with
+several optimizers (each backward trains one of its networks; ``setup`` sets it when the strategy
+leaves it unset). Logged metrics are averaged over ranks (episode statistics: summed, then divided).
 """
 
 from __future__ import annotations
@@ -45,14 +49,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.checkpoint_files import safe_load
 from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
@@ -66,24 +68,27 @@ from warp_drive.training.lightning.engine import (
     check_unused_parameters,
     engine_source,
 )
-from warp_drive.training.lightning.engine_state import (  # noqa: F401  (CHECKPOINT_FORMAT: importable here, as before)
-    CHECKPOINT_FORMAT,
-    CHECKPOINT_KEY,
-    engine_state,
-    load_optimizer_states,
-    optimizer_state_to,
-    restore_engine_state,
-)
+from warp_drive.training.lightning.checkpoint_hooks import CheckpointHooks
+from warp_drive.training.lightning.engine_state import CHECKPOINT_FORMAT, CHECKPOINT_KEY  # noqa: F401  (importable here, as before)
 from warp_drive.training.lightning.legacy_api import LegacyModuleAPI
 from warp_drive.training.lightning.logged_metrics import episode_means, epoch_metrics, take_episode_sums
+from warp_drive.training.lightning.policies import (
+    engine_optimizers,
+    loose_parameters,
+    optimizer_keys,
+    optimizer_state_to,
+    optimizers_by_policy,
+    policy_networks,
+)
 
 logger = logging.getLogger(__name__)
 
 Tensor = torch.Tensor
 
 
-class WarpDriveModuleBase(LegacyModuleAPI):
-    """LightningModule logic running WarpDrive's A2C/PPO updates on GPU-resident rollout batches.
+class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
+    """LightningModule logic running every policy's updates (any registered algorithm) on GPU-resident
+    rollout batches.
 
     A mixin: use ``WarpDriveModule`` from :mod:`warp_drive.training.lightning` (bound to the
     ``lightning`` distribution) or from :mod:`warp_drive.training.pytorch_lightning` (bound to
@@ -211,8 +216,10 @@ class WarpDriveModuleBase(LegacyModuleAPI):
         self._iterations_per_epoch_arg = iterations_per_epoch
         self.engine: Engine | None = None
         self.policy_models = nn.ModuleDict()
+        self.policy_parameters = nn.ModuleDict()  # what the optimizers step outside the networks
         self.episode_metrics: dict[str, Tensor] = {}
         self._trained: list[str] = []
+        self._optimizer_keys: list[tuple[str, str]] = []
         self._pending_state: dict[str, Any] | None = None
         self._t_last = 0.0
         if engine is not None:
@@ -220,27 +227,34 @@ class WarpDriveModuleBase(LegacyModuleAPI):
 
     # ------------------------------------------------------------------ engine
     def attach_engine(self, engine: Engine) -> None:
-        """Adopt ``engine``: register its models as submodules (``policy_models.<tag>``).
+        """Adopt ``engine``: register its policies' networks as submodules (``policy_models.<tag>``,
+        :func:`~warp_drive.training.lightning.policies.policy_networks`), and the parameters a trained
+        policy's optimizers step outside them (``policy_parameters.<tag>``).
 
         Policies with ``to_train: false`` get ``requires_grad=False`` (they are only rolled out).
 
         Raises:
-            ConfigError: not an A2C/PPO engine (e.g. a ``TrainerDDPG``), a tag that cannot name a
-                submodule, or no trained policy.
+            ConfigError: not an engine (a Trainer), a tag or network role that cannot name a
+                submodule, no trained policy, or a trained policy without an optimizer.
         """
         if not isinstance(engine, Engine):
-            raise ConfigError(f"the Lightning module trains an A2C/PPO engine (a Trainer); got {type(engine).__name__}")
+            raise ConfigError(f"the Lightning module trains an engine (a Trainer); got {type(engine).__name__}")
         for tag in engine.policies:
             if not tag or "." in tag:
                 raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
-        if not trained_tags(engine):
+        trained = trained_tags(engine)
+        if not trained:
             raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
+        keys = optimizer_keys(engine, trained)
         self.engine = engine
         for tag, p in engine.policies.items():
-            self.policy_models[tag] = p.model
+            self.policy_models[tag] = policy_networks(p)
+            loose = loose_parameters(p, self.policy_models[tag]) if p.to_train else []
+            if loose:
+                self.policy_parameters[tag] = nn.ParameterList(loose)
             if not p.to_train:
-                p.model.requires_grad_(False)
-        self._trained = trained_tags(engine)
+                self.policy_models[tag].requires_grad_(False)
+        self._trained, self._optimizer_keys = trained, keys
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
             self._restore_engine_state(state)
@@ -291,12 +305,16 @@ class WarpDriveModuleBase(LegacyModuleAPI):
         engine = self._require_engine("setup()")
         check_placement(engine, root, self.global_rank)
         engine.use_local_gradients()  # Lightning's DDP syncs the gradients; the engine's wrapper is not used
-        check_unused_parameters(strategy, len(self._trained), self.trainer.world_size)
+        check_unused_parameters(strategy, len(self._optimizer_keys), self.trainer.world_size)
+
+    @property
+    def num_optimizers(self) -> int | None:
+        """Optimizers of the trained policies (None until the engine exists)."""
+        return None if self.engine is None else len(self._optimizer_keys)
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
-        """The engine's optimizers of the trained policies, in policy order."""
-        engine = self._require_engine("configure_optimizers()")
-        return [engine.policies[tag].optimizer for tag in self._trained]
+        """The trained policies' own optimizers: policy order, then each policy's ``optimizers()`` order."""
+        return engine_optimizers(self._require_engine("configure_optimizers()"), self._optimizer_keys)
 
     def train_dataloader(self) -> Any:
         """Rollouts of this module's engine (used when ``fit`` gets no datamodule or dataloader).
@@ -315,13 +333,11 @@ class WarpDriveModuleBase(LegacyModuleAPI):
         self._t_last = time.perf_counter()
 
     def training_step(self, batch: Mapping[str, Mapping[str, Any]], batch_idx: int) -> None:
-        """Update every trained policy from one rollout batch (PPO epochs/minibatches or one A2C step)."""
+        """Update every trained policy from one rollout batch (its algorithm's gradient steps, with
+        Lightning's wrappers of its optimizers)."""
         engine = self._require_engine("training_step()")
-        optimizers = self.optimizers()
-        if not isinstance(optimizers, list):
-            optimizers = [optimizers]
         update_metrics = engine.update_policies(
-            batch, optimizers=dict(zip(self._trained, optimizers)), backward=self.manual_backward,
+            batch, optimizers=optimizers_by_policy(self._optimizer_keys, self.optimizers()), backward=self.manual_backward,
             clip_gradients=self._clip, track_grad_norm=self.track_grad_norm, sync_normalizers=self._sync_value_normalizers)
         engine.end_iteration(since=self._t_last)  # the time since the last step: the rollout and Lightning's own
         self._t_last = time.perf_counter()
@@ -334,8 +350,8 @@ class WarpDriveModuleBase(LegacyModuleAPI):
     def teardown(self, stage: str) -> None:
         """Lightning moved the optimizer states to the CPU: put them back next to the engine's models."""
         if self.engine is not None:
-            for tag in self._trained:
-                optimizer_state_to(self.engine.policies[tag].optimizer, torch.device(self.engine.device))
+            for optimizer in engine_optimizers(self.engine, self._optimizer_keys):
+                optimizer_state_to(optimizer, torch.device(self.engine.device))
 
     def cpu(self) -> WarpDriveModuleBase:
         """No-op: the models stay on their env's device (Lightning's teardown would move them).
@@ -419,48 +435,3 @@ class WarpDriveModuleBase(LegacyModuleAPI):
                       on_epoch=True, batch_size=1, prog_bar=True, sync_dist=sync)
         self.log_dict({k: v for k, v in episode.items() if not k.endswith("episode_return_mean")}, on_step=False,
                       on_epoch=True, batch_size=1, sync_dist=sync)
-
-    # ------------------------------------------------------------------ checkpoints
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Store the engine counters (every rank's sampler/RNG/normalizer state under DDP)."""
-        if self.engine is not None:
-            checkpoint[CHECKPOINT_KEY] = self.engine_state()
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore the engine counters (deferred until the engine exists)."""
-        state = checkpoint.get(CHECKPOINT_KEY)
-        if state is None:
-            logger.warning("the checkpoint has no '%s' entry: engine counters start from zero", CHECKPOINT_KEY)
-            return
-        if self.engine is None:
-            self._pending_state = state
-        else:
-            self._restore_engine_state(state)
-
-    def engine_state(self) -> dict[str, Any]:
-        """The engine counters as a checkpoint entry (collective under DDP: call on every rank)."""
-        return engine_state(self._require_engine("engine_state()"), self.global_rank, self._distributed())
-
-    def _restore_engine_state(self, state: Mapping[str, Any]) -> None:
-        engine = self._require_engine("restoring a checkpoint")
-        on_trainer = self._trainer is not None
-        restore_engine_state(engine, state, self.global_rank if on_trainer else 0,
-                             self.trainer.world_size if on_trainer else 1)
-
-    def restore_checkpoint(self, path: str | Path) -> None:
-        """Load a Lightning checkpoint of this module outside ``Trainer.fit`` (e.g. to evaluate).
-
-        Restores the weights, the optimizer states and the engine counters; builds the engine
-        with the factory (rank 0, one device) if needed.
-
-        Raises:
-            ConfigError: The file does not exist or does not match the engine's policies.
-        """
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"checkpoint {str(path)!r} does not exist")
-        engine = self.ensure_engine()
-        ckpt = safe_load(path, map_location=torch.device(engine.device))
-        self.load_state_dict(ckpt["state_dict"])
-        load_optimizer_states(engine, self._trained, ckpt.get("optimizer_states", []))
-        self.on_load_checkpoint(ckpt)

@@ -1,0 +1,100 @@
+"""The checkpoint hooks of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`.
+
+Lightning writes the module's weights and optimizer states itself; these hooks add and read back
+the engine's part of a checkpoint (:mod:`~warp_drive.training.lightning.engine_state`:
+counters, random streams, each policy's own state), and load a checkpoint outside
+``Trainer.fit``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from warp_drive.errors import ConfigError
+from warp_drive.training.checkpoint_files import safe_load
+from warp_drive.training.lightning.engine_state import (
+    CHECKPOINT_KEY,
+    engine_state,
+    resolve_engine_state,
+    restore_engine_state,
+)
+from warp_drive.training.lightning.policies import load_optimizer_states
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_drive.training.engine import Engine
+
+logger = logging.getLogger("warp_drive.training.lightning.module")
+
+
+class CheckpointHooks:
+    """``on_save_checkpoint``, ``on_load_checkpoint``, ``engine_state`` and ``restore_checkpoint``.
+
+    A mixin of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`, which provides
+    ``engine``, ``ensure_engine()``, ``_require_engine()``, ``_distributed()``, the keys of its
+    optimizers and the deferred state of a checkpoint loaded before the engine exists.
+    """
+
+    engine: Engine | None
+    _pending_state: dict[str, Any] | None
+    _optimizer_keys: list[tuple[str, str]]
+
+    if TYPE_CHECKING:  # pragma: no cover - defined by WarpDriveModuleBase and LightningModule
+        global_rank: int
+        _trainer: Any
+        trainer: Any
+
+        def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Engine: ...
+        def _require_engine(self, needed_by: str) -> Engine: ...
+        def _distributed(self) -> bool: ...
+        def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> Any: ...
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store the engine's part: counters, random streams, each policy's state (every rank's under
+        DDP); the tensors Lightning saves in ``checkpoint`` already are stored as references."""
+        if self.engine is not None:
+            checkpoint[CHECKPOINT_KEY] = engine_state(self.engine, self.global_rank, self._distributed(), checkpoint)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore the engine's part (deferred until the engine exists)."""
+        state = checkpoint.get(CHECKPOINT_KEY)
+        if state is None:
+            logger.warning("the checkpoint has no '%s' entry: engine counters start from zero", CHECKPOINT_KEY)
+            return
+        state = resolve_engine_state(state, checkpoint)
+        if self.engine is None:
+            self._pending_state = state
+        else:
+            self._restore_engine_state(state)
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine's checkpoint entry, every tensor by value (collective under DDP: call on every rank)."""
+        return engine_state(self._require_engine("engine_state()"), self.global_rank, self._distributed())
+
+    def _restore_engine_state(self, state: Mapping[str, Any]) -> None:
+        engine = self._require_engine("restoring a checkpoint")
+        on_trainer = self._trainer is not None
+        restore_engine_state(engine, state, self.global_rank if on_trainer else 0,
+                             self.trainer.world_size if on_trainer else 1)
+
+    def restore_checkpoint(self, path: str | Path) -> None:
+        """Load a Lightning checkpoint of this module outside ``Trainer.fit`` (e.g. to evaluate).
+
+        Restores the weights, the optimizer states and the engine counters; builds the engine
+        with the factory (rank 0, one device) if needed.
+
+        Raises:
+            ConfigError: The file does not exist or does not match the engine's policies.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"checkpoint {str(path)!r} does not exist")
+        engine = self.ensure_engine()
+        ckpt = safe_load(path, map_location=torch.device(engine.device))
+        self.load_state_dict(ckpt["state_dict"])
+        load_optimizer_states(engine, self._optimizer_keys, ckpt.get("optimizer_states", []))
+        self.on_load_checkpoint(ckpt)
