@@ -88,7 +88,7 @@ def setup_trainer_and_train(
 
         results_directory = default_run_name() if num_devices == 1 else str(int(time.time()))
     if device_id == 0:  # before anything is built
-        from warp_drive.training.engine import run_directory
+        from warp_drive.training.trainer import run_directory
         from warp_drive.training.run_folder import check_writable
 
         check_writable(run_directory(config, results_directory).resolve())

@@ -94,18 +94,17 @@ class TrainerDDPG(Trainer):
             return super().load_checkpoint(path, state)
         if set(state["policies"]) != set(self.policies):
             raise ConfigError(f"checkpoint policies {sorted(state['policies'])} differ from the trainer's {sorted(self.policies)}")
+        new = self.engine.state_dict()  # this run's random streams, with the old checkpoint's parts put in
+        new.update(iteration=state["iteration"], seed=state["seed"], perf=state["perf"])
+        new["rng"]["generator"] = torch.as_tensor(state["generator"]).cpu()
+        rank_state = new["rank_state"]
+        rank_state.update(data_store=state["data_store"], env_resetter=state["env_resetter"], started=state["started"])
         for tag, p in self.policies.items():
             old = state["policies"][tag]
             nets = dict(old["nets"])
-            p.load_state_dict({"model": nets.pop("actor"), "nets": nets, "algorithm": {"ou": old["ou"]},
-                               "timestep": old["timestep"]})
-            p.stats.running_return.copy_(old["episode_carry"][0])
-            p.stats.running_length.copy_(old["episode_carry"][1])
-        self.generator.set_state(torch.as_tensor(state["generator"]).cpu())
-        dm = self.env_wrapper.cuda_data_manager
-        dm.load_state_dict(state["data_store"])
-        self.env_wrapper.env_resetter.load_state_dict(state["env_resetter"])
-        self.counters.load(state["iteration"], state["perf"])
-        self.started = bool(state["started"])
+            new["policies"][tag] = {"model": nets.pop("actor"), "nets": nets, "algorithm": {"ou": old["ou"]},
+                                    "timestep": old["timestep"], "agent_ids": p.agent_ids}
+            rank_state["episode_carry"][tag] = list(old["episode_carry"])
+        self.engine.load_state_dict(new, source=f"checkpoint {str(path)!r}")
         logger.info("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.iteration)
         return path

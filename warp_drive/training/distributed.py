@@ -158,6 +158,22 @@ def hold_backends() -> None:
         _EXIT_HOOK.append(True)
 
 
+#: callbacks run when this process leaves its process group: caches of objects tied to the group
+#: (e.g. the gloo group of :func:`warp_drive.training.interrupt.agree_across_ranks`) forget them
+_ON_LEAVE: list[Callable[[], None]] = []
+
+
+def on_leave(callback: Callable[[], None]) -> None:
+    """Run ``callback`` whenever this process leaves its process group (registered once)."""
+    if callback not in _ON_LEAVE:
+        _ON_LEAVE.append(callback)
+
+
+def _left_group() -> None:
+    for callback in _ON_LEAVE:
+        callback()
+
+
 def release_backends() -> None:
     """Leave the process group (if still joined) and stop the gloo worker threads of the groups held by
     :func:`hold_backends` while the interpreter is whole (at exit; see the comment above).
@@ -167,12 +183,10 @@ def release_backends() -> None:
     threads release what they hold and are joined. A group still referenced elsewhere (a module-level
     DDP model) keeps its threads until finalization.
     """
-    from warp_drive.training import interrupt
-
     if dist.is_available() and dist.is_initialized():
         hold_backends()
         dist.destroy_process_group()
-    interrupt._FLAG_GROUP = (None, None)
+    _left_group()
     gc.collect()
     while _HELD_BACKENDS:
         _HELD_BACKENDS.pop()  # the last reference: ~ProcessGroupGloo joins its threads (GIL released)
@@ -217,11 +231,9 @@ def clear_torch_process_group() -> None:
     """Leaves the process group (if any). Its gloo threads stop at exit, once nothing else holds the
     group (:func:`release_backends`)."""
     if dist.is_available() and dist.is_initialized():
-        from warp_drive.training import interrupt
-
         hold_backends()
         dist.destroy_process_group()
-        interrupt._FLAG_GROUP = (None, None)
+        _left_group()
 
 
 _SPAWN = multiprocessing.get_context("spawn")

@@ -1,54 +1,48 @@
 """The training engine: a run's env replicas, sampler, policies and rollout buffers behind one API.
 
-Every driver of a run goes through the same few calls: :class:`~warp_drive.training.trainer.Trainer`
-(an engine plus the training loop, metric files, the checkpoint schedule and 2.7.1's methods), the
-Lightning module (:mod:`warp_drive.training.lightning`), checkpoints
-(:mod:`warp_drive.training.checkpoint`) and evaluation (:mod:`warp_drive.training.evaluation`).
-One iteration, whoever drives it::
+Every driver of a run goes through the same few calls: the
+:class:`~warp_drive.training.trainer.Trainer` (WarpDrive 2.7.1's trainer: an engine, the training
+loop, metric files, checkpoints and 2.7.1's methods) and the Lightning module
+(:mod:`warp_drive.training.lightning`). One iteration, whoever drives it::
 
     batches = engine.collect()                 # one on-device rollout -> {tag: training batch}
-    metrics = engine.update_policies(batches)  # every trained policy: epochs x minibatches
+    metrics = engine.update_policies(batches)  # every trained policy's gradient steps
     engine.end_iteration()                     # the per-iteration bookkeeping, in one place
 
-:meth:`Engine.state_dict` / :meth:`Engine.load_state_dict` hold everything a resume needs.
-Other modules read an engine through its attributes and change it only through its methods.
-
-The engine is built by its constructor, which takes WarpDrive 2.7.1's ``Trainer`` arguments
-(env wrapper -> engine); :func:`warp_drive.training.build.build_trainer` adds the step before
-(run config -> env -> env wrapper) for the command lines, the Lightning engine factory and
-``setup_trainer_and_train``.
+:meth:`Engine.state_dict` / :meth:`Engine.load_state_dict` hold everything a resume needs;
+:meth:`Engine.evaluation_episodes` plays episodes without training. Other modules read an engine
+through its attributes and change it only through its methods. The engine imports no driver
+(checkpoints, evaluation, command lines) and speaks no 2.7.1: its constructor takes a run config,
+an env wrapper and the policy map.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import secrets
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
+from warp_drive.training.counters import RunCounters
 from warp_drive.training.distributed import unwrap
+from warp_drive.training.env_subset import env_subset
 from warp_drive.training.models.factory import ModelFactory
-from warp_drive.training.phase_timer import PhaseTimer
+from warp_drive.training.phase_timer import EAGER, PhaseTimer
 from warp_drive.training.policy_state import validate_policy_map
+from warp_drive.training.update_memory import auto_chunk_samples
 
 logger = logging.getLogger(__name__)
 
 Tensor = torch.Tensor
-#: ``{policy tag: {"obs", "actions", "advantages", "returns", "old_log_probs", "old_values"}}``
-PolicyBatches = dict[str, dict[str, Any]]
+#: ``{policy tag: batch}``: what :meth:`Engine.collect` returns (each policy's :meth:`~warp_drive.training.algorithms.base.Policy.batch`)
+PolicyBatches = dict[str, Any]
 #: ``clip_gradients(optimizer, max_norm or None)``: Lightning's clipping instead of the engine's.
 ClipHook = Callable[[Any, "float | None"], None]
-
-RUN_CONFIG_FILE = "run_config.json"
 
 #: Where model types are looked up unless an engine gets its own ``model_factory`` (custom models:
 #: ``DEFAULT_MODEL_FACTORY.add``).
@@ -60,184 +54,66 @@ DEFAULT_MODEL_FACTORY = ModelFactory()
 CPU_CHUNK_SAMPLES = 4096
 
 
-def check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
-    """Validates 2.7.1's placeholder arguments of the trainers."""
-    if not isinstance(separate, bool):
-        raise ConfigError(f"create_separate_placeholders_for_each_policy={separate!r} must be True or False")
-    if separate:
-        raise ConfigError(
-            "create_separate_placeholders_for_each_policy=True (per-policy observations_<tag>, "
-            "sampled_actions_<tag>, rewards_<tag> arrays written by the env step) is not supported: the "
-            "trainer gathers each policy's agents from the shared placeholders. Write the step kernel "
-            "against the shared arrays (observations, sampled_actions, rewards) and pass False.")
-    if obs_agent_dim not in ("first", "last"):
-        raise ConfigError(f"obs_dim_corresponding_to_num_agents={obs_agent_dim!r}; use 'first' "
-                          "(observations (E, N, *features)) or 'last' ((E, *features, N))")
-
-
-def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
-    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default: a unique
-    ``<unix time>.<microseconds>-<pid>-<random>``, :func:`~warp_drive.training.run_folder.default_run_name`).
-
-    An absolute ``results_dir`` is the run directory itself; ``~`` in ``basedir`` is expanded.
-    """
-    from warp_drive.training.run_folder import default_run_name, run_base
-
-    sv = config.saving
-    return run_base(sv.basedir, sv.name, sv.tag) / (str(results_dir) if results_dir is not None else default_run_name())
-
-
 def rank_seed_of(seed: int, rank: int) -> int:
     """The env and sampler seed of ``rank``: the streams differ per rank, the weights do not."""
     return (seed + 1000 * rank) & 0x7FFFFFFF
 
 
-# ----------------------------------------------------------------------------- bookkeeping
-class RunCounters:
-    """The per-iteration bookkeeping of a run, for every engine and driver.
+def _sync_each(normalizers: list[Any]) -> None:
+    """Average every return normalizer's statistics over the torch.distributed ranks (if any)."""
+    from warp_drive.training.distributed import sync_buffers
 
-    ``iteration`` counts finished iterations; ``perf`` holds ``rollout``, ``training`` and ``total``
-    seconds and ``steps`` (env steps, summed over the replicas of this process); ``timer`` times the
-    rollout phases (policy, sampling, env_step, training) on the iterations a driver asks for, and
-    :meth:`take_phase_times` adds them to ``phase_seconds``.
+    for normalizer in normalizers:
+        sync_buffers(normalizer)
+
+
+class Engine:
+    """Every policy's algorithm over GPU-resident rollouts: one policy object per tag, built by its
+    algorithm's registry entry (:mod:`warp_drive.config.algorithms`: A2C, PPO, DDPG, ...) and driven
+    through the hooks of :class:`~warp_drive.training.algorithms.base.Policy`; the engine names no
+    algorithm.
+
+    Each iteration rolls out ``B = train_batch_size // num_envs`` steps per env on the device (no
+    host sync per step), then updates every trained policy, still on the device. On the cpu backend
+    forwards and backwards run on chunks of ``cpu_chunk_samples`` agent-samples (attribute, default
+    :data:`CPU_CHUNK_SAMPLES`; gradients accumulate over chunks); on a GPU an update's minibatch
+    runs in chunks only when its activations would not fit (:meth:`update_chunk_rows`).
+
+    Args:
+        env_wrapper: an :class:`~warp_drive.env_wrapper.EnvWrapper` (pycuda or cpu backend).
+        config: a :class:`RunConfig`, a dict in the run-config layout or a YAML path.
+        policy_map: ``{tag: [agent ids]}``; default: the config's first tag over all agents.
+        rank, world_size: this process's rank among ``world_size`` training together (DDP).
+        obs_agents_last: observation placeholders are ``(E, *features, N)``, not ``(E, N, *features)``.
+        model_factory: where model types are looked up (default :data:`DEFAULT_MODEL_FACTORY`).
     """
 
-    def __init__(self, device: torch.device, env_steps_per_iteration: int) -> None:
-        self.iteration = 0
-        self.perf: dict[str, float] = {"rollout": 0.0, "training": 0.0, "total": 0.0, "steps": 0}
-        self.timer = PhaseTimer(device)
-        self.phase_seconds: dict[str, float] = {}
-        self.timed_iterations = 0
-        self._steps = int(env_steps_per_iteration)
-        self._iteration_start: float | None = None
-
-    @contextlib.contextmanager
-    def timed(self, key: str) -> Iterator[None]:
-        """Adds the seconds of the ``with`` block to ``perf[key]`` (and starts the iteration's clock)."""
-        start = time.perf_counter()
-        if self._iteration_start is None:
-            self._iteration_start = start
-        try:
-            yield
-        finally:
-            self.perf[key] = self.perf.get(key, 0.0) + (time.perf_counter() - start)
-
-    def end_iteration(self, since: float | None = None) -> None:
-        """One more iteration of ``env_steps_per_iteration`` steps; ``total`` grows by the time since
-        ``since`` (``time.perf_counter()`` value; default: the start of its first timed block)."""
-        now = time.perf_counter()
-        start = since if since is not None else (self._iteration_start if self._iteration_start is not None else now)
-        self.iteration += 1
-        self.perf["steps"] = self.perf.get("steps", 0) + self._steps
-        self.perf["total"] = self.perf.get("total", 0.0) + (now - start)
-        self._iteration_start = None
-
-    def take_phase_times(self) -> dict[str, float]:
-        """The timer's seconds per phase since the last call (one host sync on CUDA), also added to
-        ``phase_seconds`` (a timed iteration)."""
-        phases = self.timer.totals()
-        if phases:
-            for phase, seconds in phases.items():
-                self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + seconds
-            self.timed_iterations += 1
-        return phases
-
-    def load(self, iteration: int | None = None, perf: Mapping[str, Any] | None = None) -> None:
-        """Restore the counters of a checkpoint (numbers only)."""
-        if iteration is not None:
-            self.iteration = int(iteration)
-        if perf:
-            self.perf.update({k: v for k, v in perf.items() if isinstance(v, (int, float))})
-
-    def steps_per_second(self) -> float:
-        return self.perf["steps"] / self.perf["total"] if self.perf["total"] else math.nan
-
-    def perf_stats(self) -> Any:
-        """2.7.1's :class:`~warp_drive.training.reporting.PerfStats` (phase means over the timed
-        iterations, extrapolated to every iteration)."""
-        from warp_drive.training.reporting import PerfStats
-
-        iters = self.iteration
-
-        def total(phase: str) -> float:
-            return self.phase_seconds.get(phase, 0.0) / self.timed_iterations * iters if self.timed_iterations else 0.0
-
-        return PerfStats(iters=iters, steps=int(self.perf["steps"]), policy_eval_time=total("policy"),
-                         action_sample_time=total("sampling"), env_step_time=total("env_step"),
-                         training_time=self.perf["training"], total_time=self.perf["total"])
-
-
-# ----------------------------------------------------------------------------- what every engine shares
-class EngineBase:
-    """The config and env checks, seeds, run folder, counters, metric files, episode starts and
-    WarpDrive 2.7.1's attribute names of an :class:`Engine`.
-
-    The constructor takes 2.7.1's ``Trainer`` arguments in 2.7.1's order; subclasses build their
-    policies in :meth:`_build`.
-    """
-
-    def __init__(
-        self,
-        env_wrapper: Any,
-        config: RunConfig | Mapping[str, Any] | str,
-        policy_tag_to_agent_id_map: Mapping[str, Sequence[int]] | None = None,
-        create_separate_placeholders_for_each_policy: bool = False,
-        obs_dim_corresponding_to_num_agents: str = "first",
-        num_devices: int = 1,
-        device_id: int = 0,
-        results_dir: str | Path | None = None,
-        verbose: bool = True,
-        *,
-        model_factory: Any = None,
-        rank: int | None = None,
-        tensorboard: bool = False,
-    ) -> None:
-        from warp_drive.training.logging_utils import MetricsLog
-
-        check_placeholder_layout(create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents)
+    def __init__(self, env_wrapper: Any, config: RunConfig | Mapping[str, Any] | str,
+                 policy_map: Mapping[str, Sequence[int]] | None = None, *, rank: int = 0, world_size: int = 1,
+                 obs_agents_last: bool = False, model_factory: Any = None) -> None:
         if env_wrapper is None:
             raise ConfigError(f"{type(self).__name__} needs an env_wrapper (an EnvWrapper around the env)")
         self.config = config if isinstance(config, RunConfig) else load_run_config(config)
-        self._check_config(self.config)
         tc = self.config.trainer
         if tc.num_envs != env_wrapper.n_envs:
             raise ConfigError(f"trainer.num_envs={tc.num_envs} but the EnvWrapper holds {env_wrapper.n_envs} envs; make them equal")
         self.env_wrapper = env_wrapper
-        self.verbose = verbose
-        self.device_id = device_id
-        self.rank = device_id if rank is None else rank
-        self.num_devices = num_devices
-        self.tensorboard = tensorboard
-        self.obs_agents_last = obs_dim_corresponding_to_num_agents == "last"
+        self.rank = int(rank)
+        self.world_size = int(world_size)
+        self.obs_agents_last = bool(obs_agents_last)
         self.steps_per_iter = tc.batch_size_per_env
-        self.num_iters = tc.num_iterations(env_wrapper.episode_length)
         self.bootstrap_at_time_limit = tc.bootstrap_at_time_limit
         self.seed = tc.seed if tc.seed is not None else secrets.randbits(31)
         self.rank_seed = rank_seed_of(self.seed, self.rank)
-        self.save_dir = run_directory(self.config, results_dir)
         if env_wrapper.reset_on_host:
             env_wrapper.reset_all_envs()
         self.device = env_wrapper.cuda_data_manager.device
-        self.started = False  # envs are force-reset by the first train() call (and by evaluation)
+        self.started = False  # envs are force-reset before the first iteration (and by evaluation)
         self.counters = RunCounters(self.device, tc.train_batch_size)
-        self._metrics_log = MetricsLog(self.save_dir, tensorboard=tensorboard, enabled=self.rank == 0)
-        self._run_config_written = False
-        pmap = policy_tag_to_agent_id_map or {self.config.policy_tags[0]: list(range(env_wrapper.n_agents))}
+        pmap = policy_map or {self.config.policy_tags[0]: list(range(env_wrapper.n_agents))}
         self.policy_tag_to_agent_id_map = validate_policy_map(dict(pmap), env_wrapper.n_agents, self.config.policy_tags)
         self.policies: dict[str, Any] = {}
         self._build(model_factory)
-
-    # ------------------------------------------------------------------ subclass hooks
-    def _check_config(self, config: RunConfig) -> None:
-        """Rejects configs this engine cannot train (subclasses)."""
-
-    def _build(self, model_factory: Any) -> None:  # pragma: no cover - every engine overrides it
-        raise NotImplementedError
-
-    def _seed(self) -> None:
-        """Same initial weights on every rank (torch's seed); per-rank reset-pool stream."""
-        torch.manual_seed(self.seed)  # model initialisation and minibatch shuffles; envs and sampler use Philox
-        self.env_wrapper.init_reset_pool(self.rank_seed + 1)
 
     # ------------------------------------------------------------------ episodes and bookkeeping
     def start_episodes(self) -> None:
@@ -274,150 +150,6 @@ class EngineBase:
         """The phase timer of the rollout and update (see :meth:`RunCounters.take_phase_times`)."""
         return self.counters.timer
 
-    @property
-    def phase_seconds(self) -> dict[str, float]:
-        return self.counters.phase_seconds
-
-    @property
-    def timed_iterations(self) -> int:
-        return self.counters.timed_iterations
-
-    @property
-    def perf_stats(self) -> Any:
-        """2.7.1's :class:`~warp_drive.training.reporting.PerfStats` from this run's counters."""
-        return self.counters.perf_stats()
-
-    @property
-    def env_steps_per_second(self) -> float:
-        return self.counters.steps_per_second()
-
-    # ------------------------------------------------------------------ metrics and run files
-    def log_metrics(self, update_metrics: dict[str, dict[str, Tensor]]) -> dict[str, float]:
-        """Collect metrics (one host sync), write them (rank 0), return them as floats."""
-        from warp_drive.training.logging_utils import gather_metrics
-
-        batch = self.config.trainer.train_batch_size
-        metrics = gather_metrics(self.policies, update_metrics, device=self.device, perf=self.perf,
-                                 world_size=self.num_devices, num_agents=self.env_wrapper.n_agents,
-                                 train_batch_size=batch, phases=self.counters.take_phase_times())
-        self._metrics_log.write(self.iteration, self.iteration * batch, metrics)
-        return metrics
-
-    @property
-    def metrics_writer(self) -> Any:
-        """The open :class:`~warp_drive.training.metrics.MetricsWriter` (None before the first row)."""
-        return self._metrics_log.writer
-
-    def _files_to_load(self, ckpts_dict: Mapping[str, Any] | None, expected: str) -> dict[str, Any]:
-        """``ckpts_dict`` checked (a mapping over this engine's policy tags), or (None) each
-        policy's ``model.model_ckpt_filepath``: what ``load_model_checkpoint`` loads."""
-        if ckpts_dict is None:
-            return {tag: getattr(p.config.model, "model_ckpt_filepath", "") for tag, p in self.policies.items()}
-        if not isinstance(ckpts_dict, Mapping):
-            raise ConfigError(f"ckpts_dict must map policy tags to {expected}; got {type(ckpts_dict).__name__}")
-        for tag in ckpts_dict:
-            if tag not in self.policies:
-                raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(self.policies)}")
-        return dict(ckpts_dict)
-
-    def _write_run_config(self) -> None:
-        """Write the run config as one JSON object to ``run_config.json``, replacing the file (once
-        per start; rank 0)."""
-        if self.rank != 0 or self._run_config_written:
-            return
-        from warp_drive.training.run_folder import write_run_config
-
-        write_run_config(Path(self.save_dir), self.config.to_dict(), RUN_CONFIG_FILE)
-        self._run_config_written = True
-
-    def graceful_close(self) -> None:
-        """Flush metric files."""
-        self._metrics_log.close()
-        if self.verbose and self.rank == 0:
-            logger.info("trainer closed")
-
-    # ------------------------------------------------------------------ 2.7.1 attribute names
-    @property
-    def cuda_envs(self) -> Any:
-        """The env wrapper (2.7.1's name)."""
-        return self.env_wrapper
-
-    @property
-    def num_envs(self) -> int:
-        return self.config.trainer.num_envs
-
-    @property
-    def num_episodes(self) -> int:
-        return self.config.trainer.num_episodes
-
-    @property
-    def training_batch_size(self) -> int:
-        """Env steps per iteration, summed over replicas (2.7.1's name)."""
-        return self.config.trainer.train_batch_size
-
-    @property
-    def training_batch_size_per_env(self) -> int:
-        return self.steps_per_iter
-
-    @property
-    def policies_to_train(self) -> list[str]:
-        return [tag for tag, p in self.policies.items() if p.to_train]
-
-    @property
-    def models(self) -> dict[str, torch.nn.Module]:
-        """``{tag: model}`` (DDPG: the actors)."""
-        return {tag: p.model for tag, p in self.policies.items()}
-
-    @property
-    def current_timestep(self) -> dict[str, int]:
-        """``{tag: env steps trained on}`` (drives the schedules)."""
-        return {tag: p.timestep for tag, p in self.policies.items()}
-
-
-# ----------------------------------------------------------------------------- A2C / PPO
-class _EagerMarker(PhaseTimer):
-    """A timer that times nothing: forces the eager rollout path (used while capturing)."""
-
-    def __init__(self) -> None:
-        pass
-
-    def start(self, phase: str) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
-_EAGER = _EagerMarker()
-
-
-def _sync_each(normalizers: list[Any]) -> None:
-    """Average every return normalizer's statistics over the torch.distributed ranks (if any)."""
-    from warp_drive.training.distributed import sync_buffers
-
-    for normalizer in normalizers:
-        sync_buffers(normalizer)
-
-
-class Engine(EngineBase):
-    """Every policy's algorithm over GPU-resident rollouts: one policy object per tag, built by its
-    algorithm's registry entry (:mod:`warp_drive.config.algorithms`: A2C, PPO, DDPG, ...) and driven
-    through the hooks of :class:`~warp_drive.training.algorithms.base.Policy`; the engine names no
-    algorithm.
-
-    Each iteration rolls out ``B = train_batch_size // num_envs`` steps per env on the device (policy
-    forward without gradient, in-kernel sampling, env step, reset of done envs: no host sync per
-    step), then updates every trained policy from the batch, still on the device. The same code runs
-    on the cpu backend, where every policy forward of the rollout and the update's forward +
-    backward run on chunks of about ``cpu_chunk_samples`` agent-samples (attribute, default
-    :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks). On a GPU the update's
-    forward + backward run whole unless a minibatch's activations would exceed a share of the free
-    device memory; then they run in chunks too (:meth:`update_chunk_rows`), so the update's memory
-    is bounded whatever the batch.
-
-    Args: WarpDrive 2.7.1's ``Trainer`` arguments; see :class:`~warp_drive.training.trainer.Trainer`.
-    """
-
     def _build(self, model_factory: Any) -> None:
         from warp_drive.managers.sampler import Sampler
         from warp_drive.training.cuda_graph import GraphedRollout
@@ -431,13 +163,13 @@ class Engine(EngineBase):
         self.reset_obs_known = (all(n in dm.reset_data_list for n in self.obs_names)
                                 and not self.env_wrapper.fresh_start_states)
         self._check_obs_layout(dm)
-        self._seed()
+        torch.manual_seed(self.seed)  # same initial weights on every rank; envs and sampler use Philox
+        self.env_wrapper.init_reset_pool(self.rank_seed + 1)  # per-rank reset-pool stream
         self.sampler = Sampler(self.env_wrapper.cuda_function_manager)
         self.sampler.init_random(self.rank_seed)
         factory = model_factory or DEFAULT_MODEL_FACTORY
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in self.policy_tag_to_agent_id_map.items()}
-        self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
         self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
         self.update_chunk_samples: int | None = None  # GPU update chunks; None: sized automatically
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
@@ -454,7 +186,7 @@ class Engine(EngineBase):
                 logger.info("trainer.use_cuda_graph: policies %s act with host-side parameters a CUDA graph would "
                             "freeze; the rollout runs eagerly", eager_only)
             else:
-                self.graphed_rollout = GraphedRollout(lambda: self.generate_rollout(_EAGER),
+                self.graphed_rollout = GraphedRollout(lambda: self.generate_rollout(EAGER),
                                                       self.env_wrapper.cuda_function_manager)
         if tc.tf32 and self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
@@ -521,15 +253,16 @@ class Engine(EngineBase):
 
         Advantages and returns are those the rollout computed at its end (``Rollout.finalize``,
         return normalizer included). With ``trainer.neg_pos_env_ratio`` only a subset of envs is
-        kept (:meth:`_env_subset`, one host sync).
+        kept (:func:`~warp_drive.training.env_subset.env_subset`, one host sync).
 
         Shapes:
-            obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
+            obs: ``(B, E, A, *obs)`` (or a dict of those); actions: (B, E, A, columns);
             advantages, returns, old_log_probs, old_values: (B, E, A).
         """
         from warp_drive.training.utils.minibatch import index_tree
 
-        envs = self._env_subset() if self.config.trainer.neg_pos_env_ratio > 0 else None
+        ratio = self.config.trainer.neg_pos_env_ratio
+        envs = env_subset(self.rollout.shared.done, ratio, self._minibatch_rows(), self.generator) if ratio > 0 else None
         out: PolicyBatches = {}
         for p in self.policies.values():
             if not p.to_train:
@@ -602,23 +335,22 @@ class Engine(EngineBase):
                 timer.stop()
         return out
 
+    def _minibatch_rows(self) -> list[tuple[int, int]]:
+        """``(rows per env, num_minibatches)`` of every trained policy whose batch has an env axis."""
+        return [(self.steps_per_iter * p.num_agents, p.config.num_minibatches)
+                for p in self.policies.values() if p.to_train and p.batch_has_env_axis]
+
     def cpu_chunk_rows(self, num_agents: int) -> int | None:
-        """Rows per chunk of a policy of ``num_agents`` agents on the cpu backend (envs per rollout
-        forward, (time, env) samples per update chunk; ``cpu_chunk_samples`` agent-samples); None
-        on a GPU, which runs every forward and backward whole."""
-        if self.device.type != "cpu":
-            return None
-        return max(1, int(self.cpu_chunk_samples) // max(1, num_agents))
+        """cpu backend: rows (envs per rollout forward, (time, env) samples per update chunk) of
+        ``cpu_chunk_samples`` agent-samples for a policy of ``num_agents`` agents; None on a GPU."""
+        return None if self.device.type != "cpu" else max(1, int(self.cpu_chunk_samples) // max(1, num_agents))
 
     def update_chunk_rows(self, p: Any) -> int | None:
-        """Rows ((time, env) samples) per forward + backward chunk of policy ``p``'s update: the cpu
-        chunks on the cpu backend; on a GPU ``update_chunk_samples`` agent-samples (attribute; None:
-        sized from the model and the free device memory by
-        :func:`~warp_drive.training.update_memory.auto_chunk_samples`). A minibatch that fits runs whole."""
+        """Rows per forward + backward chunk of policy ``p``'s update: the cpu chunks, or on a GPU
+        ``update_chunk_samples`` agent-samples (None: sized from the model and the free memory by
+        :func:`~warp_drive.training.update_memory.auto_chunk_samples`; a minibatch that fits runs whole)."""
         if self.device.type == "cpu":
             return self.cpu_chunk_rows(p.num_agents)
-        from warp_drive.training.update_memory import auto_chunk_samples
-
         samples = self.update_chunk_samples
         if samples is None:
             samples = auto_chunk_samples(unwrap(p.model), self.device)
@@ -629,29 +361,6 @@ class Engine(EngineBase):
         as Lightning's DDP strategy all-reduces the gradients itself)."""
         for p in self.policies.values():
             p.use_local_gradients()
-
-    def _env_subset(self) -> Tensor | None:
-        """``trainer.neg_pos_env_ratio``: the envs to train on this iteration, or None for all.
-
-        Envs whose rollout holds a success (``_done_ == 2``) are kept, plus at most ``ratio`` times as
-        many others drawn at random; the count is raised to the next size that the policies'
-        ``num_minibatches`` divide. One host sync per iteration.
-        """
-        done = self.rollout.shared.done  # (B, E)
-        positive = (done == 2).any(0)
-        num_pos = int(positive.sum())
-        E = positive.shape[0]
-        keep = num_pos + int(num_pos * self.config.trainer.neg_pos_env_ratio)
-        if num_pos == 0 or keep >= E:
-            return None
-        while keep < E and any((self.steps_per_iter * keep * p.num_agents) % p.config.num_minibatches
-                               for p in self.policies.values() if p.to_train):
-            keep += 1
-        if keep >= E:
-            return None
-        order = torch.randperm(E, device=positive.device, generator=self.generator)
-        shuffled = order[torch.argsort((~positive[order]).int(), stable=True)]  # positives first, others shuffled
-        return torch.sort(shuffled[:keep]).values
 
     # ------------------------------------------------------------------ sampling mode (evaluation)
     @property
@@ -685,7 +394,7 @@ class Engine(EngineBase):
     def state_dict(self) -> dict[str, Any]:
         """Everything a resume needs, as plain data (tensors, numbers, strings, containers).
 
-        Keys: ``format_version``, ``iteration``, ``seed``, ``world_size``, ``config``, ``run_dir``,
+        Keys: ``format_version``, ``iteration``, ``seed``, ``world_size``, ``config``,
         ``policies`` (``{tag: {model, optimizer, algorithm, timestep, agent_ids}}``), ``sampler``,
         ``rank_state`` (:meth:`rank_state_dict`), ``rng`` and ``perf``
         (:mod:`warp_drive.training.checkpoint` writes and reads it).
@@ -696,9 +405,8 @@ class Engine(EngineBase):
             "format_version": FORMAT_VERSION,
             "iteration": self.iteration,
             "seed": self.seed,
-            "world_size": self.num_devices,
+            "world_size": self.world_size,
             "config": self.config.to_dict(),
-            "run_dir": str(self.save_dir),
             "policies": {tag: p.state_dict() for tag, p in self.policies.items()},
             "sampler": {"seed": self.sampler.seed},
             "rank_state": self.rank_state_dict(),
@@ -788,124 +496,3 @@ class Engine(EngineBase):
         if state.get("cuda_rng") is not None and dev.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"].cpu(), dev)
 
-    def load_model_checkpoint(self, ckpts_dict: Mapping[str, Any] | None = None) -> None:
-        """Load policy weights: ``{tag: path}`` (or ``{tag: {role: path}}`` for policies of several
-        networks, e.g. DDPG's ``{"actor": path, "critic": path}``), or (None) each policy's
-        ``model.model_ckpt_filepath``.
-
-        Files may be 2.7.1's ``.state_dict`` files (its parameter names) or ours; they are read with
-        ``torch.load(weights_only=True)``. As in 2.7.1, a policy's timestep (which drives its
-        schedules) is taken from the file names ``<tag>[_<role>]_<timestep>.state_dict`` when they
-        have one, and must agree across a policy's files.
-
-        Raises:
-            ConfigError: an unknown policy tag or role, a missing or unreadable file, weights that do
-                not fit the policy's networks (the message lists the mismatching names), or files of
-                one policy at different timesteps.
-        """
-        from warp_drive.training import checkpoint_files as ckpt
-
-        for tag, paths in self._files_to_load(ckpts_dict, "file paths").items():
-            p = self.policies[tag]
-            roles = p.weight_files()
-            by_role = dict(paths) if isinstance(paths, Mapping) else {next(iter(roles)): paths}
-            unknown = sorted(set(by_role) - set(roles))
-            if unknown:
-                raise ConfigError(f"policy '{tag}' has no network {unknown[0]!r} to load; its files are "
-                                  f"{{{', '.join(repr(r) for r in roles)}: path}}")
-            steps = {}
-            for role, path in by_role.items():
-                if not path:
-                    continue
-                state = ckpt.load_state_dict_file(path, self.device)
-                try:
-                    p.load_weights(role, state)
-                except RuntimeError as err:
-                    raise ConfigError(f"{path} does not fit {f'the {role} of ' if role else ''}policy '{tag}' "
-                                      f"({type(unwrap(roles[role])).__name__}): {err}") from err
-                steps[role] = ckpt.timestep_from_filename(path)
-                logger.info("policy '%s' %sloaded from %s", tag, f"{role} " if role else "", path)
-            found = {s for s in steps.values() if s is not None}
-            if len(found) > 1:
-                raise ConfigError(f"policy '{tag}': its files are at different timesteps {steps}; load files saved together")
-            if found:
-                p.timestep = found.pop()
-
-    def policy_files(self) -> dict[str, tuple[int, torch.nn.Module]]:
-        """``{file prefix: (timestep, module)}``: what the ``<prefix>_<timestep>.state_dict`` files
-        hold (prefix ``<tag>``, or ``<tag>_<role>`` for policies of several networks)."""
-        return {(f"{tag}_{role}" if role else tag): (p.timestep, module)
-                for tag, p in self.policies.items() for role, module in p.weight_files().items()}
-
-    def save_model_checkpoint(self, iteration: int = 0) -> list[Path]:
-        """2.7.1's weight files: ``<save_dir>/<tag>_<timestep>.state_dict`` for every policy.
-
-        As in 2.7.1, only on iterations where ``iteration % saving.model_params_save_freq == 0`` or
-        the last one (``num_iters - 1``), and only on rank 0. Fully connected categorical policies
-        are written with 2.7.1's parameter names (2.7.1 loads them), other models with their own.
-
-        Returns:
-            The files written (empty when this iteration does not save).
-        """
-        from warp_drive.training.checkpoint_files import write_policy_files
-
-        freq = self.config.saving.model_params_save_freq
-        if self.rank != 0 or not (iteration % freq == 0 or iteration == self.num_iters - 1):
-            return []
-        paths = write_policy_files(Path(self.save_dir), self.policy_files())
-        for path in paths:
-            logger.info("policy weights written: %s", path)
-        return paths
-
-    def evaluate_episodes(self, **sample_params: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """One episode per env with the current policies (2.7.1's evaluator).
-
-        Args:
-            sample_params: ``use_argmax=True`` for greedy actions (default: the config's
-                ``sampler.params.use_argmax``).
-
-        Returns:
-            ``(episodic_reward_sum, episodic_step_sum)``: ``{tag: (E, A_p)}`` per-agent returns
-            (every step's reward, the last one included) and ``{tag: (E,)}`` episode lengths.
-        """
-        from warp_drive.training.evaluation import evaluate_per_agent, greedy_from_sample_params
-
-        return evaluate_per_agent(self, greedy_from_sample_params(sample_params, self.config.sampler.use_argmax))
-
-    def fetch_episode_states(
-        self,
-        list_of_states: list[str] | None = None,
-        env_id: int = 0,
-        include_rewards_actions: bool = False,
-        include_probabilities: bool = False,
-        policy: str = "",
-        **sample_params: Any,
-    ) -> Any:
-        """Play one episode and return env ``env_id``'s data arrays at every step (2.7.1's API).
-
-        See :func:`warp_drive.training.evaluation.fetch_episode_states` for the return layout.
-        ``sample_params``: ``use_argmax=True`` for greedy actions.
-        """
-        from warp_drive.training.evaluation import fetch_episode_states, greedy_from_sample_params
-
-        greedy = greedy_from_sample_params(sample_params, self.config.sampler.use_argmax)
-        return fetch_episode_states(self, list_of_states, env_id, include_rewards_actions, include_probabilities,
-                                    policy, greedy)
-
-    # ------------------------------------------------------------------ evaluation (warp_drive.training.evaluation)
-    def evaluate(self, deterministic: bool = True, num_episodes: int | None = None, *,
-                 total_episodes: int = 100, random_baseline: bool = True,
-                 fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
-        """Play episodes from fresh start states with the current policies (no training) and with
-        the uniform-random policy; report both with 95% Student t intervals over episodes.
-
-        ``num_episodes`` per env replica, default: at least ``total_episodes`` in total;
-        ``fresh_starts=False`` plays the start states as the wrapper is set. Returns
-        ``{tag: {"episode_return", "episode_length", "num_episodes", "return_interval",
-        "random_episode_return", "random_return_interval", ...}}``; see
-        :func:`warp_drive.training.evaluation.evaluate`.
-        """
-        from warp_drive.training.evaluation import evaluate
-
-        return evaluate(self, deterministic=deterministic, num_episodes=num_episodes,
-                        total_episodes=total_episodes, random_baseline=random_baseline, fresh_starts=fresh_starts)

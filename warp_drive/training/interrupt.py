@@ -192,11 +192,18 @@ def agree_across_ranks(flags: list[int], device: Any = None) -> list[int]:
     group = None
     if dist.get_backend() != "gloo":
         if _FLAG_GROUP[0] is not dist.group.WORLD:  # first call, or a new default process group
-            from warp_drive.training.distributed import hold_backends
+            from warp_drive.training.distributed import hold_backends, on_leave
 
             _FLAG_GROUP = (dist.group.WORLD, dist.new_group(backend="gloo"))
             hold_backends()  # its threads are stopped before the interpreter exits
+            on_leave(_forget_flag_group)
         group = _FLAG_GROUP[1]
     t = torch.tensor([int(f) for f in flags], dtype=torch.int64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
     return [int(v) for v in t.tolist()]
+
+
+def _forget_flag_group() -> None:
+    """The process left its group: the flag group of :func:`agree_across_ranks` goes with it."""
+    global _FLAG_GROUP
+    _FLAG_GROUP = (None, None)

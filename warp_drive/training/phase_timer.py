@@ -58,3 +58,20 @@ class PhaseTimer:
         out = dict(self._totals)
         self._totals.clear()
         return out
+
+
+class _TimesNothing(PhaseTimer):
+    """A timer that times nothing: passed to a rollout, it forces the eager path (a CUDA graph captures it)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def start(self, phase: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+#: the timer that times nothing (see :class:`_TimesNothing`)
+EAGER = _TimesNothing()

@@ -1,10 +1,12 @@
-"""Trainer: the training loop over an :class:`~warp_drive.training.engine.Engine` (A2C / PPO).
+"""Trainer: WarpDrive 2.7.1's trainer over an :class:`~warp_drive.training.engine.Engine`.
 
-The engine holds the env replicas, sampler, models and buffers and does the work (collect a
-rollout, update the policies, the per-iteration bookkeeping, its state); the Trainer adds the loop
-of :meth:`Trainer.train` (metric files, progress lines, the checkpoint schedule, stopping on
-SIGINT/SIGTERM) and WarpDrive 2.7.1's methods (checkpoints, evaluation, policy weight files).
-The same code runs on the cpu backend.
+The engine holds the env replicas, sampler, policies and buffers and does the work (collect a
+rollout, update the policies, the per-iteration bookkeeping, its state); the Trainer *has* an
+engine (``trainer.engine``) and adds the run folder, the loop of :meth:`Trainer.train` (metric
+files, progress lines, the checkpoint schedule, stopping on SIGINT/SIGTERM), checkpoints,
+evaluation and WarpDrive 2.7.1's constructor, names and methods
+(:class:`~warp_drive.training.trainer_api271.TrainerAPI271`). Every algorithm trains through this
+one loop. The same code runs on the cpu backend.
 """
 
 from __future__ import annotations
@@ -12,29 +14,75 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from warp_drive.config import RunConfig, load_run_config
+from warp_drive.errors import ConfigError
 from warp_drive.training import checkpoint as ckpt
-from warp_drive.training.engine import (  # noqa: F401  (names importable from here, as before the engine)
-    CPU_CHUNK_SAMPLES,
-    DEFAULT_MODEL_FACTORY,
-    RUN_CONFIG_FILE,
-    Engine,
-    check_placeholder_layout as _check_placeholder_layout,
-    run_directory,
-)
-from warp_drive.training.finite_checks import check_iteration
 from warp_drive.training import long_runs
+from warp_drive.training.engine import Engine
+from warp_drive.training.finite_checks import check_iteration
 from warp_drive.training.phase_timer import PhaseTimer
+from warp_drive.training.trainer_api271 import TrainerAPI271
 
 logger = logging.getLogger(__name__)
 
+RUN_CONFIG_FILE = "run_config.json"
 
-class Trainer(Engine):
+
+def check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
+    """Validates 2.7.1's placeholder arguments of the trainers."""
+    if not isinstance(separate, bool):
+        raise ConfigError(f"create_separate_placeholders_for_each_policy={separate!r} must be True or False")
+    if separate:
+        raise ConfigError(
+            "create_separate_placeholders_for_each_policy=True (per-policy observations_<tag>, "
+            "sampled_actions_<tag>, rewards_<tag> arrays written by the env step) is not supported: the "
+            "trainer gathers each policy's agents from the shared placeholders. Write the step kernel "
+            "against the shared arrays (observations, sampled_actions, rewards) and pass False.")
+    if obs_agent_dim not in ("first", "last"):
+        raise ConfigError(f"obs_dim_corresponding_to_num_agents={obs_agent_dim!r}; use 'first' "
+                          "(observations (E, N, *features)) or 'last' ((E, *features, N))")
+
+
+def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
+    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default: a unique
+    ``<unix time>.<microseconds>-<pid>-<random>``, :func:`~warp_drive.training.run_folder.default_run_name`).
+
+    An absolute ``results_dir`` is the run directory itself; ``~`` in ``basedir`` is expanded.
+    """
+    from warp_drive.training.run_folder import default_run_name, run_base
+
+    sv = config.saving
+    return run_base(sv.basedir, sv.name, sv.tag) / (str(results_dir) if results_dir is not None else default_run_name())
+
+
+def _engine_attr(name: str, doc: str, settable: bool = False) -> property:
+    """A Trainer attribute that is the engine's ``name`` (read, and written when ``settable``)."""
+    def get(self: Any) -> Any:
+        return getattr(self.engine, name)
+
+    def put(self: Any, value: Any) -> None:
+        setattr(self.engine, name, value)
+
+    return property(get, put if settable else None, doc=doc)
+
+
+def _engine_method(name: str) -> Any:
+    """A Trainer method that calls the engine's ``name`` (a function, so an instance may replace it)."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.engine, name)(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f":meth:`Engine.{name} <warp_drive.training.engine.Engine.{name}>`."
+    return method
+
+
+class Trainer(TrainerAPI271):
     """Trains one model per policy tag on a wrapped env.
 
     The constructor takes WarpDrive 2.7.1's arguments in 2.7.1's order (its ``TrainerA2C``);
@@ -58,11 +106,95 @@ class Trainer(Engine):
         rank: distributed rank (default ``device_id``).
         tensorboard: also write TensorBoard scalars.
 
-    On the cpu backend every policy forward of the rollout and the update's forward + backward run
+    The engine is ``trainer.engine``; the trainer reads its policies, counters and settings through
+    the attributes below. On the cpu backend every policy forward of the rollout and the update's forward + backward run
     on chunks of about ``cpu_chunk_samples`` agent-samples (attribute, default
     :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks), so memory is the rollout
     buffers plus one chunk's activations. On a GPU nothing is chunked.
     """
+
+    def __init__(
+        self,
+        env_wrapper: Any,
+        config: RunConfig | Mapping[str, Any] | str,
+        policy_tag_to_agent_id_map: Mapping[str, Sequence[int]] | None = None,
+        create_separate_placeholders_for_each_policy: bool = False,
+        obs_dim_corresponding_to_num_agents: str = "first",
+        num_devices: int = 1,
+        device_id: int = 0,
+        results_dir: str | Path | None = None,
+        verbose: bool = True,
+        *,
+        model_factory: Any = None,
+        rank: int | None = None,
+        tensorboard: bool = False,
+    ) -> None:
+        from warp_drive.training.logging_utils import MetricsLog
+
+        check_placeholder_layout(create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents)
+        if env_wrapper is None:
+            raise ConfigError(f"{type(self).__name__} needs an env_wrapper (an EnvWrapper around the env)")
+        config = config if isinstance(config, RunConfig) else load_run_config(config)
+        self.verbose = verbose
+        self.device_id = device_id
+        self.rank = device_id if rank is None else rank
+        self.num_devices = num_devices
+        self.tensorboard = tensorboard
+        self.num_iters = config.trainer.num_iterations(env_wrapper.episode_length)
+        self.save_dir = run_directory(config, results_dir)
+        #: the engine: env replicas, sampler, policies, buffers, counters (the narrow API)
+        self.engine = Engine(env_wrapper, config, policy_tag_to_agent_id_map, rank=self.rank, world_size=num_devices,
+                             obs_agents_last=obs_dim_corresponding_to_num_agents == "last", model_factory=model_factory)
+        self._metrics_log = MetricsLog(self.save_dir, tensorboard=tensorboard, enabled=self.rank == 0)
+        self._run_config_written = False
+        self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
+
+    # ------------------------------------------------------------------ the engine's, read here
+    config = _engine_attr("config", "The run config (:class:`~warp_drive.config.RunConfig`).")
+    env_wrapper = _engine_attr("env_wrapper", "The env wrapper.")
+    device = _engine_attr("device", "Where the run's tensors live.")
+    policies = _engine_attr("policies", "``{tag: policy}`` (:class:`~warp_drive.training.algorithms.base.Policy`).")
+    policy_tag_to_agent_id_map = _engine_attr("policy_tag_to_agent_id_map", "``{tag: [agent ids]}``.")
+    iteration = _engine_attr("iteration", "Training iterations done.")
+    perf = _engine_attr("perf", "Counters: ``rollout``, ``training``, ``total`` seconds and env ``steps``.")
+    counters = _engine_attr("counters", "The run's :class:`~warp_drive.training.counters.RunCounters`.")
+    timer = _engine_attr("timer", "The phase timer of the rollout and update.")
+    seed = _engine_attr("seed", "The run's seed.")
+    started = _engine_attr("started", "Episodes were started (envs force-reset) for training.")
+    steps_per_iter = _engine_attr("steps_per_iter", "Env steps per env per iteration.")
+    obs_agents_last = _engine_attr("obs_agents_last", "Observation placeholders are ``(E, *features, N)``.")
+    bootstrap_at_time_limit = _engine_attr("bootstrap_at_time_limit", "Time-limit truncations bootstrap.")
+    sampler = _engine_attr("sampler", "The action sampler.")
+    rollout = _engine_attr("rollout", "The on-device rollout.")
+    graphed_rollout = _engine_attr("graphed_rollout", "The rollout's CUDA graph, or None.")
+    generator = _engine_attr("generator", "The torch generator of minibatch shuffles.")
+    obs_names = _engine_attr("obs_names", "The observation placeholders the policies read.")
+    reset_obs_known = _engine_attr("reset_obs_known", "A reset restores saved observations (no fresh draws).")
+    update_autocast_dtype = _engine_attr("update_autocast_dtype", "Autocast dtype of the update (or None).")
+    deterministic = _engine_attr("deterministic", "Greedy actions instead of sampled ones.", settable=True)
+    cpu_chunk_samples = _engine_attr("cpu_chunk_samples", "cpu backend: agent-samples per chunk.", settable=True)
+    update_chunk_samples = _engine_attr("update_chunk_samples", "GPU update chunks (None: automatic).", settable=True)
+
+    # the engine's methods, called on the trainer (see :class:`~warp_drive.training.engine.Engine`)
+    collect = _engine_method("collect")
+    batches = _engine_method("batches")
+    update_policies = _engine_method("update_policies")
+    end_iteration = _engine_method("end_iteration")
+    start_episodes = _engine_method("start_episodes")
+    restart_episodes = _engine_method("restart_episodes")
+    evaluation_episodes = _engine_method("evaluation_episodes")
+    use_local_gradients = _engine_method("use_local_gradients")
+    load_state_dict = _engine_method("load_state_dict")
+    rank_state_dict = _engine_method("rank_state_dict")
+    load_progress = _engine_method("load_progress")
+    random_state = _engine_method("random_state")
+    load_random_state = _engine_method("load_random_state")
+    cpu_chunk_rows = _engine_method("cpu_chunk_rows")
+    update_chunk_rows = _engine_method("update_chunk_rows")
+
+    def state_dict(self) -> dict[str, Any]:
+        """:meth:`Engine.state_dict` plus the run folder (``run_dir``)."""
+        return {**self.engine.state_dict(), "run_dir": str(self.save_dir)}
 
     #: While :meth:`train` runs in the main thread, SIGINT/SIGTERM stop it at the next iteration
     #: boundary with a checkpoint (:mod:`warp_drive.training.interrupt`); False leaves signals alone.
@@ -128,14 +260,6 @@ class Trainer(Engine):
                 if signum:
                     raise TrainingInterrupted(signum, self.iteration, path if self.rank == 0 else None)
         return metrics
-
-    def update(self, last_values: dict[str, torch.Tensor] | None = None) -> dict[str, dict[str, torch.Tensor]]:
-        """One update (epochs x minibatches) of every trained policy from the current buffers.
-
-        Advantages and returns were computed at the end of the rollout (:meth:`Rollout.finalize`);
-        ``last_values`` is accepted for API symmetry with :meth:`generate_rollout`.
-        """
-        return self.update_policies(self.batches())
 
     # ------------------------------------------------------------------ helpers of train()
     def _begin_run(self) -> None:
@@ -239,7 +363,7 @@ class Trainer(Engine):
             raise FileNotFoundError(errno.ENOENT, "the run folder is gone", str(save_dir))
         path = Path(path) if path else save_dir / f"checkpoint_{self.iteration:08d}.pt"
         if self.rank != 0:  # every rank saves, at the same iteration: rank 0 the shared state, the others their envs
-            return ckpt.write_rank_state(path, save_dir, self.rank, self.rank_state_dict())
+            return ckpt.write_rank_state(path, save_dir, self.rank, self.engine.rank_state_dict())
         written = ckpt.write_checkpoint(path, save_dir, self.state_dict(), self.policy_files())
         self._saved_at = (self.iteration, written)
         return written
@@ -255,10 +379,61 @@ class Trainer(Engine):
             CheckpointError: see :func:`~warp_drive.training.checkpoint.read_checkpoint`.
         """
         path, state = ckpt.read_checkpoint(path, state, self.config, list(self.policies), self.rank, self.num_devices)
-        self.load_state_dict(state, source=f"checkpoint {str(path)!r}")
+        self.engine.load_state_dict(state, source=f"checkpoint {str(path)!r}")
         if self.rank == 0:
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()
         self._saved_at = (self.iteration, path)
         logger.info("resumed from %s at iteration %d", path, self.iteration)
         return path
+
+    # ------------------------------------------------------------------ metrics and run files
+    def log_metrics(self, update_metrics: dict[str, dict[str, Tensor]]) -> dict[str, float]:
+        """Collect metrics (one host sync), write them (rank 0), return them as floats."""
+        from warp_drive.training.logging_utils import gather_metrics
+
+        batch = self.config.trainer.train_batch_size
+        metrics = gather_metrics(self.policies, update_metrics, device=self.device, perf=self.perf,
+                                 world_size=self.num_devices, num_agents=self.env_wrapper.n_agents,
+                                 train_batch_size=batch, phases=self.counters.take_phase_times())
+        self._metrics_log.write(self.iteration, self.iteration * batch, metrics)
+        return metrics
+
+    @property
+    def metrics_writer(self) -> Any:
+        """The open :class:`~warp_drive.training.metrics.MetricsWriter` (None before the first row)."""
+        return self._metrics_log.writer
+
+    def _write_run_config(self) -> None:
+        """Write the run config as one JSON object to ``run_config.json``, replacing the file (once
+        per start; rank 0)."""
+        if self.rank != 0 or self._run_config_written:
+            return
+        from warp_drive.training.run_folder import write_run_config
+
+        write_run_config(Path(self.save_dir), self.config.to_dict(), RUN_CONFIG_FILE)
+        self._run_config_written = True
+
+    def graceful_close(self) -> None:
+        """Flush metric files."""
+        self._metrics_log.close()
+        if self.verbose and self.rank == 0:
+            logger.info("trainer closed")
+
+    # ------------------------------------------------------------------ evaluation (warp_drive.training.evaluation)
+    def evaluate(self, deterministic: bool = True, num_episodes: int | None = None, *,
+                 total_episodes: int = 100, random_baseline: bool = True,
+                 fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
+        """Play episodes from fresh start states with the current policies (no training) and with
+        the uniform-random policy; report both with 95% Student t intervals over episodes.
+
+        ``num_episodes`` per env replica, default: at least ``total_episodes`` in total;
+        ``fresh_starts=False`` plays the start states as the wrapper is set. Returns
+        ``{tag: {"episode_return", "episode_length", "num_episodes", "return_interval",
+        "random_episode_return", "random_return_interval", ...}}``; see
+        :func:`warp_drive.training.evaluation.evaluate`.
+        """
+        from warp_drive.training.evaluation import evaluate
+
+        return evaluate(self.engine, deterministic=deterministic, num_episodes=num_episodes,
+                        total_episodes=total_episodes, random_baseline=random_baseline, fresh_starts=fresh_starts)

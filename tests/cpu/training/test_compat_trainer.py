@@ -227,13 +227,16 @@ def test_evaluator_logs_test_episode_metrics(tmp_path):
 
 
 def test_neg_pos_env_ratio_keeps_successful_envs_and_samples_the_others(tmp_path):
+    from warp_drive.training.env_subset import env_subset
+
     cfg = _config(tmp_path, neg_pos_env_ratio=1.5)
     t = Trainer(_wrapper(), cfg, PMAP, verbose=False)
     t.env_wrapper.reset_all_envs()
     t.generate_rollout()
-    assert t._env_subset() is None  # no success (_done_ == 2) in this rollout: train on every env
+    rows = [(t.steps_per_iter * p.num_agents, p.config.num_minibatches) for p in t.policies.values()]
+    assert env_subset(t.rollout.shared.done, 1.5, rows, t.generator) is None  # no success (_done_ == 2): every env
     t.rollout.shared.done[5, [2, 9]] = 2
-    envs = t._env_subset()
+    envs = env_subset(t.rollout.shared.done, 1.5, rows, t.generator)
     assert envs.tolist() == sorted(envs.tolist()) and {2, 9} <= set(envs.tolist())
     assert len(envs) == 2 + 3  # positives + int(2 * 1.5) others
     before = [p.detach().clone() for p in t.policies["a"].model.parameters()]

@@ -147,7 +147,7 @@ def test_trainer_chunks_its_cpu_forwards_and_trains_like_unchunked(tmp_path, alg
 
 def test_no_chunks_off_the_cpu(tmp_path):
     t = _trainer(tmp_path, 6)
-    t.device = torch.device("cuda", 0)  # as on the pycuda backend: forwards and backwards stay whole
+    t.engine.device = torch.device("cuda", 0)  # as on the pycuda backend: forwards and backwards stay whole
     assert t.cpu_chunk_rows(2) is None
 
 

@@ -21,7 +21,7 @@ from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
 from warp_drive.training.ddpg import TrainerDDPG
-from warp_drive.training.engine import Engine, EngineBase
+from warp_drive.training.engine import Engine
 from warp_drive.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,6 +33,8 @@ TOOL = ROOT / "tools" / "count_cross_module_attrs.py"
 #: ``stops_inside_iterations()`` and ``iteration``).
 READS_AFTER = 99
 POLICY_MAP = {"a": [3, 1], "b": [0, 2]}
+#: Public members of the Engine class (issue 25: 42 before, when the Trainer was an Engine with 2.7.1's names).
+ENGINE_PUBLIC_MEMBERS = 21
 
 
 def _trainer(tmp_path: Path, name: str = "run", **trainer) -> Trainer:
@@ -125,11 +127,17 @@ def test_evaluation_restores_the_sampling_mode_and_restarts_episodes(tmp_path):
     assert set(out) == {"a", "b"} and not engine.deterministic and engine.started
 
 
-def test_trainers_share_the_engine_base(tmp_path):
-    assert issubclass(Trainer, Engine) and issubclass(TrainerDDPG, EngineBase)
-    for name in ("cuda_envs", "num_envs", "training_batch_size", "training_batch_size_per_env", "policies_to_train",
-                 "current_timestep", "iteration", "perf", "env_steps_per_second", "perf_stats"):
-        assert getattr(TrainerDDPG, name) is getattr(Trainer, name), name
+def test_the_trainer_has_an_engine_whose_surface_is_narrow(tmp_path):
+    """The Trainer (2.7.1's names) holds an engine; the engine's public surface is this project's own."""
+    t = _trainer(tmp_path)
+    assert isinstance(t.engine, Engine) and not isinstance(t, Engine) and issubclass(TrainerDDPG, Trainer)
+    assert t.policies is t.engine.policies and t.iteration == t.engine.iteration
+    public = sorted(n for n in dir(Engine) if not n.startswith("_"))
+    for name in ("cuda_envs", "models", "current_timestep", "training_batch_size_per_env", "perf_stats",
+                 "evaluate_episodes", "fetch_episode_states", "save_model_checkpoint", "load_model_checkpoint",
+                 "num_devices", "save_dir", "log_metrics"):
+        assert name not in public and hasattr(t, name), name
+    assert len(public) <= ENGINE_PUBLIC_MEMBERS, public
 
 
 # ----------------------------------------------------------------------------- the boundary

@@ -67,7 +67,7 @@ class ActorCriticPolicy(Policy):
         b.returns.copy_(ret)
 
     def batch(self) -> dict[str, Any]:
-        """Shapes: obs (B, E, A, *obs) (or a dict of those); actions (B, E, A, columns);
+        """Shapes: obs ``(B, E, A, *obs)`` (or a dict of those); actions (B, E, A, columns);
         advantages, returns, old_log_probs, old_values (B, E, A)."""
         b = self.buffers
         return {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,

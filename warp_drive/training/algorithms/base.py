@@ -50,7 +50,7 @@ class BuildContext:
         model_factory: where model types are looked up.
         obs_agents_last: observation placeholders are ``(E, *features, N)``.
         wrap_model: ``wrap_model(module)`` -> the module that takes gradient steps (DDP across ranks).
-        observe: ``observe(policy)`` -> the policy's current observations, (E, A, *obs) (or a dict
+        observe: ``observe(policy)`` -> the policy's current observations, ``(E, A, *obs)`` (or a dict
             of those): what its buffers' rows hold (needs the policy's agent fields set).
     """
 
@@ -136,7 +136,7 @@ class Policy:
 
     Subclasses set, in their constructor: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
     the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
-    module that acts: its outputs on (E, A, *obs) observations are what :meth:`act` reads; for a
+    module that acts: its outputs on ``(E, A, *obs)`` observations are what :meth:`act` reads; for a
     policy the kernels sample, ``(head outputs, values)``), ``action_spec``,
     ``action_name`` (the placeholder its actions go to), ``buffers`` (with at least ``obs``
     and ``actions`` rows), ``stats`` (:class:`~warp_drive.training.policy_state.EpisodeStats`),

@@ -31,7 +31,7 @@ class TransitionBuffers:
 
     @classmethod
     def allocate(cls, steps: int, obs_example: Tensor, action_dim: int) -> "TransitionBuffers":
-        """Zeroed rows for ``steps`` env steps; ``obs_example``: one step's (E, A, *obs) observations."""
+        """Zeroed rows for ``steps`` env steps; ``obs_example``: one step's ``(E, A, *obs)`` observations."""
         E, A = obs_example.shape[:2]
         dev = obs_example.device
 

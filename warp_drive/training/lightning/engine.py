@@ -21,6 +21,7 @@ import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
+from warp_drive.training.trainer import Trainer
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_drive.training.trainer import Trainer
@@ -51,7 +52,7 @@ def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any
         ConfigError: No way or more than one way to get the engine, or 2.7.1's form without both
             ``env_wrapper`` and ``config``.
     """
-    if isinstance(env_wrapper, Engine):  # WarpDriveModule(engine): our positional form
+    if isinstance(env_wrapper, Trainer):  # WarpDriveModule(engine): our positional form
         if engine is not None:
             raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
         engine, env_wrapper = env_wrapper, None

@@ -56,6 +56,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.engine import Engine
+from warp_drive.training.trainer import Trainer
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
     episode_window,
@@ -237,8 +238,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
             ConfigError: not an engine (a Trainer), a tag or network role that cannot name a
                 submodule, no trained policy, or a trained policy without an optimizer.
         """
-        if not isinstance(engine, Engine):
-            raise ConfigError(f"the Lightning module trains an engine (a Trainer); got {type(engine).__name__}")
+        if not isinstance(engine, Trainer):
+            raise ConfigError(f"the Lightning module trains a Trainer (it holds the engine); got {type(engine).__name__}")
         for tag in engine.policies:
             if not tag or "." in tag:
                 raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
