@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -124,7 +125,8 @@ def nstep_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor, gamma:
 def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor, tau: float,
                 max_grad_norm: float | None, *, actor_optimizer: torch.optim.Optimizer | None = None,
                 critic_optimizer: torch.optim.Optimizer | None = None,
-                backward: Callable[[Tensor], None] | None = None) -> dict[str, Tensor]:
+                backward: Callable[[Tensor], None] | None = None,
+                clip_gradients: Callable[[Any, "float | None"], None] | None = None) -> dict[str, Tensor]:
     """One critic step, one actor step (critic frozen), then soft target updates.
 
     Args:
@@ -134,11 +136,12 @@ def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor,
         max_grad_norm: clip level of each network's gradient norm (None: no clipping).
         actor_optimizer, critic_optimizer: step these instead of the nets' own (a driver's wrappers).
         backward: replaces ``loss.backward()``.
+        clip_gradients: ``clip_gradients(optimizer, max_norm or None)`` replaces the clipping (a
+            driver's, e.g. Lightning's, which unscales mixed-precision gradients first).
 
     Returns:
         Metric tensors (no host sync).
     """
-    clip = math.inf if max_grad_norm is None else float(max_grad_norm)
     actor_opt = actor_optimizer or nets.actor_optimizer
     critic_opt = critic_optimizer or nets.critic_optimizer
     run_backward = backward or (lambda loss: loss.backward())
@@ -146,7 +149,7 @@ def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor,
     critic_loss = torch.nn.functional.mse_loss(q, targets)
     critic_opt.zero_grad(set_to_none=True)
     run_backward(critic_loss)
-    critic_norm = nn.utils.clip_grad_norm_(nets.critic.parameters(), clip)
+    critic_norm = _clip(nets.critic, critic_opt, max_grad_norm, clip_gradients)
     critic_opt.step()
     critic_params = [p for p in nets.critic.parameters() if p.requires_grad]
     for p in critic_params:  # the actor's loss must not train the critic (2.7.1 defect 9.6)
@@ -158,12 +161,23 @@ def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor,
     finally:
         for p in critic_params:
             p.requires_grad_(True)
-    actor_norm = nn.utils.clip_grad_norm_(nets.actor.parameters(), clip)
+    actor_norm = _clip(nets.actor, actor_opt, max_grad_norm, clip_gradients)
     actor_opt.step()
     soft_update(nets.target_actor, nets.actor, tau)
     soft_update(nets.target_critic, nets.critic, tau)
     return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(), "q_mean": q.detach().mean(),
             "target_mean": targets.mean(), "grad_norm_actor": actor_norm.detach(), "grad_norm_critic": critic_norm.detach()}
+
+
+def _clip(net: nn.Module, optimizer: Any, max_grad_norm: float | None,
+          hook: Callable[[Any, "float | None"], None] | None) -> Tensor:
+    """The gradient norm of ``net`` before clipping; clipped to ``max_grad_norm`` (None: not), by
+    ``hook`` when a driver gives one."""
+    if hook is None:
+        return nn.utils.clip_grad_norm_(net.parameters(), math.inf if max_grad_norm is None else float(max_grad_norm))
+    norm = nn.utils.clip_grad_norm_(net.parameters(), math.inf)
+    hook(optimizer, max_grad_norm)
+    return norm
 
 
 @torch.no_grad()

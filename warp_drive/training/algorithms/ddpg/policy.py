@@ -133,7 +133,8 @@ class DDPGPolicy(Policy):
                 y = bootstrap_targets(nets, batch["returns"][sel], batch["coef"][sel], batch["boot_obs"][sel])
                 metrics = ddpg_update(nets, batch["obs"][sel], batch["actions"][sel], y, pc.tau,
                                       pc.max_grad_norm if pc.clip_grad_norm else None, actor_optimizer=actor_opt,
-                                      critic_optimizer=critic_opt, backward=context.backward)
+                                      critic_optimizer=critic_opt, backward=context.backward,
+                                      clip_gradients=context.clip_gradients)
         metrics["action_std"] = self.buffers.actions.std()
         metrics["reward_mean"] = self.buffers.rewards.mean()
         return metrics
