@@ -11,8 +11,8 @@ final policy is evaluated the same way (>= 100 greedy episodes). Seconds count t
 
 Zoo rows (deterministic evaluation, rl-baselines3-zoo ``benchmark.md``): CartPole-v1 500 (PPO 100k,
 A2C 500k), Acrobot-v1 -73.5 (PPO 1M) / -83.4 (A2C 500k), MountainCar-v0 -110.4 (PPO 1M),
-MountainCarContinuous-v0 88.3 (PPO 20k) / 93.5 (DDPG 300k), Pendulum-v1 -172 (PPO 100k) / -152
-(DDPG 20k).
+MountainCarContinuous-v0 88.3 (PPO 20k) / 93.5 (DDPG 300k) / 94.7 (SAC 50k), Pendulum-v1 -172 (PPO 100k)
+/ -152 (DDPG 20k) / -157 (SAC 20k).
 
 Usage::
 
@@ -22,6 +22,8 @@ Usage::
     python benchmarks/learning_classic_control.py --backend pycuda --seeds 1 2 3
     # one env, extra overrides on top of its bundled config
     python benchmarks/learning_classic_control.py --envs cartpole --set policy.shared.lr=0.002
+    # SAC: the shipped warp_drive/training/run_configs/single_<env>_sac.yaml instead (results as <env>_sac)
+    python benchmarks/learning_classic_control.py --algorithm sac --envs pendulum continuous_mountain_car
 
 Results: JSON (host, CPU or GPU name, driver, torch, commit, seeds, the zoo row, per-seed figures and
 their mean / min / max) under benchmarks/results/ (``--out`` to choose the file) and $OUT.
@@ -54,9 +56,11 @@ ZOO: dict[str, dict[str, tuple[float, int]]] = {
     "cartpole": {"PPO": (500.0, 100_000), "A2C": (500.0, 500_000)},
     "acrobot": {"PPO": (-73.5, 1_000_000), "A2C": (-83.4, 500_000)},
     "mountain_car": {"PPO": (-110.4, 1_000_000)},
-    "continuous_mountain_car": {"PPO": (88.3, 20_000), "DDPG": (93.5, 300_000)},
-    "pendulum": {"PPO": (-172.0, 100_000), "DDPG": (-152.0, 20_000)},
+    "continuous_mountain_car": {"PPO": (88.3, 20_000), "DDPG": (93.5, 300_000), "SAC": (94.7, 50_000)},
+    "pendulum": {"PPO": (-172.0, 100_000), "DDPG": (-152.0, 20_000), "SAC": (-157.0, 20_000)},
 }
+#: ``--algorithm`` -> the shipped run config of an env (None: the env folder's bundled config).
+CONFIGS = {"bundled": None, "sac": "single_{env}_sac"}
 GYM_IDS = {"cartpole": "CartPole-v1", "acrobot": "Acrobot-v1", "mountain_car": "MountainCar-v0",
            "continuous_mountain_car": "MountainCarContinuous-v0", "pendulum": "Pendulum-v1"}
 
@@ -74,12 +78,16 @@ class SeedResult:
     curve: list[tuple[int, float]]
 
 
-def load_config(env: str, seed: int, backend: str, overrides: list[str], basedir: str) -> Any:
-    """The bundled config of ``env`` with the seed, backend and ``overrides`` applied."""
+def load_config(env: str, seed: int, backend: str, overrides: list[str], basedir: str, algorithm: str = "bundled") -> Any:
+    """The bundled config of ``env`` (``algorithm`` "sac": its shipped SAC config) with the seed,
+    backend and ``overrides`` applied."""
     from example_envs import get_default_config_path
+    from warp_drive.cli.setup_and_train import run_config_path
     from warp_drive.config import load_run_config
 
-    return load_run_config(get_default_config_path(env), [
+    name = CONFIGS[algorithm]
+    path = get_default_config_path(env) if name is None else run_config_path(name.format(env=env))
+    return load_run_config(path, [
         f"trainer.seed={seed}", f"env.seed={seed}", f"trainer.env_backend={backend}", f"saving.basedir={basedir}",
         "saving.metrics_log_freq=100000000", "saving.model_params_save_freq=100000000",
         "saving.checkpoint_every_seconds=0", *overrides])
@@ -128,7 +136,7 @@ def greedy_returns(trainer: Any, evaluator: Any) -> np.ndarray:
 
 
 def train_one(env: str, seed: int, args: argparse.Namespace, basedir: str) -> tuple[SeedResult, dict[str, Any]]:
-    config = load_config(env, seed, args.backend, args.set, basedir)
+    config = load_config(env, seed, args.backend, args.set, basedir, args.algorithm)
     algorithm, threshold, budget = zoo_row(env, config)
     batch = config.trainer.train_batch_size
     iterations = min(budget // batch, config.trainer.num_iterations(config.env["episode_length"]))
@@ -185,7 +193,10 @@ def host() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", choices=("cpu", "pycuda"), default="cpu")
-    p.add_argument("--envs", nargs="+", default=list(ZOO), choices=list(ZOO))
+    p.add_argument("--envs", nargs="+", default=None, choices=list(ZOO), help="default: every env (with --algorithm "
+                   "sac: those with a SAC config)")
+    p.add_argument("--algorithm", choices=list(CONFIGS), default="bundled",
+                   help="bundled: each env's own run config; sac: warp_drive/training/run_configs/single_<env>_sac.yaml")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--checks", type=int, default=20, help="greedy checks during each run (evenly spaced)")
     p.add_argument("--eval_envs", type=int, default=100, help="replicas of the evaluator (one episode each per check)")
@@ -195,10 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="results JSON (default benchmarks/results/learning_classic_control_<device>.json)")
     p.add_argument("--update", action="store_true", help="keep the other envs of an existing --out file (one env at a time)")
     args = p.parse_args(argv)
+    if args.envs is None:
+        args.envs = [env for env in ZOO if args.algorithm == "bundled" or "SAC" in ZOO[env]]
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     payload: dict[str, Any] = {"benchmark": "learning_classic_control", "environment": host(), "backend": args.backend,
-                               "seeds": args.seeds, "overrides": args.set, "eval_envs": args.eval_envs, "envs": {}}
+                               "seeds": args.seeds, "overrides": args.set, "eval_envs": args.eval_envs,
+                               "algorithm": args.algorithm, "envs": {}}
     with tempfile.TemporaryDirectory(prefix="wd_learning_") as basedir:
         for env in args.envs:
             runs, row = [], {}
@@ -208,10 +222,11 @@ def main(argv: list[str] | None = None) -> int:
                 logger.info("%s seed %d: greedy %.1f over %d episodes, threshold at %s env steps / %s s", env, seed,
                             result.greedy_return_mean, result.eval_episodes, result.steps_to_threshold,
                             result.seconds_to_threshold)
-            payload["envs"][env] = {"zoo": row, "summary": summarize(runs, row["zoo_return"]),
+            key = env if args.algorithm == "bundled" else f"{env}_{args.algorithm}"
+            payload["envs"][key] = {"zoo": row, "summary": summarize(runs, row["zoo_return"]),
                                     "load_average_at_end": os.getloadavg(),
                                     "seeds": [asdict(r) for r in runs]}
-            logger.info("%s: %s", env, json.dumps(payload["envs"][env]["summary"]))
+            logger.info("%s: %s", key, json.dumps(payload["envs"][key]["summary"]))
     device = "cpu" if args.backend == "cpu" else (payload["environment"].get("cuda_device") or "gpu").replace(" ", "_")
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / f"learning_classic_control_{device}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -282,7 +282,7 @@ BAD_VALUES = [
     ("policy.shared.gamma", 1.5),
     ("policy.shared.gae_lambda", 1.1),
     ("policy.shared.gae_lambda", -0.1),
-    ("policy.shared.algorithm", "SAC"),
+    ("policy.shared.algorithm", "TRPO"),  # not a registered algorithm
     ("policy.shared.lr", 0),
     ("policy.shared.lr", -1e-3),
     ("policy.shared.lr", [[100, 0.1], [0, 0.2]]),

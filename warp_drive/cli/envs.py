@@ -20,6 +20,9 @@ REFERENCE_ENV_NAMES = {
     "single_mountain_car": "mountain_car",
     "single_continuous_mountain_car": "continuous_mountain_car",
     "single_pendulum": "pendulum",
+    # this project's SAC configs (warp_drive/training/run_configs/*_sac.yaml; 2.7.1 had no SAC)
+    "single_pendulum_sac": "pendulum",
+    "single_continuous_mountain_car_sac": "continuous_mountain_car",
 }
 
 #: example env -> its CPU-sized settings (``cpu_sized.yaml`` in the env's folder): they make it train in

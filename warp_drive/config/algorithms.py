@@ -77,6 +77,8 @@ BUILTIN: tuple[AlgorithmEntry, ...] = (
     AlgorithmEntry("DDPG", "warp_drive.config.ddpg:DDPGPolicyConfig", "warp_drive.training.algorithms.ddpg:build_policy",
                    reads_n_step=True, sampler_params=("damping", "stddev", "scale"),
                    summary="deterministic actor, Q critic, target networks, OU exploration (2.7.1's TrainerDDPG)"),
+    AlgorithmEntry("SAC", "warp_drive.training.algorithms.sac.config:SACPolicyConfig", "warp_drive.training.algorithms.sac:build_policy",
+                   summary="soft actor-critic: twin Q, squashed Gaussian, learned temperature, replay on the device"),
 )
 
 _REGISTRY: dict[str, AlgorithmEntry] = {e.name: e for e in BUILTIN}

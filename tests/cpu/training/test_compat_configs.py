@@ -180,10 +180,17 @@ SHIPPED_FROM = {
 }
 
 
+#: this project's own shipped configs (2.7.1 had no SAC): no example-folder twin
+SHIPPED_HERE = ("single_continuous_mountain_car_sac", "single_pendulum_sac")
+
+
 def test_every_2_7_1_config_name_is_shipped_and_matches_its_example_config():
     from warp_drive.training.setup_and_train import env_class_for, run_config_names, run_config_path
 
-    assert run_config_names() == sorted(SHIPPED_FROM)
+    assert run_config_names() == sorted([*SHIPPED_FROM, *SHIPPED_HERE])
+    for name in SHIPPED_HERE:
+        shipped = load_run_config(run_config_path(name))
+        assert shipped.name == name and shipped.saving.name == name and env_class_for(name)
     for name, source in SHIPPED_FROM.items():
         shipped = load_run_config(run_config_path(name))
         example = load_run_config(REPO / source)

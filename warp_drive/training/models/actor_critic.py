@@ -21,29 +21,40 @@ from warp_drive.training.models.action_spec import ActionSpec, ObsDims
 Tensor = torch.Tensor
 
 
-def _obs_shape(obs_dims: ObsDims) -> tuple[int, ...]:
+def box_obs_shape(obs_dims: ObsDims) -> tuple[int, ...]:
+    """The feature shape of one Box observation (``obs_dims`` an int or a shape).
+
+    Raises:
+        DataShapeError: a Dict observation, or a size below 1.
+    """
     if isinstance(obs_dims, Mapping):
         raise DataShapeError(
-            f"DDPG models take Box observations; got a Dict observation {dict(obs_dims)}. Concatenate the "
-            "keys into one `observations` array in the env.")
+            f"actor and action-value models (DDPG, SAC) take Box observations; got a Dict observation "
+            f"{dict(obs_dims)}. Concatenate the keys into one `observations` array in the env.")
     shape = (int(obs_dims),) if isinstance(obs_dims, int) else tuple(int(d) for d in obs_dims)
     if not shape or any(d < 1 for d in shape):
         raise DataShapeError(f"observation dims {obs_dims!r} must be positive sizes.")
     return shape
 
 
-def _continuous_dim(action_spec: ActionSpec | int) -> int:
+def continuous_action_dim(action_spec: ActionSpec | int) -> int:
+    """The dimension d of a Box action (``action_spec`` an :class:`ActionSpec` or d itself).
+
+    Raises:
+        ConfigError: categorical actions.
+    """
     if isinstance(action_spec, int):
         return action_spec
     if not action_spec.is_gaussian:
         raise ConfigError(
-            f"DDPG needs continuous (Box) actions; this policy's actions are categorical {action_spec.categorical}. "
-            "Train it with Trainer and `algorithm: A2C` or PPO.")
+            f"DDPG and SAC need continuous (Box) actions; this policy's actions are categorical "
+            f"{action_spec.categorical}. Use `algorithm: A2C` or PPO.")
     return action_spec.gaussian_dim
 
 
-def _trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
-    """2.7.1's layout: ``fc["<i>"] = Sequential(Linear, ReLU)``."""
+def mlp_trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
+    """Hidden layers over ``width`` inputs in 2.7.1's layout, ``fc["<i>"] = Sequential(Linear, ReLU)``;
+    returns them and the last width."""
     fc = nn.ModuleDict()
     for i, hidden in enumerate(fc_dims):
         if int(hidden) < 1:
@@ -53,7 +64,9 @@ def _trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
     return fc, width
 
 
-def _init(module: nn.Module, init_method: str) -> None:
+def init_linear_layers(module: nn.Module, init_method: str) -> None:
+    """Re-initializes every ``nn.Linear`` of ``module``: ``default`` (PyTorch's, unchanged), ``xavier``
+    or ``orthogonal`` (gain sqrt 2, zero bias)."""
     if init_method == "default":
         return
     if init_method not in ("xavier", "orthogonal"):
@@ -84,14 +97,14 @@ class FullyConnectedActor(nn.Module):
     def __init__(self, obs_dims: ObsDims, action_spec: ActionSpec | int, fc_dims: Sequence[int] = (64, 64), *,
                  init_method: str = "default", output_w: float | None = None, output_b: float | None = None) -> None:
         super().__init__()
-        self.obs_shape = _obs_shape(obs_dims)
-        self.action_dim = _continuous_dim(action_spec)
+        self.obs_shape = box_obs_shape(obs_dims)
+        self.action_dim = continuous_action_dim(action_spec)
         self.action_spec = action_spec if isinstance(action_spec, ActionSpec) else ActionSpec(gaussian_dim=self.action_dim)
         self.action_scale = 1.0 if output_w is None else float(output_w)
         self.action_bias = 0.0 if output_b is None else float(output_b)
-        self.fc, width = _trunk(math.prod(self.obs_shape), fc_dims)
+        self.fc, width = mlp_trunk(math.prod(self.obs_shape), fc_dims)
         self.policy_head = nn.Linear(width, self.action_dim)
-        _init(self, init_method)
+        init_linear_layers(self, init_method)
 
     @classmethod
     def from_config(cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> FullyConnectedActor:
@@ -122,12 +135,12 @@ class FullyConnectedActionValueCritic(nn.Module):
     def __init__(self, obs_dims: ObsDims, action_spec: ActionSpec | int, fc_dims: Sequence[int] = (64, 64), *,
                  init_method: str = "default") -> None:
         super().__init__()
-        self.obs_shape = _obs_shape(obs_dims)
-        self.action_dim = _continuous_dim(action_spec)
+        self.obs_shape = box_obs_shape(obs_dims)
+        self.action_dim = continuous_action_dim(action_spec)
         self.action_spec = action_spec if isinstance(action_spec, ActionSpec) else ActionSpec(gaussian_dim=self.action_dim)
-        self.fc, width = _trunk(math.prod(self.obs_shape) + self.action_dim, fc_dims)
+        self.fc, width = mlp_trunk(math.prod(self.obs_shape) + self.action_dim, fc_dims)
         self.vf_head = nn.Linear(width, 1)
-        _init(self, init_method)
+        init_linear_layers(self, init_method)
 
     @classmethod
     def from_config(cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> FullyConnectedActionValueCritic:

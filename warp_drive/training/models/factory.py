@@ -21,6 +21,7 @@ _BUILTINS: dict[str, ModelRef] = {
     "fully_connected": "warp_drive.training.models.fully_connected:FullyConnected",
     "fully_connected_actor": "warp_drive.training.models.actor_critic:FullyConnectedActor",
     "fully_connected_action_value_critic": "warp_drive.training.models.actor_critic:FullyConnectedActionValueCritic",
+    "squashed_gaussian_actor": "warp_drive.training.models.squashed_gaussian:SquashedGaussianActor",
 }
 
 
@@ -28,7 +29,8 @@ class ModelFactory:
     """Registry of model classes by name (instance state; each factory is independent).
 
     Built-in: ``fully_connected`` -> :class:`FullyConnected`; DDPG's ``fully_connected_actor`` and
-    ``fully_connected_action_value_critic`` (:mod:`~warp_drive.training.models.actor_critic`). See ``warp_drive.training.models``
+    ``fully_connected_action_value_critic`` (:mod:`~warp_drive.training.models.actor_critic`); SAC's
+    ``squashed_gaussian_actor`` (:mod:`~warp_drive.training.models.squashed_gaussian`). See ``warp_drive.training.models``
     for the contract a custom model follows.
 
     Example::
