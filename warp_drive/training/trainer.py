@@ -170,7 +170,8 @@ class Trainer(TrainerAPI271):
     generator = _engine_attr("generator", "The torch generator of minibatch shuffles.")
     obs_names = _engine_attr("obs_names", "The observation placeholders the policies read.")
     reset_obs_known = _engine_attr("reset_obs_known", "A reset restores saved observations (no fresh draws).")
-    update_autocast_dtype = _engine_attr("update_autocast_dtype", "Autocast dtype of the update (or None).")
+    update_autocast_dtype = _engine_attr("update_autocast_dtype", "Autocast dtype of the update (or None).",
+                                         settable=True)
     deterministic = _engine_attr("deterministic", "Greedy actions instead of sampled ones.", settable=True)
     cpu_chunk_samples = _engine_attr("cpu_chunk_samples", "cpu backend: agent-samples per chunk.", settable=True)
     update_chunk_samples = _engine_attr("update_chunk_samples", "GPU update chunks (None: automatic).", settable=True)
