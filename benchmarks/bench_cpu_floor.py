@@ -250,9 +250,7 @@ def measure(name: str, iters: int, rollout: str = "auto") -> dict[str, Any]:
 
     if rollout == "plain":
         setattr(type(t.env_wrapper.env), SEPARABLE, False)
-    t.env_wrapper.reset_all_envs()
-    t._begin_episodes()
-    t.started = True
+    t.start_episodes()  # envs force-reset, running episode statistics restarted
     flops = policy_flops(t)
     if sorted({s for p in t.policies.values() for s in linear_shapes(p.model)}) != shapes:
         raise RuntimeError("the warm-up trainer's models differ from the measured ones")
