@@ -339,11 +339,6 @@ class Trainer(TrainerAPI271):
         it = self.iteration
         return it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters  # every rank saves its part
 
-    def _begin_episodes(self) -> None:
-        """Restart the running episode statistics (the envs keep their state)."""
-        for p in self.policies.values():
-            p.stats.reset_running()
-
     def _add_test_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> None:
         """``trainer.evaluator``: one greedy episode per env, logged as ``<tag>/test_episode_*``."""
         returns, lengths = self.evaluate_episodes(use_argmax=True)
