@@ -31,8 +31,6 @@ HEADING = "## Layers, checked"
 
 #: Import cycles still present (the files of one cycle) -> the issue-25 item that removes it.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"warp_drive/training/cpu_pipeline.py", "warp_drive/training/rollout.py"}):
-        "item 3 (one owner of the rollout record): the CPU pipeline stops importing rollout privates",
 }
 
 #: Upward arrows still present, (importer, imported) -> the issue-25 item that removes it.

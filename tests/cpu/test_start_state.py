@@ -15,7 +15,6 @@ from warp_drive.env import Constants
 from warp_drive.env.start_state import START_STREAM, StartKey, uniform_in
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, KernelSignatureError
-from warp_drive.managers import cpu_kernels
 from warp_drive.utils.philox import philox_words
 
 CLASSIC = ["cartpole", "acrobot", "mountain_car", "continuous_mountain_car", "pendulum"]
@@ -209,15 +208,11 @@ def test_a_block_of_envs_resets_as_the_whole_batch_does() -> None:
         w.cuda_data_manager.data_on_device_via_torch(Constants.DONE)[:] = 1
     whole.reset_only_done_envs()
     dm, resetter = parts.cuda_data_manager, parts.env_resetter
-    dst, src, sizes, pool_sizes, count = resetter._table
     view = dm.host_view()
     per_env = set(dm.reset_data_list) | {Constants.OBSERVATIONS}
     for lo, hi in ((0, 4), (4, 10)):
         block = {k: (v[lo:hi] if k in per_env else v) for k, v in view.items()}
-        cpu_kernels.reset_env_rows(
-            lo, [d[lo:hi] for d in dst], [s[lo:hi] for s in src], sizes, pool_sizes, count,
-            dm.data_on_device_via_torch(Constants.DONE)[lo:hi], dm.data_on_device_via_torch(Constants.TIMESTEP)[lo:hi],
-            resetter._pool_counters[lo:hi], resetter._pool_seed, 0, 1,
-            start_state=resetter.start_state_hook(parts.env, block))
+        reset = resetter.rows_reset(dm, lo, hi, parts.env, block)
+        reset(dm.data_on_device_via_torch(Constants.DONE)[lo:hi], dm.data_on_device_via_torch(Constants.TIMESTEP)[lo:hi])
     for name in ("loc_x", "loc_y", "direction", Constants.OBSERVATIONS):
         np.testing.assert_array_equal(dm.pull_data_from_device(name), whole.cuda_data_manager.pull_data_from_device(name))

@@ -108,6 +108,27 @@ class EnvironmentReset:
             args += feed(specs)
         self._fm.launch(name, args, grid=(data_manager.num_envs, 1), block=(RESET_THREADS, 1, 1))
 
+    def rows_reset(self, data_manager: Any, lo: int, hi: int, env: Any, data: Any) -> Any:
+        """cpu backend: a function ``reset(done, timestep)`` that resets the done envs among
+        ``lo:hi`` only, with the pool draws a whole-batch :meth:`reset_when_done` gives them
+        (several blocks may reset at once, from their own threads).
+
+        ``data``: the block's views of the env's arrays (for fresh start states); ``done``,
+        ``timestep``: the block's (hi - lo,) done flags and timesteps.
+        """
+        if self._table_version != data_manager.version:
+            self._build_table(data_manager)
+        dst, src, sizes, pool_sizes, count = self._table
+        dst = [d[lo:hi] for d in dst]
+        src = [s if pool else s[lo:hi] for s, pool in zip(src, pool_sizes)]
+        counters = self._pool_counters[lo:hi]
+
+        def reset(done: torch.Tensor, timestep: torch.Tensor) -> None:
+            cpu_kernels.reset_env_rows(lo, dst, src, sizes, pool_sizes, count, done, timestep, counters,
+                                       self._pool_seed, 0, 1, start_state=self.start_state_hook(env, data))
+
+        return reset
+
     # ------------------------------------------------------------------ fresh start states
     def register_start_state(self, data_manager: Any, env: Any) -> bool:
         """Use ``env``'s start-state hook (:mod:`warp_drive.env.start_state`) when it has one: the

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from warp_drive.errors import DataNotFoundError, DataShapeError, DataTypeError, SamplerError
+from warp_drive.managers import cpu_kernels
 from warp_drive.managers.cpu_kernels import ERROR_BAD_INDEX, ERROR_BAD_SUM, ERROR_BAD_VALUE, MAX_SAMPLE_HEADS
 from warp_drive.managers.function_manager import FunctionManager
 
@@ -154,6 +155,49 @@ class Sampler:
         self._fm.launch("sample_actions", args, grid=(-(-rows // THREADS_PER_BLOCK), 1), block=(THREADS_PER_BLOCK, 1, 1))
         if check:
             self.check(dist)
+
+    # ------------------------------------------------------------------ blocks of rows (cpu backend)
+    def prepare_rows(self, data_manager: Any, action_name: str, heads: Sequence[Any], is_gaussian: bool,
+                     rows: int) -> None:
+        """Before :meth:`sample_rows` calls on blocks of ``action_name``'s rows (from several
+        threads): a whole-batch sample's argument checks on ``heads`` (a policy's head outputs: a
+        list of (E, A, n) probabilities, or one (mean, std) pair of (E, A, d)) and its ``rows``
+        per-row counters created."""
+        if is_gaussian:
+            self._actions(data_manager, action_name, heads[0][0], 0, is_float=True)
+            self._counter(data_manager, action_name, 0, rows)
+            return
+        for h, probs in enumerate(heads):
+            self._actions(data_manager, action_name, probs, h, is_float=False)
+            self._counter(data_manager, action_name, h, rows)
+
+    def sample_rows(self, action_name: str, heads: Sequence[Any], is_gaussian: bool, actions: torch.Tensor,
+                    first: int, log_probs: torch.Tensor, error_flag: np.ndarray, greedy: bool) -> None:
+        """cpu backend: sample the block of ``action_name``'s rows that starts at row ``first`` (env
+        x agent) with the draws a whole-batch sample gives those rows (:meth:`prepare_rows` first).
+
+        Shapes: ``heads`` as for :meth:`prepare_rows`, cut to the block's envs; ``actions``: the
+        block's (E_b, A, columns) (or (E_b, A)) view of the placeholder; ``log_probs``: (E_b, A);
+        ``error_flag``: (1,) int32 error bits of this block (:meth:`add_error_bits`).
+        """
+        rows = actions.shape[0] * actions.shape[1]
+        columns = actions.shape[2] if actions.dim() == 3 else 1
+        if is_gaussian:
+            mean, std = heads[0]
+            counter = self._counters[(action_name, 0)][first : first + rows]
+            cpu_kernels.sample_gaussian_action_rows(
+                first, mean.contiguous(), std.contiguous(), actions, counter, error_flag, log_probs, rows, columns,
+                self._seed, stream_id(action_name, 0), int(greedy), 1)
+            return
+        for h, probs in enumerate(heads):
+            counter = self._counters[(action_name, h)][first : first + rows]
+            cpu_kernels.sample_action_rows(
+                first, probs.contiguous(), actions, counter, error_flag, log_probs, rows, probs.shape[-1], columns,
+                h, self._seed, stream_id(action_name, h), int(greedy), 2 if h > 0 else 1)
+
+    def add_error_bits(self, bits: int) -> None:
+        """Add error bits found by :meth:`sample_rows` to the flag :meth:`check` reads."""
+        self._error_flag.bitwise_or_(bits)
 
     def fits_heads(self, data_manager: Any, action_name: str, num_heads: int, joint_name: str | None = None) -> bool:
         """True when :meth:`sample_heads` takes ``num_heads`` categorical heads of ``action_name``

@@ -29,7 +29,6 @@ Everything before the first step (:meth:`Rollout.begin`) and after the last
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import weakref
@@ -41,13 +40,11 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.managers import cpu_kernels
 from warp_drive.managers.environment_reset import EnvironmentReset
-from warp_drive.managers.sampler import Sampler, stream_id
-from warp_drive.training.interrupt import check_abort
+from warp_drive.managers.sampler import Sampler
+from warp_drive.training.acting import cat_outputs, forward_in_chunks, no_mark, observe, record_policy_obs, where_done
 from warp_drive.training.algorithms.base import Policy
-from warp_drive.training.rollout import (Rollout, _cat_outputs, _no_mark, _where_done, forward_in_chunks, observe,
-                                         record_policy_obs)
+from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows
 
 logger = logging.getLogger(__name__)
@@ -58,12 +55,13 @@ Tensor = torch.Tensor
 #: (:attr:`~warp_drive.env.context.CUDAEnvironmentContext.numpy_step_is_env_separable`).
 SEPARABLE = "numpy_step_is_env_separable"
 
-_PIPELINES: "weakref.WeakKeyDictionary[Rollout, tuple[tuple[Any, ...], EnvPartsRollout | None]]" = (
+#: per rollout (a :class:`~warp_drive.training.rollout.Rollout`): (its key, its pipeline or None)
+_PIPELINES: "weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], EnvPartsRollout | None]]" = (
     weakref.WeakKeyDictionary()
 )
 
 
-def rollout_in_env_parts(rollout: Rollout, timer: Any = None) -> dict[str, Tensor] | None:
+def rollout_in_env_parts(rollout: Any, timer: Any = None) -> dict[str, Tensor] | None:
     """One rollout (what the plain loop of :meth:`Rollout.run` does) in env parts, when
     :func:`why_not_parts` finds nothing against it; else None and nothing is done.
 
@@ -85,7 +83,7 @@ def rollout_in_env_parts(rollout: Rollout, timer: Any = None) -> dict[str, Tenso
     return None if pipeline is None else pipeline.run(timer)
 
 
-def why_not_parts(rollout: Rollout) -> str | None:
+def why_not_parts(rollout: Any) -> str | None:
     """Why a rollout runs in one thread (a sentence), or None when it can run in env parts."""
     spec, dm = rollout.spec, rollout.dm
     wrapper = spec.env_wrapper
@@ -99,7 +97,7 @@ def why_not_parts(rollout: Rollout) -> str | None:
         (type(wrapper).step_all_envs is EnvWrapper.step_all_envs
          and type(wrapper).reset_only_done_envs is EnvWrapper.reset_only_done_envs, "the env wrapper is customised"),
         (not wrapper.cuda_function_manager.has_kernels, "env kernels are compiled"),
-        (type(rollout) is Rollout, "the rollout is customised"),
+        (not rollout.customised, "the rollout is customised"),
         (type(spec.sampler) is Sampler and spec.sampler.seed is not None, "the sampler is customised or not seeded"),
         (type(wrapper.env_resetter) is EnvironmentReset, "the env resetter is customised"),
         (not getattr(wrapper, "reset_on_host", True), "the envs were not reset yet"),
@@ -157,19 +155,9 @@ def _env_axis_problem(dm: Any, per_env: set[str]) -> str | None:
     return None
 
 
-def _env_columns(shared: Any, lo: int, hi: int) -> Any:
-    """A copy of the rollout's :class:`~warp_drive.training.rollout.SharedBuffers` whose (B, E, ...)
-    arrays are views of envs ``lo:hi`` (its :meth:`record` then fills those envs' columns)."""
-    view = copy.copy(shared)
-    for name, value in vars(shared).items():
-        if isinstance(value, Tensor) and value.dim() >= 2:
-            setattr(view, name, value[:, lo:hi])
-    return view
-
-
 class _EnvRows:
     """The data manager seen through one block of envs: ``data_on_device_via_torch`` gives rows
-    ``lo:hi`` (what :func:`~warp_drive.training.rollout.policy_obs` reads)."""
+    ``lo:hi`` (what :func:`~warp_drive.training.acting.policy_obs` reads)."""
 
     def __init__(self, dm: Any, lo: int, hi: int) -> None:
         self._dm, self._lo, self._hi = dm, lo, hi
@@ -192,12 +180,8 @@ class _Part:
         self.values: dict[str, Tensor] = {}
         self.shared: Any = None
         self.error: BaseException | None = None
-        dst, src, sizes, pool_sizes, count = pipeline.reset_table
-        self.reset_args = (
-            [d[lo:hi] for d in dst],
-            [s if pool else s[lo:hi] for s, pool in zip(src, pool_sizes)],
-            sizes, pool_sizes, count,
-        )
+        self.reset = pipeline.spec.env_wrapper.env_resetter.rows_reset(dm, lo, hi, pipeline.spec.env_wrapper.env,
+                                                                       self.env_view)
 
 
 class EnvPartsRollout:
@@ -205,17 +189,12 @@ class EnvPartsRollout:
     of envs, one thread each (see the module docstring); :meth:`run` does what one plain
     ``generate_rollout()`` does. Build it when :func:`why_not_parts` returns None."""
 
-    def __init__(self, rollout: Rollout, parts: int) -> None:
+    def __init__(self, rollout: Any, parts: int) -> None:
         self.rollout = rollout
         self.spec = rollout.spec
         self.dm = rollout.dm
         E = self.dm.num_envs
         parts = max(1, min(int(parts), E))
-        resetter = self.spec.env_wrapper.env_resetter
-        if resetter._table_version != self.dm.version:
-            resetter._build_table(self.dm)  # what its next reset_when_done() would do
-        self.resetter = resetter
-        self.reset_table = resetter._table
         bounds = [E * k // parts for k in range(parts + 1)]
         self.parts = [_Part(self, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         self.stop = threading.Event()
@@ -225,14 +204,14 @@ class EnvPartsRollout:
         """One rollout: :meth:`Rollout.begin`, every part's steps in parallel, :meth:`Rollout.finalize`
         (``timer``: see :func:`rollout_in_env_parts`)."""
         R = self.rollout
-        mark = timer.start if timer is not None else _no_mark
+        mark = timer.start if timer is not None else no_mark
         mark("policy")
         R.begin(record=True)
         self._check_heads()
         for part in self.parts:
             part.heads = {tag: slice_rows(h, part.lo, part.hi) for tag, h in R.heads.items()}
             part.values = {tag: v[part.lo : part.hi] for tag, v in R.values.items()}
-            part.shared = _env_columns(R.shared, part.lo, part.hi)
+            part.shared = R.shared.env_columns(part.lo, part.hi)
             part.error = None
         self.stop.clear()
         threads = torch.get_num_threads()
@@ -253,14 +232,14 @@ class EnvPartsRollout:
             if part.error is not None:
                 raise part.error
         for tag in R.heads:
-            R.heads[tag] = _cat_outputs([part.heads[tag] for part in self.parts])
+            R.heads[tag] = cat_outputs([part.heads[tag] for part in self.parts])
             R.values[tag] = torch.cat([part.values[tag] for part in self.parts])
         bits = 0
         for part in self.parts:
             bits |= int(part.error_flag[0])
             part.error_flag[0] = 0
         if bits:  # where the sampler's check() reads them
-            self.spec.sampler._error_flag.bitwise_or_(bits)
+            self.spec.sampler.add_error_bits(bits)
         mark("policy")
         R.finalize()
         if timer is not None:
@@ -270,21 +249,14 @@ class EnvPartsRollout:
     def _check_heads(self) -> None:
         """The sampler's own argument checks on the whole batch (shapes, dtypes, registration),
         and its per-row counters created, before the threads start."""
-        sampler, E = self.spec.sampler, self.dm.num_envs
         for p in self.spec.policies.values():
-            heads = self.rollout.heads[p.tag]
-            if p.action_spec.is_gaussian:
-                sampler._actions(self.dm, p.action_name, heads[0][0], 0, is_float=True)
-                sampler._counter(self.dm, p.action_name, 0, E * p.num_agents)
-                continue
-            for h, probs in enumerate(heads):
-                sampler._actions(self.dm, p.action_name, probs, h, is_float=False)
-                sampler._counter(self.dm, p.action_name, h, E * p.num_agents)
+            self.spec.sampler.prepare_rows(self.dm, p.action_name, self.rollout.heads[p.tag], p.action_spec.is_gaussian,
+                                           self.dm.num_envs * p.num_agents)
 
     def _run_part(self, part: _Part, mark: Any = None) -> None:
         """Every step of the rollout for one part (records the first error and stops the others);
         ``mark(phase)`` as in :meth:`Rollout.run`."""
-        mark = mark or _no_mark
+        mark = mark or no_mark
         step_envs = self.spec.env_wrapper.env.numpy_step
         reset_first = self.rollout.reset_first
         try:
@@ -299,7 +271,7 @@ class EnvPartsRollout:
                     self._sample(part, step)
                     mark("env_step")
                     step_envs(part.env_view)
-                    if reset_first:  # Rollout.end_step in the reset-first order
+                    if reset_first:  # Rollout.step_reset_first
                         part.shared.record(step, part.dm)
                         self._reset(part)
                         mark("policy")
@@ -321,31 +293,17 @@ class EnvPartsRollout:
 
     def _sample(self, part: _Part, step: int) -> None:
         """The sampler kernels on the part's rows (:meth:`Rollout.sample`)."""
-        sampler, lo, hi = self.spec.sampler, part.lo, part.hi
-        greedy = int(self.rollout.greedy)
+        lo, hi = part.lo, part.hi
+        rows = slice(lo, hi)
         joint = part.shared.actions is not None
         for p in self.spec.policies.values():
-            rows, first = (hi - lo) * p.num_agents, lo * p.num_agents
             actions = self.dm.data_on_device_via_torch(p.action_name)[lo:hi]
-            columns = actions.shape[2] if actions.dim() == 3 else 1
-            heads, lp = part.heads[p.tag], p.buffers.log_probs[step][lo:hi]
-            if p.action_spec.is_gaussian:
-                mean, std = heads[0]
-                counter = sampler._counters[(p.action_name, 0)][first : first + rows]
-                cpu_kernels.sample_gaussian_action_rows(
-                    first, mean.contiguous(), std.contiguous(), actions, counter, part.error_flag, lp, rows, columns,
-                    sampler.seed, stream_id(p.action_name, 0), greedy, 1)
-            else:
-                for h, probs in enumerate(heads):
-                    counter = sampler._counters[(p.action_name, h)][first : first + rows]
-                    cpu_kernels.sample_action_rows(
-                        first, probs.contiguous(), actions, counter, part.error_flag, lp, rows, probs.shape[-1], columns,
-                        h, sampler.seed, stream_id(p.action_name, h), greedy, 2 if h > 0 else 1)
+            self.spec.sampler.sample_rows(p.action_name, part.heads[p.tag], p.action_spec.is_gaussian, actions,
+                                          lo * p.num_agents, p.buffers.log_probs_row(step, rows), part.error_flag,
+                                          self.rollout.greedy)
             if p.action_name != Constants.ACTIONS:
                 part.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
-            if not joint:
-                p.buffers.actions[step][lo:hi].copy_(actions)
-            p.buffers.values[step][lo:hi].copy_(part.values[p.tag])
+            p.buffers.record_step(step, None if joint else actions, part.values[p.tag], rows)
         if joint:
             part.shared.record_actions(step, part.dm)
 
@@ -356,7 +314,7 @@ class EnvPartsRollout:
 
     def _forward_next(self, part: _Part, step: int) -> None:
         """Reset-first order: the policy outputs for the part's observations after the reset, which
-        go to obs buffer row ``step + 1`` (:meth:`Rollout.end_step`)."""
+        go to obs buffer row ``step + 1`` (:meth:`Rollout.step_reset_first`)."""
         row = self.rollout.next_obs_row(step)
         for p in self.spec.policies.values():
             part.heads[p.tag], part.values[p.tag] = self._forward(p, part, row)
@@ -367,26 +325,22 @@ class EnvPartsRollout:
         next_out = {}
         for p in self.spec.policies.values():
             next_out[p.tag] = self._forward(p, part)
-            p.buffers.next_values[step][part.lo : part.hi].copy_(next_out[p.tag][1])
+            p.buffers.record_next_values(step, next_out[p.tag][1], slice(part.lo, part.hi))
         return done_i > 0, next_out
 
     def _reset(self, part: _Part) -> None:
         """Reset the part's done envs (the reset kernel on its rows)."""
-        dst, src, sizes, pool_sizes, count = part.reset_args
-        cpu_kernels.reset_env_rows(
-            part.lo, dst, src, sizes, pool_sizes, count, part.dm.data_on_device_via_torch(Constants.DONE),
-            part.dm.data_on_device_via_torch(Constants.TIMESTEP), self.resetter._pool_counters[part.lo : part.hi],
-            self.resetter._pool_seed, 0, 1, start_state=self.resetter.start_state_hook(self.spec.env_wrapper.env, part.env_view))
+        part.reset(part.dm.data_on_device_via_torch(Constants.DONE), part.dm.data_on_device_via_torch(Constants.TIMESTEP))
 
     def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
         """Bootstrap order: reset the part's done envs; the policy outputs for the next step
-        (:meth:`Rollout.advance`)."""
+        (:meth:`Rollout.set_next_outputs`)."""
         lo, hi = part.lo, part.hi
         self._reset(part)
         for p in self.spec.policies.values():
             heads, values = next_out[p.tag]
             if self.spec.reset_obs_known:
-                part.heads[p.tag] = _where_done(done, slice_rows(self.rollout.reset_heads[p.tag], lo, hi), heads)
-                part.values[p.tag] = _where_done(done, self.rollout.reset_values[p.tag][lo:hi], values)
+                part.heads[p.tag] = where_done(done, slice_rows(self.rollout.reset_heads[p.tag], lo, hi), heads)
+                part.values[p.tag] = where_done(done, self.rollout.reset_values[p.tag][lo:hi], values)
             else:
                 part.heads[p.tag], part.values[p.tag] = self._forward(p, part)

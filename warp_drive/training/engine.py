@@ -199,7 +199,7 @@ class Engine:
         from warp_drive.config.algorithms import algorithm_entry
         from warp_drive.training.algorithms.base import BuildContext
         from warp_drive.training.distributed import wrap_model
-        from warp_drive.training.rollout import policy_obs
+        from warp_drive.training.acting import policy_obs
 
         pc = self.config.policy[tag]
         dm = self.env_wrapper.cuda_data_manager
@@ -259,16 +259,16 @@ class Engine:
             obs: ``(B, E, A, *obs)`` (or a dict of those); actions: (B, E, A, columns);
             advantages, returns, old_log_probs, old_values: (B, E, A).
         """
-        from warp_drive.training.utils.minibatch import index_tree
+        from warp_drive.training.buffers import batch_env_subset
 
         ratio = self.config.trainer.neg_pos_env_ratio
-        envs = env_subset(self.rollout.shared.done, ratio, self._minibatch_rows(), self.generator) if ratio > 0 else None
+        envs = env_subset(self.rollout.shared.envs_ending(2), ratio, self._minibatch_rows(), self.generator) if ratio > 0 else None
         out: PolicyBatches = {}
         for p in self.policies.values():
             if not p.to_train:
                 continue
             batch = p.batch()
-            out[p.tag] = batch if envs is None or not p.batch_has_env_axis else index_tree(batch, envs, dim=1)
+            out[p.tag] = batch if envs is None or not p.batch_has_env_axis else batch_env_subset(batch, envs)
         return out
 
     def update_policies(

@@ -9,7 +9,7 @@ import torch
 Tensor = torch.Tensor
 
 
-def env_subset(done: Tensor, ratio: float, minibatch_rows: Sequence[tuple[int, int]],
+def env_subset(positive: Tensor, ratio: float, minibatch_rows: Sequence[tuple[int, int]],
                generator: torch.Generator) -> Tensor | None:
     """The envs to train on this iteration (sorted), or None for all.
 
@@ -18,12 +18,12 @@ def env_subset(done: Tensor, ratio: float, minibatch_rows: Sequence[tuple[int, i
     minibatches divide. One host sync.
 
     Args:
-        done: the rollout's done flags (B, E).
+        positive: (E,) bool, the envs whose rollout holds a success
+            (:meth:`SharedBuffers.envs_ending <warp_drive.training.buffers.SharedBuffers.envs_ending>` ``(2)``).
         ratio: ``trainer.neg_pos_env_ratio``.
         minibatch_rows: ``(rows per env, num_minibatches)`` of every trained policy.
         generator: draws the other envs.
     """
-    positive = (done == 2).any(0)
     num_pos = int(positive.sum())
     E = positive.shape[0]
     keep = num_pos + int(num_pos * ratio)

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from warp_drive.training.buffers import obs_row
+
 logger = logging.getLogger(__name__)
 
 #: Estimated run time (seconds) from which the estimate line is logged.
@@ -59,22 +61,17 @@ def probe_iteration_seconds(trainer: Any) -> float:
     try:
         with torch.no_grad():
             R.begin(record=True)
-            R.sample(0)
-            trainer.env_wrapper.step_all_envs()
-            R.end_step(0)
+            R.step(0)
             start = time.perf_counter()
             for step in range(1, 1 + PROBE_STEPS):
-                R.sample(step)
-                trainer.env_wrapper.step_all_envs()
-                R.end_step(step)
+                R.step(step)
             step_s = (time.perf_counter() - start) / PROBE_STEPS
         update_s = 0.0
         for p in trainer.policies.values():
             if not p.to_train:
                 continue
             start = time.perf_counter()
-            obs = p.buffers.obs
-            out = p.model({k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0])
+            out = p.model(obs_row(p.buffers, 0))
             sum(o.float().sum() for o in _leaves(out)).backward()
             update_s += (time.perf_counter() - start) * p.config.num_epochs
             p.model.zero_grad(set_to_none=True)

@@ -1,5 +1,6 @@
-"""What every policy of a run shares: the agent map check, the on-policy rollout record, episode
-statistics and the agent index (the policies themselves: :mod:`warp_drive.training.algorithms`)."""
+"""What every policy of a run shares: the agent map check, episode statistics and the agent index
+(the policies themselves: :mod:`warp_drive.training.algorithms`; their rollout record:
+:mod:`warp_drive.training.buffers`)."""
 
 from __future__ import annotations
 
@@ -38,41 +39,6 @@ def validate_policy_map(policy_map: dict[str, Sequence[int]], num_agents: int, t
     if missing:
         raise ConfigError(f"agents {missing[:10]}{'...' if len(missing) > 10 else ''} are not mapped to any policy")
     return out
-
-
-@dataclass
-class RolloutBuffers:
-    """Device tensors of one policy's rollout, time first.
-
-    Shapes:
-        obs: (B, E, A, *obs) (or a dict of those); actions: (B, E, A, columns);
-        log_probs, values, rewards, next_values, advantages, returns: (B, E, A);
-        terminated, truncated: (B, E).
-    """
-
-    obs: Any
-    actions: Tensor
-    log_probs: Tensor
-    values: Tensor
-    rewards: Tensor
-    next_values: Tensor
-    terminated: Tensor
-    truncated: Tensor
-    advantages: Tensor
-    returns: Tensor
-
-    @classmethod
-    def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
-        def like(x: Tensor) -> Tensor:
-            return torch.empty((steps, *x.shape), dtype=x.dtype, device=x.device)
-
-        obs = {k: like(v) for k, v in obs_example.items()} if isinstance(obs_example, dict) else like(obs_example)
-        ref = next(iter(obs_example.values())) if isinstance(obs_example, dict) else obs_example
-        E, dev = ref.shape[0], ref.device
-        f = lambda: torch.zeros((steps, E, num_agents), dtype=torch.float32, device=dev)  # noqa: E731
-        flags = lambda: torch.zeros((steps, E), dtype=torch.bool, device=dev)  # noqa: E731
-        return cls(obs, torch.zeros((steps, E, num_agents, columns), dtype=action_dtype, device=dev), f(), f(), f(), f(),
-                   flags(), flags(), f(), f())
 
 
 @dataclass

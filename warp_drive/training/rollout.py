@@ -31,199 +31,22 @@ split episode ends for bootstrapping).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from warp_drive.env.constants import Constants
-from warp_drive.env.done import split_done
 from warp_drive.errors import UsageError
-from warp_drive.training.interrupt import check_abort
+from warp_drive.training.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
+                                        record_policy_obs, where_done)
 from warp_drive.training.algorithms.base import Policy
+from warp_drive.training.buffers import SharedBuffers, record_row, split_episode_ends
+from warp_drive.training.cpu_pipeline import rollout_in_env_parts
+from warp_drive.training.interrupt import check_abort
 
 Tensor = torch.Tensor
-
-
-def policy_obs(dm: Any, policy: Policy, obs_names: list[str], at_reset: bool = False) -> Any:
-    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs).
-
-    Placeholders laid out ``(E, *features, N)`` (``obs_agents_last``) are seen agent-first (a view).
-    """
-    suffix = Constants.AT_RESET_SUFFIX if at_reset else ""
-
-    def view(name: str) -> Tensor:
-        x = dm.data_on_device_via_torch(name + suffix)
-        return policy.select(x.movedim(-1, 1) if policy.obs_agents_last else x)
-
-    if obs_names == [Constants.OBSERVATIONS]:
-        return view(Constants.OBSERVATIONS)
-    prefix = Constants.OBSERVATIONS + "_"
-    return {n[len(prefix):]: view(n) for n in obs_names}
-
-
-def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
-                      rows: slice = slice(None)) -> Any:
-    """Policy ``policy``'s observations into its buffer at ``step`` (env rows ``rows``): one gather
-    straight into the buffer for a plain agent-first placeholder of a subset of agents, else a view
-    (or gather) and a copy.
-
-    Returns the observations to run the policy on, what :func:`policy_obs` gives (same values,
-    layout and shape): the buffer rows themselves after the one gather, else that view.
-    """
-    if obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last:
-        src, dst = dm.data_on_device_via_torch(Constants.OBSERVATIONS), policy.buffers.obs[step][rows]
-        if src.dtype == dst.dtype and dst.is_contiguous():
-            torch.index_select(src, 1, policy.agent_index, out=dst)
-            return dst
-    obs = policy_obs(dm, policy, obs_names)
-    if isinstance(obs, dict):
-        for k, v in obs.items():
-            policy.buffers.obs[k][step][rows].copy_(v)
-    else:
-        policy.buffers.obs[step][rows].copy_(obs)
-    return obs
-
-
-def observe(dm: Any, policy: Policy, obs_names: list[str], step: int | None,
-            rows: slice = slice(None)) -> Any:
-    """The policy's observations to run it on (:func:`policy_obs`), also recorded in its obs buffer
-    at ``step`` (env rows ``rows``) unless ``step`` is None (:func:`record_policy_obs`: gathered
-    once, straight into the buffer, where it can)."""
-    if step is None:
-        return policy_obs(dm, policy, obs_names)
-    return record_policy_obs(dm, policy, obs_names, step, rows)
-
-
-def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
-    """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given.
-
-    On the cpu backend this keeps a forward's activations small (cache-sized, reused by the
-    allocator) instead of ``E x A x width`` floats per layer; the outputs are concatenated back.
-    None, or a chunk covering every env: one call.
-    """
-    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
-    num_envs = first.shape[0]
-    if chunk_envs is None or chunk_envs >= num_envs:
-        return model(obs)
-    parts = []
-    for start in range(0, num_envs, chunk_envs):
-        stop = min(start + chunk_envs, num_envs)
-        part = {k: v[start:stop] for k, v in obs.items()} if isinstance(obs, dict) else obs[start:stop]
-        parts.append(model(part))
-    return _cat_outputs(parts)
-
-
-def _cat_outputs(parts: list[Any]) -> Any:
-    """Concatenates a list of same-structured model outputs (tensors, tuples, lists) along axis 0."""
-    first = parts[0]
-    if isinstance(first, Tensor):
-        return torch.cat(parts, 0)
-    return type(first)(_cat_outputs([p[i] for p in parts]) for i in range(len(first)))
-
-
-@contextlib.contextmanager
-def cached_head_weights(models: Iterable[Any]) -> Iterator[None]:
-    """Within the block, models that offer it (``cache_head_weights``, e.g.
-    :class:`~warp_drive.training.models.fully_connected.FullyConnected`) concatenate their head
-    weights once, at the start, instead of in every no-grad forward. The weights do not change
-    during a rollout; inside a CUDA graph the concatenation is captured too, so each replay reads
-    the current weights."""
-    cached = []
-    try:
-        for model in models:
-            module = getattr(model, "module", model)  # DistributedDataParallel wraps the model
-            if hasattr(module, "cache_head_weights"):
-                module.cache_head_weights(True)
-                cached.append(module)
-        yield
-    finally:
-        for module in cached:
-            module.cache_head_weights(False)
-
-
-def _no_mark(phase: str) -> None:
-    """Phase marker used when timing is off."""
-
-
-def _where_done(done: Tensor, a: Any, b: Any) -> Any:
-    """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
-    if a is None:
-        return None
-    if isinstance(a, (list, tuple)):
-        return type(a)(_where_done(done, x, y) for x, y in zip(a, b))
-    mask = done.view(-1, *([1] * (a.dim() - 1)))
-    return torch.where(mask, a, b)
-
-
-def split_episode_ends(done_flags: Tensor, timesteps: Tensor | None, episode_length: int,
-                       bootstrap_at_time_limit: bool, truncated_flags: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """``(done, terminated, truncated)`` bool flags from a rollout's ``_done_`` flags and timesteps
-    (and ``_truncated_`` flags, for envs whose step writes them).
-
-    An episode cut by the time limit (:func:`warp_drive.env.done.split_done`) is truncated
-    (bootstrapped) when ``bootstrap_at_time_limit``, else terminated like any other end; the
-    timesteps and truncation flags are read only then (None otherwise is fine).
-
-    Shapes: every input and output (B, E).
-    """
-    done = done_flags > 0
-    if not bootstrap_at_time_limit:
-        return done, done, torch.zeros_like(done)
-    terminated, truncated = split_done(done_flags, timesteps, episode_length, truncated_flags)
-    return done, terminated, truncated
-
-
-class SharedBuffers:
-    """Per-step arrays every policy reads: done flags, timesteps and all agents' rewards (and actions).
-
-    Args:
-        steps: rows (env steps) of every array.
-        dm: the data manager whose placeholders are recorded.
-        time_limits: keep timesteps and (envs whose step writes ``_truncated_``) truncation flags,
-            which only bootstrapping at time limits reads; False: both are None and not recorded.
-        joint_actions: keep every agent's actions (the joint ``sampled_actions`` placeholder) once
-            per step, for policies that sample into placeholders of their own: one copy per step
-            instead of one per policy (:meth:`Rollout.finalize` picks each policy's agents).
-
-    Shapes: done, timestep, truncated: (B, E) int32 (truncated: None unless the env's step writes
-    ``_truncated_``); rewards: (B, E, N) float32; actions: (B, E, N, columns) or None.
-    """
-
-    def __init__(self, steps: int, dm: Any, time_limits: bool = True, joint_actions: bool = False) -> None:
-        done = dm.data_on_device_via_torch(Constants.DONE)
-        rewards = dm.data_on_device_via_torch(Constants.REWARDS)
-        self.done = torch.zeros((steps, *done.shape), dtype=done.dtype, device=done.device)
-        self.timestep = torch.zeros_like(self.done) if time_limits else None
-        writes_truncated = time_limits and dm.is_data_on_device(Constants.TRUNCATED)
-        self.truncated = torch.zeros_like(self.done) if writes_truncated else None
-        self.rewards = torch.zeros((steps, *rewards.shape), dtype=rewards.dtype, device=rewards.device)
-        self.actions: Tensor | None = None
-        if joint_actions:
-            actions = dm.data_on_device_via_torch(Constants.ACTIONS)
-            self.actions = torch.zeros((steps, *actions.shape), dtype=actions.dtype, device=actions.device)
-
-    def record(self, step: int, dm: Any) -> Tensor:
-        """Copy the env's done flags, timesteps and rewards after a step into row ``step``; returns
-        the done flags (E,)."""
-        done = dm.data_on_device_via_torch(Constants.DONE)
-        self.done[step].copy_(done)
-        if self.timestep is not None:
-            self.timestep[step].copy_(dm.data_on_device_via_torch(Constants.TIMESTEP))
-        if self.truncated is not None:
-            self.truncated[step].copy_(dm.data_on_device_via_torch(Constants.TRUNCATED))
-        self.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
-        return done
-
-    def record_actions(self, step: int, dm: Any) -> None:
-        """Copy every agent's sampled actions into row ``step`` (with ``joint_actions``)."""
-        self.actions[step].copy_(dm.data_on_device_via_torch(Constants.ACTIONS))
-
-    def policy_rewards(self, p: Any) -> Tensor:
-        """The rewards of policy ``p``'s agents, (B, E, A_p) (a view when it covers all agents in order)."""
-        return self.rewards if p.contiguous_all else self.rewards.index_select(2, p.agent_index)
 
 
 @dataclass(frozen=True)
@@ -245,7 +68,8 @@ class RolloutSpec:
 
 
 class Rollout:
-    """Runs ``steps`` env steps for every policy, filling each policy's :class:`RolloutBuffers`.
+    """Runs ``steps`` env steps for every policy, filling each policy's record
+    (:class:`~warp_drive.training.buffers.RolloutBuffers` for on-policy policies).
 
     Per step only what cannot be derived later is copied (observations, log-probs and values per
     policy; actions per policy, or once for all agents when the policies sample into placeholders
@@ -290,8 +114,14 @@ class Rollout:
                              "needs; set trainer.bootstrap_at_time_limit=false to step resets first")
         self._reset_first = bool(value)
 
+    @property
+    def customised(self) -> bool:
+        """A subclass (whose steps may differ from these): the cpu pipeline then runs the plain loop."""
+        return type(self) is not Rollout
+
     def run(self, timer: Any = None) -> dict[str, Tensor]:
-        """One rollout: ``steps_per_iter`` env steps of every env, then :meth:`finalize` (no host sync).
+        """One rollout: ``steps_per_iter`` env steps of every env (:meth:`step`), then :meth:`finalize`
+        (no host sync).
 
         ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time into the
         phases policy, sampling and env_step.
@@ -300,28 +130,58 @@ class Rollout:
             ``{tag: V(s_B)}``, the values of the observations after the last step.
         """
         if self.dm.device.type == "cpu":  # cpu backend: env parts, one thread each, where they apply
-            from warp_drive.training.cpu_pipeline import rollout_in_env_parts
-
             if (values := rollout_in_env_parts(self, timer)) is not None:
                 return values
-        mark = timer.start if timer is not None else _no_mark
+        mark = timer.start if timer is not None else no_mark
         mark("policy")
         with cached_head_weights(p.model for p in self.spec.policies.values()):
             self.begin(record=True)
             for step in range(self.spec.steps_per_iter):
                 check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
-                mark("sampling")
-                if not self.reset_first:
-                    self.record_obs(step)
-                self.sample(step)
-                mark("env_step")
-                self.spec.env_wrapper.step_all_envs()
-                self.end_step(step, mark)
+                self.step(step, mark)
         mark("policy")
         self.finalize()
         if timer is not None:
             timer.stop()
         return dict(self.values)
+
+    def step(self, step: int, mark: Callable[[str], None] = no_mark) -> None:
+        """Env step ``step`` of a rollout, recorded, in this rollout's order (:attr:`reset_first`).
+
+        ``mark(phase)`` splits the time as :meth:`run` does (resets count as env_step).
+        """
+        if self.reset_first:
+            self.step_reset_first(step, mark)
+        else:
+            self.step_bootstrap(step, mark)
+
+    @torch.no_grad()
+    def step_reset_first(self, step: int, mark: Callable[[str], None] = no_mark) -> None:
+        """One step in the reset-first order (module docstring); the policy outputs for ``s_t`` and
+        its obs buffer row are already there."""
+        mark("sampling")
+        self.sample(step)
+        mark("env_step")
+        self.spec.env_wrapper.step_all_envs()
+        self.shared.record(step, self.dm)
+        self.record_next_obs(step)
+        self.spec.env_wrapper.reset_only_done_envs()
+        mark("policy")
+        self.forward_policies(self.next_obs_row(step))
+
+    @torch.no_grad()
+    def step_bootstrap(self, step: int, mark: Callable[[str], None] = no_mark) -> None:
+        """One step in the bootstrap order (module docstring)."""
+        mark("sampling")
+        self.record_obs(step)
+        self.sample(step)
+        mark("env_step")
+        self.spec.env_wrapper.step_all_envs()
+        mark("policy")
+        done, next_out = self.after_step(step)
+        mark("env_step")
+        self.spec.env_wrapper.reset_only_done_envs()
+        self.set_next_outputs(done, next_out)
 
     def set_greedy(self, greedy: bool) -> bool:
         """Sample greedily (True) or not from now on; returns the previous mode."""
@@ -384,9 +244,9 @@ class Rollout:
             if not p.samples_in_kernel:
                 actions = self._act(p, heads)
                 if record and not joint:
-                    p.buffers.actions[step].copy_(actions)
+                    record_row(p.buffers.actions, step, actions)
                 continue
-            lp = p.buffers.log_probs[step] if record else None
+            lp = p.buffers.log_probs_row(step) if record else None
             own = p.action_name != Constants.ACTIONS  # a placeholder of its own: copy into the joint one
             copied = False
             if p.action_spec.is_gaussian:
@@ -405,9 +265,7 @@ class Rollout:
             if own and not copied:
                 self.dm.data_on_device_via_torch(Constants.ACTIONS).index_copy_(1, p.agent_index, actions)
             if record:
-                if not joint:
-                    p.buffers.actions[step].copy_(actions)
-                p.buffers.values[step].copy_(self.values[p.tag])
+                p.buffers.record_step(step, None if joint else actions, self.values[p.tag])
         if joint:
             self.shared.record_actions(step, self.dm)
 
@@ -437,26 +295,11 @@ class Rollout:
             record_policy_obs(self.dm, p, self.spec.obs_names, step)
 
     @torch.no_grad()
-    def end_step(self, step: int | None, mark: Callable[[str], None] = _no_mark) -> None:
-        """Everything after the env step: record it at ``step`` (None: record nothing), reset the
-        done envs and set the policy outputs for the next step, in this rollout's order (always
-        reset first when nothing is recorded, as in evaluation: no bootstrap values are needed).
-
-        ``mark(phase)`` splits the time as :meth:`run` does (resets count as env_step).
-        """
-        t = self.spec
-        if step is not None and not self.reset_first:
-            mark("policy")
-            done, next_out = self.after_step(step)
-            mark("env_step")
-            self.advance(done, next_out)
-            return
-        if step is not None:
-            self.shared.record(step, self.dm)
-            self.record_next_obs(step)
-        t.env_wrapper.reset_only_done_envs()
-        mark("policy")
-        self.forward_policies(self.next_obs_row(step))
+    def end_step(self, step: None = None) -> None:
+        """Everything after an env step that records nothing (evaluation): reset the done envs and
+        set the policy outputs for the next step, always reset first (no bootstrap values are needed)."""
+        self.spec.env_wrapper.reset_only_done_envs()
+        self.forward_policies(None)
 
     def forward_policies(self, row: int | None) -> None:
         """Every policy's heads and values on the current observations (gathered into obs buffer row
@@ -505,7 +348,7 @@ class Rollout:
             obs = policy_obs(dm, p, t.obs_names)
             next_out[p.tag] = self.forward(p, obs)
             if step is not None and p.samples_in_kernel:
-                p.buffers.next_values[step].copy_(next_out[p.tag][1])
+                p.buffers.record_next_values(step, next_out[p.tag][1])
             if step is not None and p.records_next_obs:
                 p.record_next_obs(step, obs)
         return done_i > 0, next_out
@@ -518,34 +361,25 @@ class Rollout:
                 p.record_next_obs(step, policy_obs(self.dm, p, self.spec.obs_names))
 
     @torch.no_grad()
-    def advance(self, done: Tensor, next_out: dict[str, Any]) -> None:
-        """Bootstrap order: reset done envs (one launch) and set the policy outputs for the next step."""
+    def set_next_outputs(self, done: Tensor, next_out: dict[str, Any]) -> None:
+        """Bootstrap order, after the reset: the policy outputs for the next step (those on the
+        saved reset observations where ``done`` (E,), else ``next_out``)."""
         t = self.spec
-        t.env_wrapper.reset_only_done_envs()
         for p in t.policies.values():
             heads, values = next_out[p.tag]
             if t.reset_obs_known:
-                self.heads[p.tag] = _where_done(done, self.reset_heads[p.tag], heads)
-                self.values[p.tag] = _where_done(done, self.reset_values[p.tag], values)
+                self.heads[p.tag] = where_done(done, self.reset_heads[p.tag], heads)
+                self.values[p.tag] = where_done(done, self.reset_values[p.tag], values)
             else:  # reset observations unknown: one more forward on the post-reset observations
                 self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, t.obs_names))
 
     @torch.no_grad()
     def finalize(self) -> None:
-        """Per-policy rewards (and actions, when recorded for all agents at once),
-        termination/truncation flags and episode statistics, then every trained policy's
+        """After the last step: the episode ends (:func:`~warp_drive.training.buffers.split_episode_ends`),
+        then :meth:`SharedBuffers.finalize <warp_drive.training.buffers.SharedBuffers.finalize>`:
+        per-policy rewards, actions and flags, episode statistics and every trained policy's
         :meth:`Policy.finalize` (advantages, targets, replay pushes)."""
         t, sh = self.spec, self.shared
-        done, terminated, truncated = split_episode_ends(sh.done, sh.timestep, t.env_wrapper.episode_length,
-                                                         t.bootstrap_at_time_limit, sh.truncated)
-        bootstrap = t.bootstrap_at_time_limit
-        for p in t.policies.values():
-            b = p.buffers
-            b.rewards.copy_(sh.policy_rewards(p))
-            if sh.actions is not None:
-                torch.index_select(sh.actions, 2, p.agent_index, out=b.actions)
-            b.terminated.copy_(terminated)
-            b.truncated.copy_(truncated)
-            p.stats.update_from_batch(b.rewards, done)
-            if p.to_train:
-                p.finalize(self.values[p.tag], bootstrap)
+        ends = split_episode_ends(sh.done, sh.timestep, t.env_wrapper.episode_length, t.bootstrap_at_time_limit,
+                                  sh.truncated)
+        sh.finalize(t.policies.values(), ends, self.values, t.bootstrap_at_time_limit)

@@ -81,7 +81,7 @@ def test_obs_agent_axis_last_is_checked_against_the_placeholder(tmp_path):
 
 
 def test_policy_obs_reads_agent_last_placeholders_agent_first():
-    from warp_drive.training.rollout import policy_obs
+    from warp_drive.training.acting import policy_obs
 
     obs = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)  # (E, features, N)
     dm = SimpleNamespace(data_on_device_via_torch=lambda name: obs)
@@ -234,9 +234,9 @@ def test_neg_pos_env_ratio_keeps_successful_envs_and_samples_the_others(tmp_path
     t.env_wrapper.reset_all_envs()
     t.generate_rollout()
     rows = [(t.steps_per_iter * p.num_agents, p.config.num_minibatches) for p in t.policies.values()]
-    assert env_subset(t.rollout.shared.done, 1.5, rows, t.generator) is None  # no success (_done_ == 2): every env
+    assert env_subset(t.rollout.shared.envs_ending(2), 1.5, rows, t.generator) is None  # no success (_done_ == 2): every env
     t.rollout.shared.done[5, [2, 9]] = 2
-    envs = env_subset(t.rollout.shared.done, 1.5, rows, t.generator)
+    envs = env_subset(t.rollout.shared.envs_ending(2), 1.5, rows, t.generator)
     assert envs.tolist() == sorted(envs.tolist()) and {2, 9} <= set(envs.tolist())
     assert len(envs) == 2 + 3  # positives + int(2 * 1.5) others
     before = [p.detach().clone() for p in t.policies["a"].model.parameters()]

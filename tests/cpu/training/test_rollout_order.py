@@ -175,7 +175,8 @@ def _bootstrap_order_step(rollout):
     """Rollout.end_step as the bootstrap order ran it in evaluation (forward, then reset and select)."""
     def end_step(step, mark=None):
         done, next_out = rollout.after_step(step)
-        rollout.advance(done, next_out)
+        rollout.spec.env_wrapper.reset_only_done_envs()
+        rollout.set_next_outputs(done, next_out)
     return end_step
 
 

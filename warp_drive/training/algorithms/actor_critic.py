@@ -22,7 +22,8 @@ from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateCont
 from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
-from warp_drive.training.policy_state import EpisodeStats, RolloutBuffers, agent_index
+from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
+from warp_drive.training.policy_state import EpisodeStats, agent_index
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 Tensor = torch.Tensor
@@ -66,14 +67,12 @@ class ActorCriticPolicy(Policy):
         b.advantages.copy_(adv)
         b.returns.copy_(ret)
 
-    def batch(self) -> dict[str, Any]:
+    def batch(self) -> RolloutBatch:
         """Shapes: obs ``(B, E, A, *obs)`` (or a dict of those); actions (B, E, A, columns);
         advantages, returns, old_log_probs, old_values (B, E, A)."""
-        b = self.buffers
-        return {"obs": b.obs, "actions": b.actions, "advantages": b.advantages, "returns": b.returns,
-                "old_log_probs": b.log_probs, "old_values": b.values}
+        return self.buffers.batch()
 
-    def update(self, batch: Mapping[str, Any], context: UpdateContext) -> dict[str, Tensor]:
+    def update(self, batch: RolloutBatch, context: UpdateContext) -> dict[str, Tensor]:
         pc = self.config
         max_norm = pc.max_grad_norm if pc.clip_grad_norm else None
         optimizer = context.optimizer(self.optimizer, OPTIMIZER)

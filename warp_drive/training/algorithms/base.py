@@ -138,8 +138,9 @@ class Policy:
     the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
     module that acts: its outputs on ``(E, A, *obs)`` observations are what :meth:`act` reads; for a
     policy the kernels sample, ``(head outputs, values)``), ``action_spec``,
-    ``action_name`` (the placeholder its actions go to), ``buffers`` (with at least ``obs``
-    and ``actions`` rows), ``stats`` (:class:`~warp_drive.training.policy_state.EpisodeStats`),
+    ``action_name`` (the placeholder its actions go to), ``buffers`` (its time-first record
+    with at least ``obs``, ``actions``, ``rewards``, ``terminated`` and ``truncated``; on-policy:
+    :class:`~warp_drive.training.buffers.RolloutBuffers`), ``stats`` (:class:`~warp_drive.training.policy_state.EpisodeStats`),
     ``lr_schedule`` and ``obs_agents_last``.
     """
 
@@ -191,7 +192,8 @@ class Policy:
         """
 
     def batch(self) -> Mapping[str, Any]:
-        """What :meth:`update` trains on after this rollout."""
+        """What :meth:`update` trains on after this rollout (on-policy:
+        :class:`~warp_drive.training.buffers.RolloutBatch`)."""
         return {}
 
     def update(self, batch: Mapping[str, Any], context: UpdateContext) -> dict[str, Tensor]:

@@ -13,7 +13,8 @@ from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
 from warp_drive.training.algorithms.normalization import moments
 from warp_drive.training.interrupt import check_abort
-from warp_drive.training.utils.minibatch import iterate_minibatches, map_tensors, slice_rows
+from warp_drive.training.buffers import RolloutBatch
+from warp_drive.training.utils.minibatch import map_tensors
 
 Tensor = torch.Tensor
 
@@ -42,7 +43,7 @@ def update_policy(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     algorithm: A2C,
-    batch: Mapping[str, Any],
+    batch: RolloutBatch | Mapping[str, Any],
     *,
     timestep: int,
     num_epochs: int = 1,
@@ -61,8 +62,9 @@ def update_policy(
         model: The policy (contract in ``warp_drive.training.models``).
         optimizer: Its optimizer (learning rate already set for this iteration).
         algorithm: :class:`A2C` or :class:`PPO`.
-        batch: ``obs`` (tensor or dict of tensors), ``actions``, ``advantages``, ``returns`` and,
-            for PPO, ``old_log_probs`` (plus ``old_values`` with value clipping).
+        batch: a :class:`~warp_drive.training.buffers.RolloutBatch` (or a mapping of its fields):
+            ``obs`` (tensor or dict of tensors), ``actions``, ``advantages``, ``returns`` and, for
+            PPO, ``old_log_probs`` (plus ``old_values`` with value clipping).
         timestep: Env timestep for the coefficient schedules.
         num_epochs: Passes over the batch.
         num_minibatches: Gradient steps per pass (must divide B * E).
@@ -97,10 +99,11 @@ def update_policy(
     totals: dict[str, Tensor] = {}
     steps = 0
     params = [p for p in model.parameters() if p.requires_grad]
+    batch = RolloutBatch.of(batch)
     for _ in range(num_epochs):
-        for mb in iterate_minibatches(batch, num_minibatches, generator=generator):
+        for mb in batch.minibatches(num_minibatches, generator=generator):
             optimizer.zero_grad(set_to_none=True)
-            if chunk_rows is not None and _num_rows(mb) > chunk_rows:
+            if chunk_rows is not None and _num_rows(mb.obs) > chunk_rows:
                 metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
                                                backward=backward, autocast_dtype=autocast_dtype)
             else:
@@ -118,7 +121,7 @@ def update_policy(
             steps += 1
     update_obs_normalizer = getattr(getattr(model, "module", model), "update_obs_normalizer", None)
     if update_obs_normalizer is not None:  # after the steps: this iteration's rollout and update saw the same statistics
-        update_obs_normalizer(batch["obs"])
+        update_obs_normalizer(batch.obs)
     return {key: value / steps for key, value in totals.items()}
 
 
@@ -130,7 +133,7 @@ CONSTANT_METRICS = frozenset({"vf_loss_coeff", "entropy_coeff"})
 def accumulate_gradients(
     model: nn.Module,
     algorithm: A2C,
-    minibatch: Mapping[str, Any],
+    minibatch: RolloutBatch,
     *,
     timestep: int,
     chunk_rows: int,
@@ -151,8 +154,8 @@ def accumulate_gradients(
     Returns:
         The minibatch's metrics (0-d tensors), as :meth:`A2C.compute_loss` reports them.
     """
-    rows = _num_rows(minibatch)
-    stats = moments(minibatch["advantages"]) if getattr(algorithm, "normalize_advantage", False) else None
+    rows = _num_rows(minibatch.obs)
+    stats = moments(minibatch.advantages) if getattr(algorithm, "normalize_advantage", False) else None
     no_sync = getattr(model, "no_sync", None)
     totals: dict[str, Tensor] = {}
     last: Metrics = {}
@@ -160,7 +163,7 @@ def accumulate_gradients(
     for start in range(0, rows, chunk_rows):
         check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
         stop = min(start + chunk_rows, rows)
-        chunk = slice_rows(minibatch, start, stop)
+        chunk = minibatch.rows(start, stop)
         weight = (stop - start) / rows
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
@@ -176,32 +179,32 @@ def accumulate_gradients(
     out = dict(totals)
     out.update((key, last[key]) for key in CONSTANT_METRICS & last.keys())
     if "explained_variance" in out and values_seen is not None:
-        targets = algorithm.value_targets(minibatch["returns"])
+        targets = algorithm.value_targets(minibatch.returns)
         out["explained_variance"] = explained_variance(values_seen.view_as(targets), targets)
     return out
 
 
-def _loss(model: nn.Module, algorithm: A2C, batch: Mapping[str, Any], timestep: int,
+def _loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
           advantage_stats: tuple[Tensor, Tensor] | None = None,
           autocast_dtype: torch.dtype | None = None) -> tuple[Tensor, Metrics, Tensor]:
     """The model's forward on ``batch`` (under autocast to ``autocast_dtype`` if given, outputs
     back in float32) and the algorithm's loss: ``(loss, metrics, values)``."""
     if autocast_dtype is None:
-        head_outputs, values = model(batch["obs"])
+        head_outputs, values = model(batch.obs)
     else:
         device_type = next(model.parameters()).device.type
         with torch.autocast(device_type, dtype=autocast_dtype):
-            head_outputs, values = model(batch["obs"])
+            head_outputs, values = model(batch.obs)
         head_outputs, values = _float32(head_outputs), _float32(values)
     loss, metrics = algorithm.compute_loss(
         head_outputs,
         values,
-        batch["actions"],
-        batch["advantages"],
-        batch["returns"],
+        batch.actions,
+        batch.advantages,
+        batch.returns,
         timestep=timestep,
-        old_log_probs=batch.get("old_log_probs"),
-        old_values=batch.get("old_values"),
+        old_log_probs=batch.old_log_probs,
+        old_values=batch.old_values,
         **({} if advantage_stats is None else {"advantage_stats": advantage_stats}),
     )
     return loss, metrics, values
@@ -219,9 +222,7 @@ def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
         backward(loss)
 
 
-def _num_rows(tree: Any) -> int:
-    if isinstance(tree, Tensor):
-        return tree.shape[0]
-    if isinstance(tree, Mapping):
-        return _num_rows(tree["obs"] if "obs" in tree else next(iter(tree.values())))
-    return _num_rows(tree[0])
+def _num_rows(obs: Any) -> int:
+    """Samples of a minibatch's observations (a tensor, or a dict of them)."""
+    first = next(iter(obs.values())) if isinstance(obs, Mapping) else obs
+    return first.shape[0]

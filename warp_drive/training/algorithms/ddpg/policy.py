@@ -24,6 +24,7 @@ from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.ddpg.parts import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, hard_update, nstep_returns
 from warp_drive.training.algorithms.transitions import TransitionBuffers
+from warp_drive.training.buffers import record_row
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.policy_state import EpisodeStats, agent_index
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -93,7 +94,7 @@ class DDPGPolicy(Policy):
         return self.ou.perturb(outputs, noise["damping"], noise["stddev"], noise["scale"])
 
     def record_next_obs(self, step: int, obs: Tensor) -> None:
-        self.buffers.next_obs[step].copy_(obs)
+        record_row(self.buffers.next_obs, step, obs)
 
     # ------------------------------------------------------------------ learning
     @torch.no_grad()

@@ -1,0 +1,128 @@
+"""Acting on the env's placeholders: a policy's observations, its forward (in env chunks on the
+cpu backend), and the small helpers both the rollout (:mod:`warp_drive.training.rollout`) and its
+cpu twin (:mod:`warp_drive.training.cpu_pipeline`) step with.
+
+Observations are read from the placeholders as ``(E, A, ...)`` (envs, the policy's agents,
+features) and recorded through :mod:`warp_drive.training.buffers`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import torch
+
+from warp_drive.env.constants import Constants
+from warp_drive.training.algorithms.base import Policy
+from warp_drive.training.buffers import obs_row, record_obs
+
+Tensor = torch.Tensor
+
+
+def policy_obs(dm: Any, policy: Policy, obs_names: list[str], at_reset: bool = False) -> Any:
+    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs).
+
+    Placeholders laid out ``(E, *features, N)`` (``obs_agents_last``) are seen agent-first (a view).
+    """
+    suffix = Constants.AT_RESET_SUFFIX if at_reset else ""
+
+    def view(name: str) -> Tensor:
+        x = dm.data_on_device_via_torch(name + suffix)
+        return policy.select(x.movedim(-1, 1) if policy.obs_agents_last else x)
+
+    if obs_names == [Constants.OBSERVATIONS]:
+        return view(Constants.OBSERVATIONS)
+    prefix = Constants.OBSERVATIONS + "_"
+    return {n[len(prefix):]: view(n) for n in obs_names}
+
+
+def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
+                      rows: slice = slice(None)) -> Any:
+    """Policy ``policy``'s observations into its buffer at ``step`` (env rows ``rows``): one gather
+    straight into the buffer for a plain agent-first placeholder of a subset of agents, else a view
+    (or gather) and a copy.
+
+    Returns the observations to run the policy on, what :func:`policy_obs` gives (same values,
+    layout and shape): the buffer rows themselves after the one gather, else that view.
+    """
+    if obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last:
+        src, dst = dm.data_on_device_via_torch(Constants.OBSERVATIONS), obs_row(policy.buffers, step, rows)
+        if src.dtype == dst.dtype and dst.is_contiguous():
+            torch.index_select(src, 1, policy.agent_index, out=dst)
+            return dst
+    obs = policy_obs(dm, policy, obs_names)
+    record_obs(policy.buffers, step, obs, rows)
+    return obs
+
+
+def observe(dm: Any, policy: Policy, obs_names: list[str], step: int | None,
+            rows: slice = slice(None)) -> Any:
+    """The policy's observations to run it on (:func:`policy_obs`), also recorded in its obs buffer
+    at ``step`` (env rows ``rows``) unless ``step`` is None (:func:`record_policy_obs`: gathered
+    once, straight into the buffer, where it can)."""
+    if step is None:
+        return policy_obs(dm, policy, obs_names)
+    return record_policy_obs(dm, policy, obs_names, step, rows)
+
+
+def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
+    """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given.
+
+    On the cpu backend this keeps a forward's activations small (cache-sized, reused by the
+    allocator) instead of ``E x A x width`` floats per layer; the outputs are concatenated back.
+    None, or a chunk covering every env: one call.
+    """
+    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+    num_envs = first.shape[0]
+    if chunk_envs is None or chunk_envs >= num_envs:
+        return model(obs)
+    parts = []
+    for start in range(0, num_envs, chunk_envs):
+        stop = min(start + chunk_envs, num_envs)
+        part = {k: v[start:stop] for k, v in obs.items()} if isinstance(obs, dict) else obs[start:stop]
+        parts.append(model(part))
+    return cat_outputs(parts)
+
+
+def cat_outputs(parts: list[Any]) -> Any:
+    """Concatenates a list of same-structured model outputs (tensors, tuples, lists) along axis 0."""
+    first = parts[0]
+    if isinstance(first, Tensor):
+        return torch.cat(parts, 0)
+    return type(first)(cat_outputs([p[i] for p in parts]) for i in range(len(first)))
+
+
+@contextlib.contextmanager
+def cached_head_weights(models: Iterable[Any]) -> Iterator[None]:
+    """Within the block, models that offer it (``cache_head_weights``, e.g.
+    :class:`~warp_drive.training.models.fully_connected.FullyConnected`) concatenate their head
+    weights once, at the start, instead of in every no-grad forward. The weights do not change
+    during a rollout; inside a CUDA graph the concatenation is captured too, so each replay reads
+    the current weights."""
+    cached = []
+    try:
+        for model in models:
+            module = getattr(model, "module", model)  # DistributedDataParallel wraps the model
+            if hasattr(module, "cache_head_weights"):
+                module.cache_head_weights(True)
+                cached.append(module)
+        yield
+    finally:
+        for module in cached:
+            module.cache_head_weights(False)
+
+
+def no_mark(phase: str) -> None:
+    """Phase marker used when timing is off."""
+
+
+def where_done(done: Tensor, a: Any, b: Any) -> Any:
+    """Per env: ``a`` where done else ``b`` (works on tensors, (mean, std) pairs and lists)."""
+    if a is None:
+        return None
+    if isinstance(a, (list, tuple)):
+        return type(a)(where_done(done, x, y) for x, y in zip(a, b))
+    mask = done.view(-1, *([1] * (a.dim() - 1)))
+    return torch.where(mask, a, b)
