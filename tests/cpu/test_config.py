@@ -446,3 +446,21 @@ def test_check_env_kwargs():
         check_env_kwargs(
             FakeEnv, {"num_taggers": 2, "env_backend": "cpu"}, supplied_by_caller=("env_backend",)
         )
+
+
+def test_overrides_reach_the_keys_of_each_policys_algorithm():
+    """``policy.<tag>.*`` overrides are checked against that policy's algorithm (its section class's
+    DEFAULTS), so DDPG's and SAC's own keys and networks can be set from the command line."""
+    base = {"name": "single_pendulum", "env": {"episode_length": 200},
+            "trainer": {"num_envs": 4, "train_batch_size": 40, "num_episodes": 10, "env_backend": "cpu"},
+            "saving": {}}
+    sac = load_run_config({**base, "policy": {"shared": {"algorithm": "SAC", "to_train": True}}},
+                          ["policy.shared.buffer_size=5000", "policy.shared.model.actor.fc_dims=[32,32]"])
+    assert sac.policy["shared"].buffer_size == 5000 and sac.policy["shared"].model.actor.fc_dims == (32, 32)
+    ddpg = load_run_config({**base, "policy": {"shared": {"algorithm": "DDPG", "to_train": True}}},
+                           ["policy.shared.tau=0.01", "policy.shared.model.critic.fc_dims=[16]"])
+    assert ddpg.policy["shared"].tau == 0.01 and ddpg.policy["shared"].model.critic.fc_dims == (16,)
+    with pytest.raises(ConfigError, match="did you mean `policy.shared.buffer_size`"):
+        load_run_config({**base, "policy": {"shared": {"algorithm": "SAC"}}}, ["policy.shared.bufer_size=1"])
+    with pytest.raises(ConfigError, match="policy.shared.tau"):  # not a key of an A2C/PPO policy
+        load_run_config({**base, "policy": {"shared": {"algorithm": "PPO"}}}, ["policy.shared.tau=0.1"])

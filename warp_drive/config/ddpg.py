@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from warp_drive.config import _checks as chk
 from warp_drive.config.model import ModelConfig
@@ -146,6 +146,11 @@ class DDPGPolicyConfig:
             rollout (1 x 1 = 2.7.1: one step per rollout).
         normalize_advantage: accepted (2.7.1 only logged normalized advantages for DDPG).
     """
+
+    #: the keys a section (and a ``policy.<tag>.*`` override) may set, with their defaults
+    DEFAULTS: ClassVar[Mapping[str, Any]] = {
+        **DDPG_POLICY_DEFAULTS, "model": {"actor": ACTOR_DEFAULTS, "critic": CRITIC_DEFAULTS,
+                                          "model_ckpt_filepath": {"actor": "", "critic": ""}}}
 
     to_train: bool
     algorithm: str

@@ -11,6 +11,7 @@ from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults, yaml_loads
+from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.config.schema import RunConfig
 from warp_drive.errors import ConfigError
 
@@ -124,11 +125,23 @@ def _is_free(parts: list[str]) -> bool:
     return False
 
 
+def _policy_template(section: Any, tag: str) -> Mapping[str, Any]:
+    """The keys an override may set in ``policy.<tag>``: ``defaults.yaml``'s, or those of the
+    section's algorithm when its section class lists its own (``DEFAULTS``, e.g. DDPG's, SAC's)."""
+    algorithm = section.get("algorithm") if isinstance(section, Mapping) else None
+    if algorithm is not None:
+        own = getattr(algorithm_entry(algorithm, f"policy.{tag}.algorithm").section_class(), "DEFAULTS", None)
+        if own is not None:
+            return own
+    return load_defaults()["policy"]
+
+
 def apply_override(raw: dict[str, Any], override: str) -> None:
     """Applies one ``dotted.key=value`` override to a raw (unvalidated) config dict in place.
 
     Keys are checked against ``defaults.yaml`` (``env.*`` and ``policy.<tag>.model.kwargs.*``
-    are free); ``policy.<tag>`` must name a tag present in the config.
+    are free), ``policy.<tag>.*`` against the defaults of that policy's algorithm;
+    ``policy.<tag>`` must name a tag present in the config.
 
     Raises:
         ConfigError: Unknown key (with a did-you-mean hint) or malformed override.
@@ -150,7 +163,7 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
                     f"unknown override key `{'.'.join(parts)}`: policy tag `{part}` is not in the "
                     f"config; {hint} Tags: {', '.join(map(str, tags)) or '(none)'}."
                 )
-            template = load_defaults()["policy"]
+            template = _policy_template(raw["policy"][part], part)
         else:
             if not isinstance(template, Mapping):
                 parent = ".".join(parts[:depth])

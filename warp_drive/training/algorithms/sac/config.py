@@ -134,7 +134,8 @@ class SACPolicyConfig:
             SAC, Eberhard et al. 2023); 0 draws independently (standard SAC).
     """
 
-    DEFAULTS: ClassVar[Mapping[str, Any]] = SAC_POLICY_DEFAULTS
+    #: the keys a section (and a ``policy.<tag>.*`` override) may set, with their defaults
+    DEFAULTS: ClassVar[Mapping[str, Any]] = {**SAC_POLICY_DEFAULTS, "model": SAC_MODEL_DEFAULTS}
 
     to_train: bool
     algorithm: str
