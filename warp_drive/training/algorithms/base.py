@@ -176,7 +176,7 @@ class Policy:
 
     # ------------------------------------------------------------------ acting
     def act(self, outputs: Any, greedy: bool) -> Tensor:
-        """Actions (E, A, columns) from :meth:`forward`'s outputs; ``greedy``: no exploration."""
+        """Actions (E, A, columns) from the model's outputs on the current observations; ``greedy``: no exploration."""
         raise NotImplementedError(f"{type(self).__name__} samples in the kernel; the rollout calls act() "
                                   "only for policies with samples_in_kernel False")
 
