@@ -22,16 +22,16 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.utils.data_feed": "DataFeed (warp_drive.env.data_feed)",
     "warp_drive.utils.constants": "Constants, the reserved data names (warp_drive.env.constants)",
     "warp_drive.utils.env_registrar": "EnvironmentRegistrar, env_registrar (warp_drive.env.registrar)",
-    "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.env.placeholders)",
+    "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.compat271.data_loader, warp_drive.env.placeholders)",
     "warp_drive.managers.pycuda_managers": "package of the 2.7.1 PyCUDA manager modules (warp_drive.managers)",
     "warp_drive.managers.pycuda_managers.pycuda_data_manager": "PyCUDADataManager, CudaTensorHolder, CUDADataManager (warp_drive.managers.pycuda_data_manager)",
     "warp_drive.managers.pycuda_managers.pycuda_function_manager": "PyCUDAFunctionManager, PyCUDASampler, PyCUDAEnvironmentReset, PyCUDALogController, CUDAFunctionFeed and base names (warp_drive.managers.*)",
     "warp_drive.utils.common": "get_project_root (warp_drive.cuda.project_root)",
     "warp_drive.utils.pycuda_utils": "package of warp_drive.utils.pycuda_utils.misc",
-    "warp_drive.utils.pycuda_utils.misc": "get_default_env_directory; update_env_header / check_env_header / update_env_runner raise ConfigError (warp_drive.cuda.legacy)",
-    "warp_drive.utils.architecture_validate": "DeviceArchitectures, calculate_blocks_per_env, validate_device_setup (warp_drive.cuda.legacy)",
-    "warp_drive.utils.device_context": "make_current_context (warp_drive.cuda.legacy)",
-    "warp_drive.utils.autoinit_pycuda": "context, device: importing it attaches pycuda to the primary context (warp_drive.cuda.autoinit; no-op without a GPU)",
+    "warp_drive.utils.pycuda_utils.misc": "get_default_env_directory; update_env_header / check_env_header / update_env_runner raise ConfigError (warp_drive.compat271.cuda_helpers)",
+    "warp_drive.utils.architecture_validate": "DeviceArchitectures, calculate_blocks_per_env, validate_device_setup (warp_drive.compat271.cuda_helpers)",
+    "warp_drive.utils.device_context": "make_current_context (warp_drive.compat271.cuda_helpers)",
+    "warp_drive.utils.autoinit_pycuda": "context, device: importing it attaches pycuda to the primary context (warp_drive.compat271.autoinit; no-op without a GPU)",
     "example_envs.single_agent": "package of 2.7.1's single-agent envs (example_envs.classic_control)",
     "example_envs.single_agent.base": "SingleAgentEnv, map_to_single_agent, get_action_for_single_agent (example_envs.classic_control.base)",
     "example_envs.single_agent.classic_control": "package of 2.7.1's classic-control envs (example_envs.classic_control)",
@@ -76,5 +76,6 @@ MOVED_MODULES: dict[str, str] = {
     "warp_drive.training.setup_and_train": "setup_trainer_and_train, main, parse_args, run_config_path, env_class_for "
                                            "(warp_drive.cli.setup_and_train, warp_drive.cli.envs)",
     "warp_drive.utils.placeholders": "the step placeholders and 2.7.1's training placeholders: action_layout, "
-                                     "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders)",
+                                     "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders, "
+                                     "warp_drive.compat271.data_loader)",
 }

@@ -34,6 +34,11 @@ class DataNotFoundError(WarpDriveError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class KernelNotBuiltError(DataNotFoundError):
+    """A kernel of a known name is not in the loaded module because its build left it out
+    (WarpDrive 2.7.1's kernels are compiled in only when asked for); the message names the fix."""
+
+
 class DataTypeError(WarpDriveError, TypeError):
     """An array has a dtype that cannot cross to the device."""
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from warp_drive.compat271 import main_files
 from warp_drive.cuda import compiler, project_root
 from warp_drive.cuda.signature import KernelParam, functions_calling, kernel_linkage, parse_kernel_signatures
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
@@ -323,7 +324,7 @@ def test_compile_to_a_writable_path_copies_and_any_process_knows_the_source(cpu_
     assert target.read_bytes() == binary.read_bytes()
     copy = tmp_path / "copy.cubin"  # a copy loaded without the alias: found by content
     copy.write_bytes(target.read_bytes())
-    assert "testkernel" in compiler.binary_source(copy)
+    assert "testkernel" in main_files.binary_source(copy)
     fm.load_cuda_from_binary_file(copy)
     fm.initialize_functions(["testkernel"])
     kernel = fm.get_function("testkernel")
@@ -391,7 +392,7 @@ def test_build_helpers_of_2_7_1_explain_the_cache():
 
 
 def test_resident_capacity_rounds_down():
-    from warp_drive.cuda.legacy import DeviceArchitectures, resident_block_capacity
+    from warp_drive.compat271.cuda_helpers import DeviceArchitectures, resident_block_capacity
 
     assert resident_block_capacity(1000, 32, 2048, 132) == 2 * 132  # 2.7.1 rounded 2048/1000 up to 3
     assert resident_block_capacity(32, 16, 1536, 10) == 160
@@ -403,7 +404,7 @@ def test_resident_capacity_rounds_down():
 @pytest.mark.parametrize("main", ["test_build.cu", "test_build_multiblocks.cu"])
 def test_self_contained_test_builds_compile(main, tmp_path, monkeypatch):
     monkeypatch.setenv("WARP_DRIVE_CACHE_DIR", str(tmp_path))
-    built = compiler.compile_main_file(INCLUDES / main, None, "sm_90")
+    built = main_files.compile_main_file(INCLUDES / main, None, "sm_90")
     assert built.binary.is_file() and built.binary.parent == tmp_path
     signatures = parse_kernel_signatures(built.source)
     assert "testkernel" in signatures
@@ -419,10 +420,10 @@ def test_main_file_cache_key_follows_its_includes(tmp_path, monkeypatch):
     main = tmp_path / "src" / "main.cu"
     main.write_text("constexpr int wkNumberEnvs = 1;\nconstexpr int wkNumberAgents = 1;\nconstexpr int wkBlocksPerEnv = 1;\n"
                     '#include "core_service.cuh"\n#include "sub/k.cuh"\n')
-    first = compiler.compile_main_file(main, None, "sm_90").binary
-    assert compiler.compile_main_file(main, None, "sm_90").binary == first
+    first = main_files.compile_main_file(main, None, "sm_90").binary
+    assert main_files.compile_main_file(main, None, "sm_90").binary == first
     inc.write_text('extern "C" __global__ void k(float* a) { a[0] = 2.0f; }\n')
-    assert compiler.compile_main_file(main, None, "sm_90").binary != first
+    assert main_files.compile_main_file(main, None, "sm_90").binary != first
 
 
 @needs_nvcc
@@ -571,5 +572,5 @@ def test_2_7_1_prebuilt_test_binaries_are_built_on_first_use(cpu_pycuda_fm):
         fm.load_cuda_from_binary_file(f"{get_project_root()}/warp_drive/cuda_bin/{stem}.fatbin")
         fm.initialize_functions(["testkernel"])
         assert fm.get_function("testkernel").is_typed
-    assert compiler.shipped_main_file(get_project_root() / "warp_drive" / "cuda_bin" / "other.fatbin") is None
+    assert main_files.shipped_main_file(get_project_root() / "warp_drive" / "cuda_bin" / "other.fatbin") is None
     assert not (get_project_root() / "warp_drive" / "cuda_bin").exists()

@@ -255,13 +255,13 @@ def test_data_feed_refuses_attributes_nothing_reads():
 
 
 def test_custom_271_templates_are_refused_not_ignored():
-    from warp_drive.managers.pycuda_function_manager import _check_templates
+    from warp_drive.compat271.cuda_helpers import check_templates
 
-    _check_templates("template_env_config.h", "template_env_runner.cu", None)  # 2.7.1's defaults: accepted
+    check_templates("template_env_config.h", "template_env_runner.cu", None)  # 2.7.1's defaults: accepted
     with pytest.raises(ConfigError, match="template_header_file='my.h'"):
-        _check_templates("my.h", None, None)
+        check_templates("my.h", None, None)
     with pytest.raises(ConfigError, match="template_path"):
-        _check_templates(None, None, "/templates")
+        check_templates(None, None, "/templates")
 
 
 def test_classic_control_builds_include_the_shared_header_folder():

@@ -13,6 +13,12 @@ own floor and the floors below; an import of a higher floor is an *upward arrow*
 :data:`ALLOWED_CYCLES` and :data:`ALLOWED_UPWARD` list what is still there while issue 25 is under
 way, each with the item that removes it. A new cycle or upward arrow fails, and so does an entry
 that no longer occurs: the lists only shrink.
+
+The 2.7.1 facade (issue 25 item 2): the re-export modules (the tables of ``warp_drive/compat.py``)
+import implementation modules only; no other module imports a re-export path; and the 2.7.1-only
+implementation lives in one package, the compat room :data:`COMPAT_ROOM`, imported only by the
+re-exports, by itself and by the core modules of :data:`COMPAT_ROOM_IMPORTERS` (an allowlist that
+only shrinks).
 """
 
 from __future__ import annotations
@@ -37,6 +43,38 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
     ("warp_drive/training/engine.py", "warp_drive/training/evaluation.py"):
         "item 2 (a narrow engine): the engine imports no driver (its evaluation methods move out)",
+}
+
+#: The package that holds WarpDrive 2.7.1-only implementation code.
+COMPAT_ROOM = "warp_drive/compat271/"
+
+#: Core modules that import the compat room, (importer, room module) -> why. A new pair fails, and so
+#: does a pair that no longer occurs: the list only shrinks.
+COMPAT_ROOM_IMPORTERS: dict[tuple[str, str], str] = {
+    ("warp_drive/cuda/compiler.py", "warp_drive/compat271/kernels.py"):
+        "render_source includes compat_271.cuh by the room's rule (the code names a 2.7.1 symbol)",
+    ("warp_drive/cuda/check_build.py", "warp_drive/compat271/kernels.py"):
+        "marks the builds that hold 2.7.1's kernels",
+    ("warp_drive/cuda/check_build.py", "warp_drive/compat271/main_files.py"):
+        "builds 2.7.1's shipped self-contained units (cuda_includes/test_build*.cu)",
+    ("warp_drive/managers/function_manager.py", "warp_drive/compat271/kernels.py"):
+        "initialize_default_functions also loads 2.7.1's kernel names where the module holds them",
+    ("warp_drive/managers/cpu_kernels.py", "warp_drive/compat271/cpu_kernels.py"):
+        "the NumPy twins of 2.7.1's kernels stay in the CPU backend's kernel table",
+    ("warp_drive/managers/pycuda_function_manager.py", "warp_drive/compat271/kernels.py"):
+        "which modules hold 2.7.1's kernels; the typed error when one is launched from a module without them",
+    ("warp_drive/managers/pycuda_function_manager.py", "warp_drive/compat271/cuda_helpers.py"):
+        "compile_and_load_cuda takes 2.7.1's template arguments (refused unless 2.7.1's defaults)",
+    ("warp_drive/managers/pycuda_function_manager.py", "warp_drive/compat271/env_barrier.py"):
+        "the geometry check of kernels that call 2.7.1's env barrier",
+    ("warp_drive/managers/pycuda_function_manager.py", "warp_drive/compat271/main_files.py"):
+        "2.7.1's _compile and load_cuda_from_binary_file (main files, binary aliases, shipped test builds)",
+    ("warp_drive/utils/env_cpu_gpu_consistency_checker.py", "warp_drive/compat271/data_loader.py"):
+        "the CPU-vs-GPU checker (2.7.1's EnvironmentCPUvsGPU) pushes 2.7.1's placeholders for envs written for it",
+    ("warp_drive/training/checkpoint_files.py", "warp_drive/compat271/reference_format.py"):
+        "policy weight files are written in 2.7.1's parameter names (2.7.1 loads them: a drop-in feature)",
+    ("warp_drive/training/models/fully_connected.py", "warp_drive/compat271/reference_format.py"):
+        "FullyConnected.load_state_dict accepts 2.7.1's parameter names",
 }
 
 
@@ -280,3 +318,24 @@ def test_no_module_but_the_re_exports_imports_a_re_export_path(structure):
              for b, line in sorted(targets.items()) if b in shims]
     assert not found, ("modules import a re-export path; import the implementation its docstring names "
                        "instead:\n  " + "\n  ".join(found))
+
+
+def test_re_exports_point_only_at_implementation_modules(structure):
+    """A re-export imports the implementation its docstring names, never another re-export path."""
+    graph = structure[0]
+    shims = reexport_files(sorted(graph), compat_tables())
+    found = [f"{a}:{line} imports {b}" for a in sorted(shims) for b, line in sorted(graph[a].items()) if b in shims]
+    assert not found, "re-exports import re-exports; import the implementation instead:\n  " + "\n  ".join(found)
+
+
+def test_the_compat_room_is_imported_only_by_the_re_exports_and_the_allowed_modules(structure):
+    graph = structure[0]
+    assert any(f.startswith(COMPAT_ROOM) for f in graph), f"{COMPAT_ROOM} holds no module"
+    shims = reexport_files(sorted(graph), compat_tables())
+    found = {(a, b): line for a, targets in graph.items() if a not in shims and not a.startswith(COMPAT_ROOM)
+             for b, line in targets.items() if b.startswith(COMPAT_ROOM)}
+    new = [f"{a}:{line} imports {b}" for (a, b), line in sorted(found.items()) if (a, b) not in COMPAT_ROOM_IMPORTERS]
+    assert not new, (f"core modules import the 2.7.1 compat room {COMPAT_ROOM} (2.7.1-only code is reached through "
+                     "its re-export paths; core code does not depend on it):\n  " + "\n  ".join(new))
+    gone = [pair for pair in COMPAT_ROOM_IMPORTERS if pair not in found]
+    assert not gone, f"these allowed imports of the compat room are gone: delete them from COMPAT_ROOM_IMPORTERS: {gone}"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from warp_drive.compat271 import main_files
 from warp_drive.cuda import compiler
 
 SOURCE = "__global__ void k() {}\n"
@@ -125,12 +126,12 @@ def test_binary_source_ignores_an_untrusted_source_entry(tmp_path, monkeypatch, 
     monkeypatch.setenv("WARP_DRIVE_CACHE_DIR", str(tmp_path / "cache"))
     main = tmp_path / "main.cu"
     main.write_text(SOURCE)
-    built = compiler.compile_main_file(main, None, "sm_90")
-    assert compiler.binary_source(built.binary) == built.source
+    built = main_files.compile_main_file(main, None, "sm_90")
+    assert main_files.binary_source(built.binary) == built.source
     index = next((tmp_path / "cache" / "sources").iterdir())
     assert mode(index.parent) == 0o700
     index.chmod(0o646)
-    assert compiler.binary_source(built.binary) is None
+    assert main_files.binary_source(built.binary) is None
 
 
 @pytest.mark.parametrize("damage", ["tampered", "zero bytes", "no digest"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from example_envs.tag_gridworld.tag_gridworld import TagGridWorld
+from warp_drive.compat271 import main_files
 from warp_drive.cuda import compiler
 from warp_drive.cuda.signature import parse_kernel_signatures
 from warp_drive.errors import CUDACompileError
@@ -50,7 +51,7 @@ def test_gridworld_constants_are_those_of_the_env_the_tests_build(main):
 @pytest.mark.parametrize("main", BUILDS)
 def test_test_builds_hold_the_2_7_1_gridworld_kernel_and_compile(main, tmp_path, monkeypatch):
     monkeypatch.setenv("WARP_DRIVE_CACHE_DIR", str(tmp_path))
-    built = compiler.compile_main_file(INCLUDES / main, None, "sm_90")
+    built = main_files.compile_main_file(INCLUDES / main, None, "sm_90")
     assert built.binary.stat().st_size > 0
     signatures = parse_kernel_signatures(built.source)
     assert [(p.name, p.ctype, p.is_pointer) for p in signatures["CudaTagGridWorldStep"]] == PARAMS_271

@@ -395,14 +395,14 @@ def test_env_barrier_refuses_grids_that_are_not_co_resident():
 
 
 def test_2_7_1_reset_and_log_kernels_match_their_numpy_twins():
-    from warp_drive.managers import cpu_kernels as ck
+    from warp_drive.compat271 import cpu_kernels as ck
     from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
 
     E, N, F, T, bpe = 3, 7, 4, 5, 2
     dm = PyCUDADataManager(N, E, bpe, T)
     fm = PyCUDAFunctionManager(N, E, bpe)
-    fm.load_cuda_from_source_code("")
+    fm.load_cuda_from_source_code("", compat_271=True)  # 2.7.1's kernels are compiled in when asked for
     rng = np.random.default_rng(1)
     state = rng.normal(size=(E, N, F)).astype(np.float32)
     istate = rng.integers(0, 100, size=(E, N)).astype(np.int32)
@@ -435,6 +435,26 @@ def test_2_7_1_reset_and_log_kernels_match_their_numpy_twins():
     fm.get_function("init_random")(np.int32(5), block=fm.block, grid=fm.grid)
     fm.get_function("free_random")(block=fm.block, grid=fm.grid)
     torch.cuda.synchronize()
+
+
+def test_2_7_1_kernels_are_only_in_modules_that_ask_for_them():
+    """compat_271.cuh is compiled in only when the code names a 2.7.1 symbol or the build asks:
+    a plain module does not hold 2.7.1's kernels, and launching one is a typed error naming the fix."""
+    import pycuda.driver as cuda
+
+    from warp_drive.errors import KernelNotBuiltError
+    from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
+
+    plain = PyCUDAFunctionManager(num_agents=5, num_envs=2)
+    plain.load_cuda_from_source_code(INCREMENT_SOURCE)
+    assert not plain.has_compat_271_kernels() and plain.is_initialized("sample_actions")
+    with pytest.raises(cuda.LogicError):
+        plain._module.get_function("reset_in_float_when_done_2d")  # not in the binary at all
+    with pytest.raises(KernelNotBuiltError, match="compat_271=True"):
+        plain.get_function("reset_in_float_when_done_2d")
+    named = PyCUDAFunctionManager(num_agents=5, num_envs=2)
+    named.load_cuda_from_source_code(EXCHANGE_SOURCE)  # names getEnvID, __sync_env_threads: the header comes
+    assert named.has_compat_271_kernels() and named.is_initialized("reset_in_float_when_done_2d")
 
 
 def test_binary_built_elsewhere_runs_through_the_untyped_call(tmp_path):

@@ -5,7 +5,8 @@ non-zero when a kernel does not compile. ``--envs`` names packages whose import 
 warp_drive's env registrar (``example_envs`` for the bundled examples); without it only the core
 layer is built. Each registered env is rendered with its default constants, for one block per
 env and for several blocks per env; the self-contained units of ``warp_drive/cuda_includes`` are
-built as they are.
+built as they are. A build that holds WarpDrive 2.7.1's kernels (``compat_271.cuh``, compiled in
+only when the code asks for them: :mod:`warp_drive.compat271.kernels`) is marked ``+2.7.1``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from warp_drive.compat271.kernels import includes_header
+from warp_drive.compat271.main_files import compile_main_file
 from warp_drive.cuda import project_root
-from warp_drive.cuda.compiler import compile_cubin, compile_main_file, env_include_dirs, render_source
+from warp_drive.cuda.compiler import compile_cubin, env_include_dirs, render_source
 from warp_drive.errors import ConfigError, CUDACompileError
 
 logger = logging.getLogger(__name__)
@@ -81,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     for case in sources_to_check():
         for envs, bpe in ((4, 1), (2, min(3, case.num_agents))):
             start = time.perf_counter()
+            text = render_source(envs, case.num_agents, bpe, env_source=case.source, constants=case.constants)
             try:
-                text = render_source(envs, case.num_agents, bpe, env_source=case.source, constants=case.constants)
                 compile_cubin(text, args.arch, include_dirs=case.include_dirs)
-                status = "ok"
+                status = "ok +2.7.1" if includes_header(text) else "ok"
             except CUDACompileError as err:
                 failures += 1
                 status = f"FAILED\n{err}"
@@ -93,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     for main_file in main_files_to_check():
         start = time.perf_counter()
         try:
-            compile_main_file(main_file, None, args.arch)
-            status = "ok"
+            built = compile_main_file(main_file, None, args.arch)
+            status = "ok +2.7.1" if includes_header(built.source) else "ok"
         except CUDACompileError as err:
             failures += 1
             status = f"FAILED\n{err}"

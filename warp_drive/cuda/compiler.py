@@ -30,13 +30,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from warp_drive.compat271.kernels import INCLUDE_LINE as COMPAT_271_INCLUDE
+from warp_drive.compat271.kernels import names_used
 from warp_drive.cuda import core_dir
-from warp_drive.cuda.cache_digest import entry_intact, write_atomically, write_entry
+from warp_drive.cuda.cache_digest import entry_intact, write_entry
 from warp_drive.cuda.start_state_kernel import render_start_state_kernels
 from warp_drive.errors import CUDACompileError, ConfigError
 
@@ -214,28 +215,37 @@ def render_source(
     constants: Mapping[str, object] | None = None,
     extra_code: str = "",
     max_shared_bytes: int = DEFAULT_MAX_SHARED_BYTES,
+    compat_271: bool = False,
 ) -> str:
     """Render the whole translation unit as a string.
 
-    Layout: prelude, ``#include "core_service.cuh"``, then the env's source (inlined with a
-    ``#line`` directive so nvcc errors point at the original file), then one reset kernel per
-    start-state hook the env's source defines (:mod:`warp_drive.cuda.start_state_kernel`), then
-    ``extra_code``.
+    Layout: prelude, ``#include "core_service.cuh"``, WarpDrive 2.7.1's ``compat_271.cuh`` where
+    the rule of :mod:`warp_drive.compat271.kernels` asks for it (the env's source, the headers it
+    includes by a quoted path, or ``extra_code`` name a 2.7.1 symbol; or ``compat_271``), then the
+    env's source (inlined with a ``#line`` directive so nvcc errors point at the original file),
+    then one reset kernel per start-state hook the env's source defines
+    (:mod:`warp_drive.cuda.start_state_kernel`), then ``extra_code``.
     """
-    parts = [render_prelude(num_envs, num_agents, blocks_per_env, constants, max_shared_bytes),
-             '#include "core_service.cuh"\n']
+    code = [extra_code]
+    body = []
     if env_source is not None:
         path = Path(env_source)
         if not path.is_file():
             raise ConfigError(f"env CUDA source {str(path)!r} does not exist")
         text = path.read_text()
-        parts.append(f'#line 1 "{path.as_posix()}"\n{text}\n')
+        core = core_dir().resolve()
+        code += [text, *(h.read_text(errors="replace") for h in quoted_includes(path) if core not in h.parents)]
+        body.append(f'#line 1 "{path.as_posix()}"\n{text}\n')
         hooks = render_start_state_kernels(text)
         if hooks:
-            parts.append('#line 1 "<start-state reset kernels>"\n' + hooks)
+            body.append('#line 1 "<start-state reset kernels>"\n' + hooks)
     if extra_code:
-        parts.append('#line 1 "<user source>"\n' + extra_code + "\n")
-    return "".join(parts)
+        body.append('#line 1 "<user source>"\n' + extra_code + "\n")
+    parts = [render_prelude(num_envs, num_agents, blocks_per_env, constants, max_shared_bytes),
+             '#include "core_service.cuh"\n']
+    if compat_271 or names_used(*code):
+        parts.append(COMPAT_271_INCLUDE)
+    return "".join(parts + body)
 
 
 # --------------------------------------------------------------------------------- compiling
@@ -336,14 +346,7 @@ def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str],
     logger.info("compiled %s for %s in %.1f s (cache miss)", target.name, arch, time.perf_counter() - start)
 
 
-# ----------------------------------------------------------------- building a user's main file
-# 2.7.1's ``_compile(main_file, cubin_file)`` ran nvcc on a .cu file and wrote the binary to
-# ``cubin_file``, usually inside the installed package. Here the binary goes to the cache, and
-# ``cubin_file`` becomes a name for it: copied there when that is allowed, and always recorded in a
-# process-wide table that ``load_cuda_from_binary_file`` consults. Binaries built this way also
-# leave their source in the cache, keyed by the binary's hash, so a later process that loads the
-# copy still knows the kernels' signatures.
-
+# ----------------------------------------------------------------- what a source includes
 _QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
@@ -382,109 +385,3 @@ def env_include_dirs(env_source: str | os.PathLike[str],
         if header.parent not in dirs and core_dir().resolve() != header.parent:
             dirs.append(header.parent)
     return dirs
-
-
-@dataclass(frozen=True)
-class BuiltBinary:
-    """A binary built from a user's main file: where it lives in the cache, and the text of the
-    main file with the files it includes (outside the core directory), for signatures."""
-
-    binary: Path
-    source: str
-    main_file: Path
-    arch: str
-
-
-_ALIASES: dict[str, BuiltBinary] = {}
-
-
-def _alias_key(path: str | os.PathLike[str]) -> str:
-    return str(Path(os.path.expanduser(str(path))).resolve())
-
-
-def binary_alias(path: str | os.PathLike[str]) -> BuiltBinary | None:
-    """The binary recorded for ``path`` by :func:`compile_main_file` in this process, if any."""
-    return _ALIASES.get(_alias_key(path))
-
-
-def _package_dirs() -> list[Path]:
-    root = Path(__file__).resolve().parents[2]
-    return [Path(__file__).resolve().parents[1], root / "example_envs"]
-
-
-def is_inside_package(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` lies inside the installed ``warp_drive`` or ``example_envs`` package."""
-    target = Path(os.path.expanduser(str(path))).resolve()
-    return any(target == d or d in target.parents for d in _package_dirs())
-
-
-def shipped_main_file(cubin_file: str | os.PathLike[str]) -> Path | None:
-    """The shipped source of one of 2.7.1's prebuilt binaries: ``warp_drive/cuda_bin/<stem>.*``
-    -> ``warp_drive/cuda_includes/<stem>.cu`` when that file exists (``test_build``,
-    ``test_build_multiblocks``); None for any other path."""
-    package = _package_dirs()[0]
-    target = Path(os.path.expanduser(str(cubin_file))).resolve()
-    if target.parent != package / "cuda_bin":
-        return None
-    main = package / "cuda_includes" / f"{target.stem}.cu"
-    return main if main.is_file() else None
-
-
-def _source_index(digest: str) -> Path:
-    return ensure_cache_dir() / "sources" / f"{digest}.cu"
-
-
-def binary_source(path: str | os.PathLike[str]) -> str | None:
-    """Source text recorded for a binary built by :func:`compile_main_file` (in any process), found
-    by the hash of the binary's bytes; None for binaries built elsewhere."""
-    try:
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        index = _source_index(digest)
-        if not trusted_cache_entry(index):
-            return None
-        return index.read_text()
-    except OSError:
-        return None
-
-
-def compile_main_file(
-    main_file: str | os.PathLike[str],
-    cubin_file: str | os.PathLike[str] | None,
-    arch: str,
-    options: Sequence[str] = DEFAULT_OPTIONS,
-) -> BuiltBinary:
-    """Compile a self-contained .cu file (it defines the launch constants itself) into the cache.
-
-    Includes resolve relative to the file, then the core directory. When ``cubin_file`` is given
-    it is recorded as a name of the result for :func:`binary_alias`, and the binary is copied there
-    unless that path lies inside the installed package or cannot be written.
-
-    Raises:
-        ConfigError: ``main_file`` does not exist.
-        CUDACompileError: nvcc failed.
-    """
-    main = Path(os.path.expanduser(str(main_file))).resolve()
-    if not main.is_file():
-        raise ConfigError(f"CUDA main file {str(main_file)!r} does not exist; pass the path of a .cu file")
-    dirs = [main.parent]
-    depends = quoted_includes(main, [*dirs, core_dir()])
-    source = f'#line 1 "{main.as_posix()}"\n{main.read_text()}\n'
-    binary = compile_cubin(source, arch, include_dirs=dirs, options=options, depends=depends)
-    core = core_dir().resolve()
-    parts = [main.read_text()] + [p.read_text() for p in depends if core not in p.parents]
-    built = BuiltBinary(binary=binary, source="\n".join(parts), main_file=main, arch=arch)
-    with contextlib.suppress(OSError):
-        write_atomically(_source_index(hashlib.sha256(binary.read_bytes()).hexdigest()), built.source.encode(), private=True)
-    if cubin_file is not None:
-        _ALIASES[_alias_key(cubin_file)] = built
-        target = Path(os.path.expanduser(str(cubin_file))).absolute()
-        if is_inside_package(target):
-            logger.info("%s lies inside the installed package: nothing is written there; the binary "
-                        "stays in the cache (%s) and load_cuda_from_binary_file(%r) finds it", target, binary, str(cubin_file))
-        else:
-            try:
-                write_atomically(target, binary.read_bytes())
-            except OSError as err:
-                logger.info("cannot write %s (%s); load_cuda_from_binary_file(%r) finds the cached binary %s",
-                            target, err, str(cubin_file), binary)
-    return built

@@ -1,10 +1,10 @@
 // A self-contained translation unit for E=2 envs of N=5 agents, two blocks per env (3 + 2 agents), with the
-// kernels WarpDrive 2.7.1's test build held: the core service layer (with 2.7.1's kernel-side
-// names), the dummy test kernel `testkernel`, and Tag gridworld's `CudaTagGridWorldStep` with
-// 2.7.1's parameter list (example_envs/tag_gridworld/tag_gridworld_step_271.cu) for 4 taggers and
-// a runner, as 2.7.1's unit tests launch it. Tag continuous is not in it: its kernel takes the
-// constants of an env instance (TagContinuous.cuda_constants()), so EnvWrapper compiles it, also
-// in testing mode.
+// kernels WarpDrive 2.7.1's test build held: the core service layer, 2.7.1's kernel-side names
+// and kernels (compat_271.cuh, included here: it is 2.7.1 code), the dummy test kernel
+// `testkernel`, and Tag gridworld's `CudaTagGridWorldStep` with 2.7.1's parameter list
+// (example_envs/tag_gridworld/tag_gridworld_step_271.cu) for 4 taggers and a runner, as 2.7.1's
+// unit tests launch it. Tag continuous is not in it: its kernel takes the constants of an env
+// instance (TagContinuous.cuda_constants()), so EnvWrapper compiles it, also in testing mode.
 //
 // WarpDrive 2.7.1's tests and tutorials build it as
 //   fm._compile(main_file=f"{get_project_root()}/warp_drive/cuda_includes/test_build_multiblocks.cu",
@@ -29,5 +29,6 @@ constexpr int kObsDim = 21;
 constexpr int kRunnerType = 1;
 
 #include "../cuda/core/core_service.cuh"
+#include "../cuda/core/compat_271.cuh"  // 2.7.1's kernel-side names and kernels
 #include "../../example_envs/dummy_env/test_step.cu"
 #include "../../example_envs/tag_gridworld/tag_gridworld_step_271.cu"

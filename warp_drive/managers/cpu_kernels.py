@@ -2,9 +2,11 @@
 
 The twin of ``core_service.cuh``: it gathers the twins of :mod:`warp_drive.managers.cpu_core`
 (one module per header: :mod:`~warp_drive.managers.cpu_core.sampler`,
-:mod:`~warp_drive.managers.cpu_core.reset`, :mod:`~warp_drive.managers.cpu_core.log`,
-:mod:`~warp_drive.managers.cpu_core.compat_271`) into :data:`CORE_KERNELS`, the table the CPU
-function manager launches from, and hands every name on (this is their import path).
+:mod:`~warp_drive.managers.cpu_core.reset`, :mod:`~warp_drive.managers.cpu_core.log`) and those
+of WarpDrive 2.7.1's kernels (``compat_271.cuh``: :mod:`warp_drive.compat271.cpu_kernels`, always
+here) into :data:`CORE_KERNELS`, the table the CPU function manager launches from, and hands the
+names of this package's own kernels on (this is their import path; 2.7.1's twins are imported
+from the compat room).
 
 Every function has the name and argument order of its CUDA kernel. Pointer
 arguments are C-contiguous NumPy arrays (or objects ``np.asarray`` maps onto
@@ -23,16 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from warp_drive.managers.cpu_core.compat_271 import (
-    free_random,
-    init_random,
-    log_one_step_in_float,
-    log_one_step_in_int,
-    reset_in_float_when_done_2d,
-    reset_in_float_when_done_3d,
-    reset_in_int_when_done_2d,
-    reset_in_int_when_done_3d,
-)
+from warp_drive.compat271.cpu_kernels import KERNELS as COMPAT_271_KERNELS
 from warp_drive.managers.cpu_core.log import log_one_step, reset_log_mask, update_log_mask
 from warp_drive.managers.cpu_core.reset import (
     POOL_STREAM,
@@ -74,14 +67,6 @@ __all__ = [
     "reset_env_rows",
     "undo_done_flag_and_reset_timestep",
     "update_log_mask",
-    "reset_in_float_when_done_2d",
-    "reset_in_int_when_done_2d",
-    "reset_in_float_when_done_3d",
-    "reset_in_int_when_done_3d",
-    "log_one_step_in_float",
-    "log_one_step_in_int",
-    "init_random",
-    "free_random",
 ]
 
 #: Kernel name -> NumPy twin, for the CPU function manager.
@@ -94,12 +79,5 @@ CORE_KERNELS: dict[str, Callable[..., None]] = {
     "log_one_step": log_one_step,
     "reset_log_mask": reset_log_mask,
     "update_log_mask": update_log_mask,
-    "reset_in_float_when_done_2d": reset_in_float_when_done_2d,
-    "reset_in_int_when_done_2d": reset_in_int_when_done_2d,
-    "reset_in_float_when_done_3d": reset_in_float_when_done_3d,
-    "reset_in_int_when_done_3d": reset_in_int_when_done_3d,
-    "log_one_step_in_float": log_one_step_in_float,
-    "log_one_step_in_int": log_one_step_in_int,
-    "init_random": init_random,
-    "free_random": free_random,
+    **COMPAT_271_KERNELS,
 }

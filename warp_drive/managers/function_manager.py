@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from warp_drive.compat271.kernels import COMPAT_FUNCTIONS
 from warp_drive.cuda.compiler import threads_per_block
 from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
@@ -29,19 +30,6 @@ DEFAULT_FUNCTIONS: tuple[str, ...] = (
     "log_one_step",
     "reset_log_mask",
     "update_log_mask",
-)
-
-#: WarpDrive 2.7.1's built-in kernels kept under their names with their parameter lists
-#: (``compat_271.cuh``; ``sample_actions`` is not among them: that name is the sampler above).
-COMPAT_FUNCTIONS: tuple[str, ...] = (
-    "reset_in_float_when_done_2d",
-    "reset_in_int_when_done_2d",
-    "reset_in_float_when_done_3d",
-    "reset_in_int_when_done_3d",
-    "log_one_step_in_float",
-    "log_one_step_in_int",
-    "init_random",
-    "free_random",
 )
 
 _SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
@@ -165,8 +153,16 @@ class FunctionManager:
         return list(self._functions)
 
     def initialize_default_functions(self) -> None:
-        """Load every core service kernel (and 2.7.1's built-in kernel names)."""
-        self.initialize_functions([n for n in (*DEFAULT_FUNCTIONS, *COMPAT_FUNCTIONS) if n not in self._functions])
+        """Load every core service kernel, and 2.7.1's built-in kernels where the module holds them
+        (:meth:`has_compat_271_kernels`)."""
+        compat = COMPAT_FUNCTIONS if self.has_compat_271_kernels() else ()
+        self.initialize_functions([n for n in (*DEFAULT_FUNCTIONS, *compat) if n not in self._functions])
+
+    def has_compat_271_kernels(self) -> bool:
+        """True when WarpDrive 2.7.1's built-in kernels (``compat_271.cuh``) can be launched: always
+        on the CPU backend (NumPy twins); on the GPU when the loaded module was built with them
+        (:mod:`warp_drive.compat271.kernels`)."""
+        return True
 
     def initialize_functions(self, func_names: Sequence[str]) -> None:
         for name in func_names:

@@ -4,10 +4,13 @@ pycuda is imported lazily, so this module can be imported (and documented) witho
 without pycuda or a GPU raises :class:`~warp_drive.errors.DeviceUnavailableError`.
 
 The kernel wrapper the manager hands out (``_Kernel``) lives in
-:mod:`warp_drive.managers.pycuda_kernel`, the env-barrier geometry checks (``ENV_BARRIER``,
-``estimate_blocks_per_sm``, ``check_env_barrier_geometry``, ``_occupancy_blocks_per_sm``) in
-:mod:`warp_drive.managers.launch_geometry`; those names, and ``_raw_address``, are importable
-from here as before.
+:mod:`warp_drive.managers.pycuda_kernel`; what serves WarpDrive 2.7.1 code lives in
+:mod:`warp_drive.compat271`: the geometry checks of its env barrier (``ENV_BARRIER``,
+``estimate_blocks_per_sm``, ``check_env_barrier_geometry``, ``_occupancy_blocks_per_sm``, in
+:mod:`~warp_drive.compat271.env_barrier`), its ``_compile`` of main files
+(:mod:`~warp_drive.compat271.main_files`) and the rule that compiles its kernels
+(``compat_271.cuh``) into a module only when asked for (:mod:`~warp_drive.compat271.kernels`).
+The barrier names and ``_raw_address`` are importable from here as before.
 """
 
 from __future__ import annotations
@@ -21,27 +24,26 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from warp_drive.cuda import core_dir
-from warp_drive.cuda.compiler import (
-    DEFAULT_MAX_SHARED_BYTES,
-    DEFAULT_OPTIONS,
-    binary_alias,
-    binary_source,
-    compile_cubin,
-    compile_main_file,
-    env_include_dirs,
-    render_source,
-    shipped_main_file,
-)
-from warp_drive.cuda.signature import functions_calling, kernel_linkage, parse_kernel_signatures
-from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
-from warp_drive.managers.function_manager import COMPAT_FUNCTIONS, DEFAULT_FUNCTIONS, FunctionManager
-from warp_drive.managers.launch_geometry import (
+from warp_drive.compat271 import kernels as kernels_271
+from warp_drive.compat271.cuda_helpers import check_templates
+from warp_drive.compat271.env_barrier import (
     ENV_BARRIER,
     _occupancy_blocks_per_sm,
     check_env_barrier_geometry,
     estimate_blocks_per_sm,
 )
+from warp_drive.compat271.main_files import binary_alias, binary_source, compile_main_file, shipped_main_file
+from warp_drive.cuda import core_dir
+from warp_drive.cuda.compiler import (
+    DEFAULT_MAX_SHARED_BYTES,
+    DEFAULT_OPTIONS,
+    compile_cubin,
+    env_include_dirs,
+    render_source,
+)
+from warp_drive.cuda.signature import functions_calling, kernel_linkage, parse_kernel_signatures
+from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelNotBuiltError, KernelSignatureError
+from warp_drive.managers.function_manager import DEFAULT_FUNCTIONS, FunctionManager
 from warp_drive.managers.pycuda_kernel import _Kernel
 from warp_drive.managers.pycuda_kernel import _raw_address  # noqa: F401 - importable here as before the split
 from warp_drive.utils.device import device_attributes, init_cuda
@@ -49,10 +51,12 @@ from warp_drive.utils.device import device_attributes, init_cuda
 logger = logging.getLogger(__name__)
 
 
-def _core_signatures() -> dict:
+def _core_signatures(with_compat_271: bool) -> dict:
+    """Kernel signatures of the core headers (2.7.1's ``compat_271.cuh`` only where built in)."""
     sigs: dict = {}
     for path in sorted(core_dir().glob("*.cuh")):
-        sigs.update(parse_kernel_signatures(path.read_text()))
+        if with_compat_271 or path.name != kernels_271.HEADER:
+            sigs.update(parse_kernel_signatures(path.read_text()))
     return sigs
 
 
@@ -68,20 +72,6 @@ def _module_constant(source: str | None, name: str, default: int) -> int:
         if match:
             return int(match.group(1))
     return default
-
-
-#: 2.7.1's template files (its EnvWrapper passed these names); nothing is generated from them here.
-_TEMPLATES_271 = {"template_header_file": "template_env_config.h", "template_runner_file": "template_env_runner.cu"}
-
-
-def _check_templates(header: Any, runner: Any, path: Any) -> None:
-    """Refuse custom 2.7.1 templates: the prelude is rendered in memory, so they would be ignored."""
-    for key, value in (("template_header_file", header), ("template_runner_file", runner)):
-        if value is not None and str(value) != _TEMPLATES_271[key]:
-            raise ConfigError(f"{key}={value!r}: warp_drive renders the launch constants in memory and generates no "
-                              f"files from templates; drop the argument (2.7.1's default {_TEMPLATES_271[key]!r} is accepted)")
-    if path is not None:
-        raise ConfigError(f"template_path={path!r}: warp_drive generates no files from templates; drop the argument")
 
 
 class PyCUDAFunctionManager(FunctionManager):
@@ -124,6 +114,7 @@ class PyCUDAFunctionManager(FunctionManager):
         self._binary: Path | None = None  # the loaded cubin
         self._source: str | None = None
         self._foreign = False  # a binary built elsewhere: kernel signatures unknown
+        self._compat_271 = False  # the module holds 2.7.1's kernels (compat_271.cuh)
         self._linkage: dict[str, bool] = {}
         self._barrier_kernels: set[str] = set()
         self._module_envs, self._module_bpe = self.num_envs, self.blocks_per_env
@@ -161,6 +152,7 @@ class PyCUDAFunctionManager(FunctionManager):
         constants: Mapping[str, Any] | None = None,
         include_dirs: Sequence[str | os.PathLike[str]] = (),
         options: Sequence[str] = DEFAULT_OPTIONS,
+        compat_271: bool = False,
     ) -> Path:
         """Render core + env source with the launch constants, compile (cached) and load it.
 
@@ -180,11 +172,14 @@ class PyCUDAFunctionManager(FunctionManager):
             constants: extra ``constexpr`` values for the prelude (the env's ``cuda_constants()``).
             include_dirs: extra include directories (the env's folder is added automatically).
             options: nvcc options.
+            compat_271: also compile WarpDrive 2.7.1's kernels (``compat_271.cuh``: its reset, log
+                and random-state kernels by their 2.7.1 names). Without it they are compiled in
+                only when the env's source names a 2.7.1 symbol (:mod:`warp_drive.compat271.kernels`).
 
         Returns:
             Path of the cached cubin.
         """
-        _check_templates(template_header_file, template_runner_file, template_path)
+        check_templates(template_header_file, template_runner_file, template_path)
         if env_source is None and env_name is not None:
             found = None
             if customized_env_registrar is not None:
@@ -198,7 +193,7 @@ class PyCUDAFunctionManager(FunctionManager):
         dirs = env_include_dirs(env_source, include_dirs) if env_source is not None else list(include_dirs)
         source = render_source(
             self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants,
-            max_shared_bytes=self.max_shared_bytes,
+            max_shared_bytes=self.max_shared_bytes, compat_271=compat_271,
         )
         path = self._build(source, dirs, options, default_functions_included)
         if event_messenger is not None and hasattr(event_messenger, "set"):
@@ -211,15 +206,18 @@ class PyCUDAFunctionManager(FunctionManager):
         default_functions_included: bool = True,
         constants: Mapping[str, Any] | None = None,
         options: Sequence[str] = DEFAULT_OPTIONS,
+        *,
+        compat_271: bool = False,
     ) -> Path:
         """Compile user kernels given as a string (after the prelude and the core layer).
 
         Kernels must have C linkage (``extern "C" __global__`` or an ``extern "C" { ... }``
-        block) to be found by name.
+        block) to be found by name. WarpDrive 2.7.1's kernels (``compat_271.cuh``) are compiled
+        in when ``code`` names a 2.7.1 symbol or ``compat_271`` is True.
         """
         source = render_source(
             self.num_envs, self.num_agents, self.blocks_per_env, constants=constants, extra_code=code,
-            max_shared_bytes=self.max_shared_bytes,
+            max_shared_bytes=self.max_shared_bytes, compat_271=compat_271,
         )
         return self._build(source, [], options, default_functions_included)
 
@@ -294,7 +292,8 @@ class PyCUDAFunctionManager(FunctionManager):
         self._module = module
         self._source = source
         self._foreign = foreign
-        self._signatures = {} if foreign else _core_signatures()
+        self._compat_271 = source is not None and kernels_271.includes_header(source)
+        self._signatures = {} if foreign else _core_signatures(self._compat_271)
         self._linkage = {}
         self._barrier_kernels = set()
         if source is not None:
@@ -320,6 +319,20 @@ class PyCUDAFunctionManager(FunctionManager):
             return
         super().initialize_default_functions()
 
+    def has_compat_271_kernels(self) -> bool:
+        """True when the loaded module was built with WarpDrive 2.7.1's kernels (``compat_271.cuh``)."""
+        return self._compat_271
+
+    def _not_built(self, name: str) -> bool:
+        """True for a 2.7.1 kernel name that the loaded module (built here) was built without."""
+        built_here = self._module is not None and not self._foreign
+        return built_here and not self._compat_271 and name in kernels_271.COMPAT_FUNCTIONS
+
+    def _get_function(self, name: str) -> Any:
+        if name not in self._functions and self._not_built(name):
+            raise KernelNotBuiltError(kernels_271.not_built_message(name))
+        return super()._get_function(name)
+
     # ------------------------------------------------------------------ functions
     def _load_function(self, name: str) -> Any:
         if self._module is None:
@@ -329,6 +342,8 @@ class PyCUDAFunctionManager(FunctionManager):
             )
         import pycuda.driver as cuda
 
+        if self._not_built(name):
+            raise KernelNotBuiltError(kernels_271.not_built_message(name))
         try:
             function = self._module.get_function(name)
         except cuda.LogicError as err:
@@ -336,7 +351,7 @@ class PyCUDAFunctionManager(FunctionManager):
         params = self._signatures.get(name)
         if params is None:
             if self._foreign:
-                if name in DEFAULT_FUNCTIONS or name in COMPAT_FUNCTIONS:
+                if name in DEFAULT_FUNCTIONS or name in kernels_271.COMPAT_FUNCTIONS:
                     raise ConfigError(
                         f"kernel '{name}' of a binary built elsewhere may have another signature than warp_drive's "
                         f"service kernel of that name; build the module here (fm._compile(main_file=..., "

@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
+from warp_drive.compat271.reference_format import strip_ddp_prefix, to_reference_state_dict
 from warp_drive.errors import CheckpointError
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.fully_connected import FullyConnected
-from warp_drive.training.models.reference_format import strip_ddp_prefix, to_reference_state_dict
 from warp_drive.utils.excerpt import excerpt
 
 #: Version of the engine state a checkpoint holds (what :meth:`Engine.state_dict` writes).

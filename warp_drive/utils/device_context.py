@@ -1,5 +1,5 @@
-"""2.7.1 compatibility path: ``make_current_context``, from :mod:`warp_drive.cuda.legacy`."""
+"""2.7.1 compatibility path: ``make_current_context``, from :mod:`warp_drive.compat271.cuda_helpers`."""
 
-from warp_drive.cuda.legacy import make_current_context
+from warp_drive.compat271.cuda_helpers import make_current_context
 
 __all__ = ["make_current_context"]

@@ -28,9 +28,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from warp_drive.compat271.data_loader import create_and_push_data_placeholders
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import has_vectorised_cpu_step
-from warp_drive.env.placeholders import create_and_push_data_placeholders, get_obs
+from warp_drive.env.placeholders import get_obs
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, ConsistencyError
 from warp_drive.utils.spaces import to_gymnasium
@@ -162,7 +163,7 @@ class EnvironmentCPUvsGPU:
         env_wrapper: the wrapper class.
         policy_tag_to_agent_id_map, create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents:
             placeholder layout for envs whose step writes per-policy placeholders (see
-            :func:`~warp_drive.utils.placeholders.create_and_push_data_placeholders`).
+            :func:`~warp_drive.compat271.data_loader.create_and_push_data_placeholders`).
 
     Keyword Args:
         tolerances: ``{array name: (atol, rtol)}`` for vectorised envs, overriding

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from warp_drive.compat271.reference_format import to_reference_state_dict
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms import PPO, ObsNormalizer, log_prob_and_entropy, update_policy
 from warp_drive.training.checkpoint import policy_file_state
 from warp_drive.training.models import ActionSpec, FullyConnected
-from warp_drive.training.models.reference_format import to_reference_state_dict
 
 
 def test_running_statistics_equal_those_of_all_batches_pooled():

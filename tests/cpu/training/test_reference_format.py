@@ -11,15 +11,15 @@ import pytest
 import torch
 from torch import nn
 
-from warp_drive.errors import ConfigError
-from warp_drive.training.models.action_spec import ActionSpec
-from warp_drive.training.models.fully_connected import FullyConnected
-from warp_drive.training.models.reference_format import (
+from warp_drive.compat271.reference_format import (
     from_reference_state_dict,
     is_reference_state_dict,
-    load_policy_file,
     to_reference_state_dict,
 )
+from warp_drive.errors import ConfigError
+from warp_drive.training.checkpoint_files import load_state_dict_file
+from warp_drive.training.models.action_spec import ActionSpec
+from warp_drive.training.models.fully_connected import FullyConnected
 
 REPO = Path(__file__).resolve().parents[3]
 PUBLISHED = ("tagger_1000010000.state_dict", "runner_1000010000.state_dict")
@@ -139,7 +139,7 @@ def test_published_policy_computes_what_its_tensors_compute(filename):
     config = load_run_config(folder / "run_config.yaml")
     tag = filename.split("_")[0]
     model = ModelFactory().build(config.policy[tag].model, (71,), ActionSpec(categorical=(11, 11)))
-    raw = load_policy_file(folder / filename)
+    raw = load_state_dict_file(folder / filename)
     assert is_reference_state_dict(raw)
     model.load_state_dict(raw)
     obs = torch.randn(50, 71, generator=torch.Generator().manual_seed(0)) * 2
@@ -172,7 +172,7 @@ def test_published_policies_load_into_a_trainer_from_their_run_config(tmp_path):
     assert trainer.current_timestep == {"tagger": 1000010000, "runner": 1000010000}
     obs = wrapper.cuda_data_manager.data_on_device_via_torch("observations")
     for tag, filename in zip(("tagger", "runner"), PUBLISHED):
-        raw = load_policy_file(folder / filename)
+        raw = load_state_dict_file(folder / filename)
         x = obs[:, pmap[tag]]
         with torch.no_grad():
             probs, values = trainer.policies[tag].model(x)

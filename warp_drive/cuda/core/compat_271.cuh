@@ -2,6 +2,11 @@
 // compile and run here unchanged. Everything below is a thin layer over the
 // core service code (index.cuh, reset.cuh, log.cuh).
 //
+// Compiled only when asked for (warp_drive/compat271/kernels.py): a rendered
+// unit includes it after core_service.cuh when its code names one of the names
+// below or the build passes compat_271=True; a self-contained main file
+// includes it itself (warp_drive/cuda_includes/test_build*.cu).
+//
 // Index helpers:   getEnvID, getAgentID, getRankInEnv, wkMaxBlocks,
 //                  get_flattened_array_index
 // Env barrier:     __sync_env_threads (see the comment there: same name and
@@ -9,7 +14,7 @@
 // Kernels:         reset_in_{float,int}_when_done_{2d,3d},
 //                  log_one_step_in_{float,int}, init_random, free_random
 //                  (2.7.1 parameter lists; NumPy twins in
-//                  warp_drive/managers/cpu_kernels.py)
+//                  warp_drive/compat271/cpu_kernels.py)
 // Not provided:    2.7.1's sample_actions(distr, actions, cum_distr, ...) -- the
 //                  name belongs to this package's sampler kernel (sampler.cuh),
 //                  which takes other arguments; use warp_drive's Sampler.

@@ -9,8 +9,8 @@ from warp_drive.managers.log_controller import CUDALogController, PyCUDALogContr
 from warp_drive.managers.pycuda_data_manager import CudaTensorHolder, PyCUDADataManager
 from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
 from warp_drive.managers.sampler import CUDASampler, PyCUDASampler
-from warp_drive.utils.common import get_project_root
-from warp_drive.utils.env_registrar import EnvironmentRegistrar
+from warp_drive.cuda import project_root as get_project_root
+from warp_drive.env.registrar import EnvironmentRegistrar
 
 __all__ = [
     "CUDADataManager",

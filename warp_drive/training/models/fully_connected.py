@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from warp_drive.compat271.reference_format import from_reference_state_dict, is_reference_state_dict
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
@@ -40,7 +41,7 @@ class FullyConnected(nn.Module):
     action spec a ``Linear(fc_last, d)`` mean and a state-independent learnable ``log_std``.
 
     ``load_state_dict`` also accepts WarpDrive 2.7.1's parameter names (``fc.<i>.0.*``,
-    ``policy_head.<h>.*``, ``vf_head.*``, see :mod:`~warp_drive.training.models.reference_format`),
+    ``policy_head.<h>.*``, ``vf_head.*``, see :mod:`~warp_drive.compat271.reference_format`),
     so 2.7.1's saved policies load unchanged.
 
     Args:
@@ -147,10 +148,8 @@ class FullyConnected(nn.Module):
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """``nn.Module.load_state_dict``, also accepting 2.7.1's parameter names (mapped exactly)."""
-        from warp_drive.training.models import reference_format
-
-        if reference_format.is_reference_state_dict(state_dict):
-            state_dict = reference_format.from_reference_state_dict(state_dict)
+        if is_reference_state_dict(state_dict):
+            state_dict = from_reference_state_dict(state_dict)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def _initialize(self, init_method: str) -> None:

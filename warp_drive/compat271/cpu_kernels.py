@@ -1,5 +1,7 @@
 """NumPy twins of WarpDrive 2.7.1's reset, log and random-state kernels (``compat_271.cuh``).
 
+Always in the CPU backend's kernel table (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`),
+where a GPU build holds the header only when asked for (:mod:`warp_drive.compat271.kernels`).
 Each takes 2.7.1's parameter list. The reset kernels restore a done env's row or slice from its
 saved copy (pools and the start-state hook are in :mod:`~warp_drive.managers.cpu_core.reset`);
 the log kernels are :func:`~warp_drive.managers.cpu_core.log.log_one_step` with 2.7.1's argument
@@ -8,22 +10,12 @@ order; the random-state kernels are no-ops (counter-based Philox draws need no p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from warp_drive.managers.cpu_core.log import log_one_step
 from warp_drive.managers.cpu_core.words import row_view, word_view
-
-__all__ = [
-    "free_random",
-    "init_random",
-    "log_one_step_in_float",
-    "log_one_step_in_int",
-    "reset_in_float_when_done_2d",
-    "reset_in_float_when_done_3d",
-    "reset_in_int_when_done_2d",
-    "reset_in_int_when_done_3d",
-]
-
 
 def _reset_env_slices(data: np.ndarray, ref: np.ndarray, done: np.ndarray, slice_size: int, force_reset: int) -> None:
     done_w = word_view(done, np.int32)
@@ -68,3 +60,16 @@ def init_random(seed: int) -> None:
 def free_random() -> None:
     """2.7.1 freed its per-thread generators here (no-op)."""
 
+
+#: Kernel name -> NumPy twin, merged into the CPU backend's kernel table
+#: (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`).
+KERNELS: dict[str, Callable[..., None]] = {
+    "reset_in_float_when_done_2d": reset_in_float_when_done_2d,
+    "reset_in_int_when_done_2d": reset_in_int_when_done_2d,
+    "reset_in_float_when_done_3d": reset_in_float_when_done_3d,
+    "reset_in_int_when_done_3d": reset_in_int_when_done_3d,
+    "log_one_step_in_float": log_one_step_in_float,
+    "log_one_step_in_int": log_one_step_in_int,
+    "init_random": init_random,
+    "free_random": free_random,
+}

@@ -15,7 +15,9 @@ head). The mapping is a pure renaming: no tensor changes shape or value.
 ``FullyConnected.load_state_dict`` recognises 2.7.1's names by themselves, so a 2.7.1 file loads
 through ``model_ckpt_filepath`` and ``Trainer.load_model_checkpoint`` unchanged;
 :func:`to_reference_state_dict` writes ours in 2.7.1's names (what ``save_model_checkpoint`` saves,
-and what 2.7.1 itself can load).
+and what 2.7.1 itself can load: :mod:`warp_drive.training.checkpoint_files` writes and reads the
+files). 2.7.1 saved a model wrapped in DistributedDataParallel with a ``module.`` prefix on every
+name, which :func:`strip_ddp_prefix` removes.
 """
 
 from __future__ import annotations
@@ -123,32 +125,3 @@ def to_reference_state_dict(model_or_state: nn.Module | Mapping[str, Any]) -> "O
     for kind in ("weight", "bias"):
         out[f"vf_head.{kind}"] = value[kind]
     return out
-
-
-def save_reference_state_dict(model: nn.Module, path: Any) -> None:
-    """Writes ``model`` in 2.7.1's ``.state_dict`` format (``torch.save`` of the renamed tensors)."""
-    tensors = OrderedDict((k, v.detach().cpu()) for k, v in to_reference_state_dict(getattr(model, "module", model)).items())
-    torch.save(tensors, path)
-
-
-def load_policy_file(path: Any, device: torch.device | str = "cpu") -> "OrderedDict[str, torch.Tensor]":
-    """Reads a ``.state_dict`` file (ours or 2.7.1's) safely (``weights_only=True``), without DDP prefixes.
-
-    Raises:
-        ConfigError: The file is missing, or is not a plain mapping of tensors (for example a
-            full trainer checkpoint, which ``Trainer.load_checkpoint`` reads).
-    """
-    import os
-
-    if not os.path.isfile(path):
-        raise ConfigError(f"model checkpoint {str(path)!r} does not exist; check the path "
-                          "(policy.<tag>.model.model_ckpt_filepath or load_model_checkpoint({tag: path}))")
-    try:
-        obj = torch.load(path, map_location=device, weights_only=True)
-    except Exception as err:  # noqa: BLE001 - unpickling refused or corrupt file
-        raise ConfigError(f"{path} is not a plain state_dict of tensors ({type(err).__name__}: {err}); a full "
-                          "trainer checkpoint is restored with Trainer.load_checkpoint() or --resume") from err
-    if not isinstance(obj, Mapping) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise ConfigError(f"{path} is not a state_dict (a mapping of parameter names to tensors); a full trainer "
-                          "checkpoint is restored with Trainer.load_checkpoint() or --resume")
-    return strip_ddp_prefix(obj)

@@ -1,5 +1,6 @@
-"""Launch geometry of kernels that call the env barrier ``__sync_env_threads``: the blocks of
-one env wait for each other, so the whole grid must be resident on the device at once.
+"""Launch geometry of kernels that call WarpDrive 2.7.1's env barrier ``__sync_env_threads``
+(``compat_271.cuh``): the blocks of one env wait for each other, so the whole grid must be
+resident on the device at once.
 
 :func:`check_env_barrier_geometry` refuses a grid a launch could deadlock on; how many blocks fit
 on one SM comes from the driver's occupancy query (``_occupancy_blocks_per_sm``) or, where that

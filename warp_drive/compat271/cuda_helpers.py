@@ -1,10 +1,11 @@
 """WarpDrive 2.7.1's build helpers and device checks, over this package's build.
 
-2.7.1 generated ``env_config.h`` and ``env_runner.cu`` inside the installed package and compiled
-them there. Here the prelude (``wkNumberEnvs``, ``wkNumberAgents``, ``wkBlocksPerEnv``, ...) is
-rendered in memory and binaries live in a content-addressed cache
+2.7.1 generated ``env_config.h`` and ``env_runner.cu`` inside the installed package from template
+files and compiled them there. Here the prelude (``wkNumberEnvs``, ``wkNumberAgents``,
+``wkBlocksPerEnv``, ...) is rendered in memory and binaries live in a content-addressed cache
 (:mod:`warp_drive.cuda.compiler`), so the functions that wrote or read those generated files raise
-:class:`~warp_drive.errors.ConfigError` naming the call to use instead. The device checks and
+:class:`~warp_drive.errors.ConfigError` naming the call to use instead, and
+``compile_and_load_cuda`` refuses custom templates (:func:`check_templates`). The device checks and
 look-ups work as in 2.7.1 (with the resident-block count rounded down, not up).
 
 Re-exported by the 2.7.1 import paths ``warp_drive.utils.pycuda_utils.misc``,
@@ -34,6 +35,25 @@ _DEFAULT_ENV_SOURCES = {
     "TagGridWorld": "example_envs/tag_gridworld/tag_gridworld_step.cu",
     "TagContinuous": "example_envs/tag_continuous/tag_continuous_step.cu",
 }
+
+
+#: 2.7.1's template files (its EnvWrapper passed these names); nothing is generated from them here.
+TEMPLATE_FILES = {"template_header_file": "template_env_config.h", "template_runner_file": "template_env_runner.cu"}
+
+
+def check_templates(header: Any, runner: Any, path: Any) -> None:
+    """Refuse custom 2.7.1 templates (``compile_and_load_cuda``'s ``template_*`` arguments): the
+    prelude is rendered in memory, so they would be ignored. 2.7.1's default names pass.
+
+    Raises:
+        ConfigError: a template other than 2.7.1's default, or any ``template_path``.
+    """
+    for key, value in (("template_header_file", header), ("template_runner_file", runner)):
+        if value is not None and str(value) != TEMPLATE_FILES[key]:
+            raise ConfigError(f"{key}={value!r}: warp_drive renders the launch constants in memory and generates no "
+                              f"files from templates; drop the argument (2.7.1's default {TEMPLATE_FILES[key]!r} is accepted)")
+    if path is not None:
+        raise ConfigError(f"template_path={path!r}: warp_drive generates no files from templates; drop the argument")
 
 
 def get_default_env_directory(env_name: str) -> str | None:
