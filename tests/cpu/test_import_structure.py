@@ -41,8 +41,6 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {
 
 #: Upward arrows still present, (importer, imported) -> the issue-25 item that removes it.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
-    ("warp_drive/training/engine.py", "warp_drive/training/evaluation.py"):
-        "item 2 (a narrow engine): the engine imports no driver (its evaluation methods move out)",
 }
 
 #: The package that holds WarpDrive 2.7.1-only implementation code.
