@@ -214,7 +214,7 @@ def _ctx(wrapper, steps=4, seed=0, **section):
     names = [Constants.OBSERVATIONS]
     pc = SACPolicyConfig.from_dict(_section(**section), "policy.shared")
     return BuildContext(tag="shared", agent_ids=[0], config=pc, run_config=None, env=wrapper.env, data_manager=dm,
-                        sampler=None, obs_names=names, steps=steps, num_envs=wrapper.n_envs, num_agents=wrapper.n_agents,
+                        sampler=None, obs_names=names, steps_per_iter=steps, num_envs=wrapper.n_envs, num_agents=wrapper.n_agents,
                         device=torch.device("cpu"), generator=torch.Generator().manual_seed(seed),
                         model_factory=ModelFactory(), obs_agents_last=False, wrap_model=lambda m: m,
                         observe=lambda p: policy_obs(dm, p, names))

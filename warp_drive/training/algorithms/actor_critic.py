@@ -136,6 +136,6 @@ def build_policy(ctx: BuildContext) -> ActorCriticPolicy:
     example = ctx.observe(policy)
     columns = dm.get_shape(action_name)[2]
     action_dtype = dm.data_on_device_via_torch(action_name).dtype
-    policy.buffers = RolloutBuffers.allocate(ctx.steps, example, len(ctx.agent_ids), columns, action_dtype)
+    policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype)
     policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
     return policy

@@ -44,7 +44,7 @@ class BuildContext:
         env: the env (its ``action_space`` / ``observation_space`` per agent).
         data_manager: the env's data store; sampler: the engine's action sampler.
         obs_names: the observation placeholders the policy reads.
-        steps: env steps per env per iteration (the rows of the rollout buffers).
+        steps_per_iter: env steps per env per iteration (the rows of the rollout buffers).
         num_envs, num_agents: the env wrapper's sizes (all agents, every policy).
         device: where everything lives; generator: the engine's torch generator on it.
         model_factory: where model types are looked up.
@@ -62,7 +62,7 @@ class BuildContext:
     data_manager: Any
     sampler: Any
     obs_names: list[str]
-    steps: int
+    steps_per_iter: int
     num_envs: int
     num_agents: int
     device: torch.device

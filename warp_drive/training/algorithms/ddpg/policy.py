@@ -219,7 +219,7 @@ def build_policy(ctx: BuildContext) -> DDPGPolicy:
                         pc.to_train, action_spec, lr_a, lr_c, noise,
                         OUNoise((ctx.num_envs, A, columns), device, ctx.generator), ctx.run_config.trainer.n_step,
                         obs_agents_last=ctx.obs_agents_last)
-    B, E = ctx.steps, ctx.num_envs
+    B, E = ctx.steps_per_iter, ctx.num_envs
     policy.buffers = TransitionBuffers.allocate(B, ctx.observe(policy), columns)
     policy.targets = NStepTargets(torch.zeros((B, E, A), device=device), torch.zeros((B, E), dtype=torch.long, device=device),
                                   torch.zeros((B, E), device=device))

@@ -245,7 +245,7 @@ def build_policy(ctx: BuildContext) -> SACPolicy:
                        nets, optimizers, schedules, bounds, spec, ctx.generator, target_entropy,
                        obs_agents_last=ctx.obs_agents_last)
     example = ctx.observe(policy)
-    policy.buffers = TransitionBuffers.allocate(ctx.steps, example, spec.gaussian_dim)
+    policy.buffers = TransitionBuffers.allocate(ctx.steps_per_iter, example, spec.gaussian_dim)
     policy.replay = ReplayBuffer(pc.buffer_size, tuple(example.shape[2:]), spec.gaussian_dim, dev, example.dtype)
     policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), dev)
     if pc.noise_correlation > 0:  # stationary from the start: N(0, 1) per (env, agent, dim)
