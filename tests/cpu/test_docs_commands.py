@@ -53,6 +53,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/learning_side_by_side\.py (reference|ours)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
+    (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),
 ]
 
 
@@ -281,6 +282,17 @@ def test_learning_classic_control_command_runs(tmp_path):
     run_ok(python_argv(command) + short, cwd=ROOT, timeout=600)
     assert sorted(json.loads(out.read_text())["envs"]) == ["acrobot", "cartpole", "continuous_mountain_car",
                                                            "mountain_car", "pendulum"]
+
+
+def test_learning_classic_control_sac_command_runs(tmp_path):
+    """README's SAC rows: the same benchmark with the shipped SAC configs, cut to a few iterations
+    (``trainer.num_episodes=8``), one seed and 4 greedy episodes per check, into a temporary file."""
+    (command,) = commands_for("test_learning_classic_control_sac_command_runs")
+    out = tmp_path / "learning_sac.json"
+    short = ["--seeds", "1", "--checks", "1", "--eval_envs", "4", "--eval_episodes", "4", "--set", "trainer.num_episodes=8",
+             "--out", str(out)]
+    run_ok(python_argv(command) + short, cwd=ROOT, timeout=600)
+    assert sorted(json.loads(out.read_text())["envs"]) == ["continuous_mountain_car_sac", "pendulum_sac"]
 
 
 def test_stage_reference_tests_command_runs(tmp_path):
