@@ -57,14 +57,6 @@ OU_DEFAULTS: dict[str, float] = {"damping": 0.15, "stddev": 0.2, "scale": 1.0}
 ROLES = ("actor", "critic")
 
 
-def is_ddpg_section(section: Any) -> bool:
-    """True for a policy mapping whose ``algorithm`` is DDPG (any case)."""
-    if not isinstance(section, Mapping):
-        return False
-    algorithm = section.get("algorithm")
-    return isinstance(algorithm, str) and algorithm.upper() == "DDPG"
-
-
 def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> ModelConfig:
     d = chk.merged_section(section, defaults, prefix)
     return ModelConfig.from_dict(d, prefix)

@@ -13,24 +13,12 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from typing import Iterable, TypeVar
+from typing import Iterable
 
-T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 #: metrics shown per policy in the progress line, with their short names
 POLICY_FIELDS = (("episode_return_mean", "return"),)
-
-
-def progress_bar(iterable: Iterable[T], enabled: bool = True, desc: str = "training") -> Iterable[T]:
-    """Wrap ``iterable`` in a tqdm bar when ``enabled`` and tqdm is installed."""
-    if not enabled:
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        return iterable
-    return tqdm(iterable, desc=desc, unit="iter", dynamic_ncols=True)
 
 
 def progress_every(num_iterations: int, parts: int = 10) -> int:
