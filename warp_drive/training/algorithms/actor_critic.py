@@ -21,6 +21,7 @@ from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
+from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
 from warp_drive.training.policy_state import EpisodeStats, agent_index
@@ -97,18 +98,14 @@ class ActorCriticPolicy(Policy):
 
     def state_dict(self) -> dict[str, Any]:
         """``{model, optimizer, algorithm, timestep, agent_ids}``."""
-        return {"model": _unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
+        return {"model": unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
                 "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        _unwrap(self.model).load_state_dict(state["model"])
+        unwrap(self.model).load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.algorithm.load_state_dict(state["algorithm"])
         self.timestep = int(state["timestep"])
-
-
-def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    return getattr(model, "module", model)
 
 
 def build_policy(ctx: BuildContext) -> ActorCriticPolicy:

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError
+from warp_drive.training.distributed import unwrap
 
 Tensor = torch.Tensor
 
@@ -237,4 +238,4 @@ class Policy:
             RuntimeError: the weights do not fit (torch's message).
         """
         module = self.weight_files()[role]
-        getattr(module, "module", module).load_state_dict(state)
+        unwrap(module).load_state_dict(state)

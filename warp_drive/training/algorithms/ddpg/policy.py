@@ -25,6 +25,7 @@ from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateCont
 from warp_drive.training.algorithms.ddpg.parts import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, hard_update, nstep_returns
 from warp_drive.training.algorithms.transitions import TransitionBuffers
 from warp_drive.training.buffers import record_row
+from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.policy_state import EpisodeStats, agent_index
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -154,16 +155,16 @@ class DDPGPolicy(Policy):
     # ------------------------------------------------------------------ state and files
     def state_dict(self) -> dict[str, Any]:
         """``{model (the actor), nets: {critic, targets, optimizers}, algorithm: {ou}, timestep, agent_ids}``."""
-        nets = {k: _unwrap(getattr(self.nets, k)).state_dict() for k in NETS}
+        nets = {k: unwrap(getattr(self.nets, k)).state_dict() for k in NETS}
         return {"model": nets.pop("actor"), "nets": nets, "algorithm": {"ou": self.ou.state.clone()},
                 "timestep": self.timestep, "agent_ids": self.agent_ids}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        _unwrap(self.nets.actor).load_state_dict(state["model"])
+        unwrap(self.nets.actor).load_state_dict(state["model"])
         for k, v in state["nets"].items():
             if k not in NETS:
                 raise KeyError(f"unknown DDPG network {k!r}")
-            _unwrap(getattr(self.nets, k)).load_state_dict(v)
+            unwrap(getattr(self.nets, k)).load_state_dict(v)
         self.ou.state.copy_(state["algorithm"]["ou"])
         self.timestep = int(state["timestep"])
 
@@ -172,13 +173,9 @@ class DDPGPolicy(Policy):
 
     def load_weights(self, role: str, state: Mapping[str, Tensor]) -> None:
         """Loads the actor or the critic; its target network is set to the loaded weights."""
-        net = _unwrap(getattr(self.nets, role))
+        net = unwrap(getattr(self.nets, role))
         net.load_state_dict(state)
         hard_update(getattr(self.nets, f"target_{role}"), net)
-
-
-def _unwrap(module: Any) -> Any:
-    return getattr(module, "module", module)
 
 
 def build_policy(ctx: BuildContext) -> DDPGPolicy:
