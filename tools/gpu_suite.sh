@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (after `source .device/setup.sh`): every GPU test, then (optionally)
-# the benchmarks. Logs and JUnit XML go to $OUT (or ./gpu_results).
-#   bash tools/gpu_suite.sh [pytest -k expression]
+# Run on the GPU machine (after `source .device/setup.sh`): every GPU test. Logs and JUnit XML go
+# to $OUT (or ./gpu_results). With several GPUs the files are spread over one pytest-xdist worker
+# per GPU (each worker sees one GPU), then the tests that need two GPUs run once more on all of them.
+#   bash tools/gpu_suite.sh [pytest -k expression] [test paths...]
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu_results}"
 mkdir -p "$OUT"
 export WARP_DRIVE_CACHE_DIR="${WARP_DRIVE_CACHE_DIR:-/tmp/warp_drive_kernels}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 python3 -m warp_drive.utils.device | tee -a "$OUT/gpu.txt"
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+kexpr="${1:-}"
+shift $(( $# > 0 ? 1 : 0 ))
+parallel=()
+if [ "$ngpu" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then
+  export WARP_DRIVE_TEST_GPUS=$ngpu
+  parallel=(-n "$ngpu" --dist loadfile)
+fi
 start=$(date +%s)
-python3 -m pytest -m gpu -v -rs --durations=25 --junitxml="$OUT/gpu-junit.xml" ${1:+-k "$1"} 2>&1 | tee "$OUT/gpu-tests.log"
+python3 -m pytest -m gpu -v -rs --durations=30 "${parallel[@]}" --junitxml="$OUT/gpu-junit.xml" \
+  ${kexpr:+-k "$kexpr"} "$@" 2>&1 | tee "$OUT/gpu-tests.log"
 rc=${PIPESTATUS[0]}
-echo "GPU suite exit code $rc in $(( $(date +%s) - start )) s" | tee -a "$OUT/gpu-tests.log"
+if [ "${#parallel[@]}" -gt 0 ]; then  # the workers saw one GPU each: the two-GPU tests skipped there
+  unset WARP_DRIVE_TEST_GPUS
+  python3 -m pytest -m gpu -v -rs -k "two_gpu${kexpr:+ and ($kexpr)}" "$@" 2>&1 \
+    | tee "$OUT/gpu-tests-multi.log"
+  r2=${PIPESTATUS[0]}
+  [ "$r2" -ne 0 ] && [ "$r2" -ne 5 ] && rc=$r2
+fi
+echo "GPU suite exit code $rc in $(( $(date +%s) - start )) s on $ngpu GPU(s)" | tee -a "$OUT/gpu-tests.log"
 exit $rc
