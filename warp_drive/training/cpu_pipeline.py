@@ -8,7 +8,9 @@ forward, in the plain loop's order) in its own thread, torch on one intra-op thr
 part's env step overlaps another part's forward and every core stays busy. The parts wait for
 each other only at the end of the rollout.
 
-Results are those of the plain loop, bit for bit (``tests/cpu/training/test_cpu_pipeline.py``):
+Results are those of the plain loop (``tests/cpu/training/test_cpu_pipeline.py``), bit for bit
+where the BLAS rounds a row the same whatever the threads of the call (MKL on AVX2; on AVX-512 a
+two-thread GEMM of the plain loop may round a row 1 ulp apart):
 
 * the env's ``numpy_step`` treats envs independently (the env says so: see :data:`SEPARABLE`), and
   each part steps a view of its envs' rows of every per-env array;

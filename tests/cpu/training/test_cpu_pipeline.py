@@ -1,4 +1,4 @@
-"""cpu backend: the rollout in env parts (one thread each) gives the plain loop's results, bit for bit.
+"""cpu backend: the rollout in env parts (one thread each) gives the plain loop's results.
 
 Two trainers with the same config and seed, one whose env opts in to the parts
 (``numpy_step_is_env_separable``) and one whose env does not (the plain loop), run the same
@@ -10,7 +10,11 @@ actions.
 8 envs (2 parts of 4): every policy forward has a multiple of 4 rows, in the parts and in the
 plain loop. MKL's float32 GEMM gives a row the same bits whatever the number of rows in the call
 only for such calls (calls of 1 to 3 rows, or a value head's odd row counts, round differently);
-at the tutorial config every forward has 500 rows or more.
+at the tutorial config every forward has 500 rows or more. That holds bit for bit where MKL's GEMM
+gives a row the same bits whatever the threads of the call (seen on AVX2 machines); on AVX-512 the
+plain loop's two-thread GEMM rounds some rows 1 ulp apart from a part's one-thread GEMM (measured:
+at most 3e-8 in the Gaussian toy's actions), so floating tensors are compared to float32 rounding
+and everything else (counters, flags, sampled categories) exactly.
 """
 
 from __future__ import annotations
@@ -33,6 +37,13 @@ from warp_drive.training.cpu_pipeline import SEPARABLE, why_not_parts
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Exactly equal, or (floating tensors) within float32 rounding: see the module docstring."""
+    if a.is_floating_point() and a.shape == b.shape:
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    return torch.equal(a, b)
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +121,7 @@ def _trainer(tmp_path, name: str, parts: bool, num_envs: int = 8) -> Trainer:
 
 
 @pytest.mark.parametrize("name", sorted(ENVS))
-def test_parts_rollout_equals_the_plain_loop_bit_for_bit(tmp_path, monkeypatch, name):
+def test_parts_rollout_equals_the_plain_loop(tmp_path, monkeypatch, name):
     parts, plain = _trainer(tmp_path / "parts", name, True), _trainer(tmp_path / "plain", name, False)
     assert why_not_parts(parts.rollout) is None
     assert "does not set numpy_step_is_env_separable" in why_not_parts(plain.rollout)
@@ -122,13 +133,13 @@ def test_parts_rollout_equals_the_plain_loop_bit_for_bit(tmp_path, monkeypatch, 
         last_parts, last_plain = parts.generate_rollout(), plain.generate_rollout()
         assert last_parts.keys() == last_plain.keys()
         for tag in last_parts:
-            assert torch.equal(last_parts[tag], last_plain[tag]), tag
+            assert _same(last_parts[tag], last_plain[tag]), tag
         parts.update(last_parts)
         plain.update(last_plain)
     assert seen == [2, 2, 2]
     a, b = trainer_state(parts), trainer_state(plain)
     assert a.keys() == b.keys()
-    differ = [k for k in a if not torch.equal(a[k], b[k])]
+    differ = [k for k in a if not _same(a[k], b[k])]
     assert not differ
     done = plain.rollout.shared.done
     assert done.any() and (done == 0).any()  # the rollouts did reset envs
@@ -148,7 +159,7 @@ def test_a_timed_rollout_runs_in_parts_and_times_its_phases(tmp_path):
     phases = timer.totals()
     assert set(phases) == {"policy", "sampling", "env_step"} and all(v > 0 for v in phases.values())
     a, b = trainer_state(timed), trainer_state(plain)
-    assert not [k for k in a if not torch.equal(a[k], b[k])]
+    assert not [k for k in a if not _same(a[k], b[k])]
 
 
 def test_why_not_parts_names_the_reason(tmp_path):

@@ -82,7 +82,7 @@ def test_cpu_fallback_uses_cpu_sized_settings_and_says_so(tmp_path, monkeypatch,
     sized = [n for n in plan.notes if n.startswith("cpu backend: CPU-sized settings for tag_continuous")]
     assert len(sized) == 1 and "\n" not in sized[0] and "--full_size" in sized[0]
     full = script.plan_run(script.parse_args(["--env", "tag_continuous", "--full-size", "--results_dir", str(tmp_path / "f")]))
-    assert full.config.env["num_runners"] == 100 and full.config.trainer.num_envs == 1000  # the bundled config
+    assert full.config.env["num_runners"] == 100 and full.config.trainer.num_envs == 500  # the bundled config
     mine = script.plan_run(script.parse_args(["--env", "tag_continuous", "trainer.num_envs=10",
                                               "trainer.train_batch_size=1000", "--results_dir", str(tmp_path / "o")]))
     assert mine.config.trainer.num_envs == 10  # the command line's overrides win
