@@ -184,10 +184,8 @@ def release_backends() -> None:
     threads release what they hold and are joined. A group still referenced elsewhere (a module-level
     DDP model) keeps its threads until finalization.
     """
-    if dist.is_available() and dist.is_initialized():
-        hold_backends()
-        dist.destroy_process_group()
-    _left_group()
+    clear_torch_process_group()
+    _left_group()  # (again: the callbacks only forget)
     gc.collect()
     while _HELD_BACKENDS:
         _HELD_BACKENDS.pop()  # the last reference: ~ProcessGroupGloo joins its threads (GIL released)
