@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 from warp_drive.errors import ConfigError
 
@@ -25,6 +25,12 @@ logger = logging.getLogger(__name__)
 #: A trial: (num_envs, steps_per_env) -> (env steps per second, peak bytes). Raises MemoryError
 #: (or torch.cuda.OutOfMemoryError, a subclass of RuntimeError naming "out of memory") when it does not fit.
 Trial = Callable[[int, int], tuple[float, int]]
+#: Rollout lengths per env that step 2 times.
+STEP_CANDIDATES = (25, 50, 100, 200, 400)
+#: Share of the free device memory a configuration may use.
+MEMORY_FRACTION = 0.8
+#: Upper bound on num_envs.
+MAX_ENVS = 1 << 20
 
 
 @dataclass
@@ -57,26 +63,13 @@ def is_out_of_memory(err: BaseException) -> bool:
     return isinstance(err, MemoryError) or "out of memory" in text or "cuda_error_out_of_memory" in text
 
 
-def search(
-    trial: Trial,
-    free_bytes: int,
-    start_envs: int,
-    steps_per_env: int,
-    step_candidates: Sequence[int] = (25, 50, 100, 200, 400),
-    max_envs: int = 1 << 20,
-    memory_fraction: float = 0.8,
-    env_multiple: int = 1,
-) -> Choice:
+def search(trial: Trial, free_bytes: int, start_envs: int, steps_per_env: int) -> Choice:
     """Find ``num_envs`` and steps per env (see the module docstring).
 
     Args:
         trial: runs a configuration briefly and returns (env-steps/s, peak bytes).
-        free_bytes: device memory available to the run.
+        free_bytes: device memory available to the run (:data:`MEMORY_FRACTION` of it is used).
         start_envs, steps_per_env: the probe configuration (the config's own values).
-        step_candidates: rollout lengths per env to time in step 2.
-        max_envs: upper bound on num_envs.
-        memory_fraction: share of ``free_bytes`` a configuration may use.
-        env_multiple: num_envs is rounded down to a multiple of this.
 
     Raises:
         ConfigError: even the probe configuration does not fit.
@@ -92,13 +85,13 @@ def search(
             trials.append({"num_envs": envs, "steps_per_env": steps, "result": "out of memory"})
             return None
         trials.append({"num_envs": envs, "steps_per_env": steps, "env_steps_per_s": rate, "peak_bytes": peak,
-                       "result": "ok" if peak <= memory_fraction * free_bytes else "over the memory margin"})
+                       "result": "ok" if peak <= budget else "over the memory margin"})
         return rate, peak
 
-    budget = memory_fraction * free_bytes
+    budget = MEMORY_FRACTION * free_bytes
     probe = run(start_envs, steps_per_env)
-    while (probe is None or probe[1] > budget) and start_envs > env_multiple:
-        start_envs = max(env_multiple, start_envs // 2)
+    while (probe is None or probe[1] > budget) and start_envs > 1:
+        start_envs = max(1, start_envs // 2)
         probe = run(start_envs, steps_per_env)
     if probe is None or probe[1] > budget:
         raise ConfigError(
@@ -106,19 +99,19 @@ def search(
             f"{free_bytes / 2**30:.1f} GiB of free device memory; reduce the env size or the model"
         )
     per_env = probe[1] / start_envs  # bytes per env at this rollout length (fixed costs included: conservative)
-    envs = _round(min(max_envs, int(budget // max(per_env, 1))), env_multiple)
+    envs = max(1, min(MAX_ENVS, int(budget // max(per_env, 1))))
     best_envs, best = start_envs, probe
     while envs > best_envs:
         got = run(envs, steps_per_env)
         if got is not None and got[1] <= budget:
             best_envs, best = envs, got
             break
-        envs = _round(int(envs * 0.75), env_multiple)
+        envs = max(1, int(envs * 0.75))
     num_envs = best_envs
     # step 2: the fastest rollout length that fits with num_envs
     choice = Choice(num_envs, steps_per_env, best[0], trials)
     per_step_env = best[1] / (num_envs * steps_per_env)
-    for steps in step_candidates:
+    for steps in STEP_CANDIDATES:
         if steps == steps_per_env or per_step_env * num_envs * steps > budget:
             continue
         got = run(num_envs, steps)
@@ -126,10 +119,6 @@ def search(
             choice.steps_per_env, choice.env_steps_per_s = steps, got[0]
     logger.info("auto-scaling:\n%s", choice.table())
     return choice
-
-
-def _round(value: int, multiple: int) -> int:
-    return max(multiple, (value // multiple) * multiple)
 
 
 def gpu_free_bytes(device: int | None = None) -> int:

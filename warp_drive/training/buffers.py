@@ -269,10 +269,6 @@ class SharedBuffers:
         """(E,) bool: the envs where some step of the rollout set the done flag ``flag`` (e.g. 2, a success)."""
         return (self.done == flag).any(0)
 
-    def policy_rewards(self, p: Any) -> Tensor:
-        """The rewards of policy ``p``'s agents, (B, E, A_p) (a view when it covers all agents in order)."""
-        return self.rewards if p.contiguous_all else self.rewards.index_select(2, p.agent_index)
-
     def finalize(self, policies: Iterable[Any], ends: tuple[Tensor, Tensor, Tensor], last_values: Mapping[str, Any],
                  bootstrap: bool) -> None:
         """After the last step: every policy's rewards (and actions, when recorded here for all
@@ -283,7 +279,7 @@ class SharedBuffers:
         done, terminated, truncated = ends
         for p in policies:
             b = p.buffers
-            b.rewards.copy_(self.policy_rewards(p))
+            b.rewards.copy_(self.rewards if p.contiguous_all else self.rewards.index_select(2, p.agent_index))
             if self.actions is not None:
                 torch.index_select(self.actions, 2, p.agent_index, out=b.actions)
             b.terminated.copy_(terminated)

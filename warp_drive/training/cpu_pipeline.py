@@ -44,8 +44,7 @@ from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler
-from warp_drive.training.acting import cat_outputs, forward_in_chunks, no_mark, observe, record_policy_obs, where_done
-from warp_drive.training.algorithms.base import Policy
+from warp_drive.training.acting import cat_outputs, no_mark
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows
 
@@ -104,7 +103,8 @@ def why_not_parts(rollout: Any) -> str | None:
         (type(wrapper.env_resetter) is EnvironmentReset, "the env resetter is customised"),
         (not getattr(wrapper, "reset_on_host", True), "the envs were not reset yet"),
         (all(p.buffers is not None for p in spec.policies.values()), "a policy has no rollout buffers"),
-        (all(p.samples_in_kernel for p in spec.policies.values()), "a policy acts outside the sampler kernels"),
+        (all(p.samples_in_kernel and not p.records_next_obs for p in spec.policies.values()),
+         "a policy acts outside the sampler kernels"),
     )
     for ok, reason in checks:
         if not ok:
@@ -169,11 +169,12 @@ class _EnvRows:
 
 
 class _Part:
-    """One block of envs ``lo:hi``: its views, policy outputs, sampler error bits and reset table."""
+    """One block of envs ``lo:hi``: its views, policy outputs, sampler error bits and reset table
+    (the ``part`` of :class:`~warp_drive.training.rollout.Rollout`'s step methods)."""
 
     def __init__(self, pipeline: "EnvPartsRollout", lo: int, hi: int) -> None:
         dm = pipeline.dm
-        self.lo, self.hi = lo, hi
+        self.lo, self.hi, self.rows = lo, hi, slice(lo, hi)
         self.dm = _EnvRows(dm, lo, hi)
         per_env = _env_axis_names(dm, pipeline.spec)
         self.env_view = {k: (v[lo:hi] if k in per_env else v) for k, v in dm.host_view().items()}
@@ -260,7 +261,8 @@ class EnvPartsRollout:
         ``mark(phase)`` as in :meth:`Rollout.run`."""
         mark = mark or no_mark
         step_envs = self.spec.env_wrapper.env.numpy_step
-        reset_first = self.rollout.reset_first
+        R = self.rollout
+        reset_first = R.reset_first
         try:
             with torch.no_grad():  # grad mode is per thread
                 for step in range(self.spec.steps_per_iter):
@@ -269,7 +271,7 @@ class EnvPartsRollout:
                     check_abort()  # a stop requested inside a slow iteration (run() re-raises it)
                     mark("sampling")
                     if not reset_first:
-                        self._record_obs(part, step)
+                        R.record_obs(step, part)
                     self._sample(part, step)
                     mark("env_step")
                     step_envs(part.env_view)
@@ -277,26 +279,21 @@ class EnvPartsRollout:
                         part.shared.record(step, part.dm)
                         self._reset(part)
                         mark("policy")
-                        self._forward_next(part, step)
+                        R.forward_policies(R.next_obs_row(step), part)
                         continue
-                    mark("policy")
-                    done, next_out = self._after_step(part, step)
+                    mark("policy")  # Rollout.step_bootstrap
+                    done, next_out = R.after_step(step, part)
                     mark("env_step")
-                    self._advance(part, done, next_out)
+                    self._reset(part)
+                    R.set_next_outputs(done, next_out, part)
         except BaseException as exc:  # noqa: BLE001  (run() re-raises it in the calling thread)
             part.error = exc
             self.stop.set()
 
     # ------------------------------------------------------------------ one step of one part
-    def _record_obs(self, part: _Part, step: int) -> None:
-        """The part's observations into the buffers (:meth:`Rollout.record_obs`)."""
-        for p in self.spec.policies.values():
-            record_policy_obs(part.dm, p, self.spec.obs_names, step, slice(part.lo, part.hi))
-
     def _sample(self, part: _Part, step: int) -> None:
         """The sampler kernels on the part's rows (:meth:`Rollout.sample`)."""
-        lo, hi = part.lo, part.hi
-        rows = slice(lo, hi)
+        lo, hi, rows = part.lo, part.hi, part.rows
         joint = part.shared.actions is not None
         for p in self.spec.policies.values():
             actions = self.dm.data_on_device_via_torch(p.action_name)[lo:hi]
@@ -309,40 +306,6 @@ class EnvPartsRollout:
         if joint:
             part.shared.record_actions(step, part.dm)
 
-    def _forward(self, p: Policy, part: _Part, row: int | None = None) -> Any:
-        """The policy on the part's observations, also recorded at obs buffer row ``row`` unless None."""
-        obs = observe(part.dm, p, self.spec.obs_names, row, slice(part.lo, part.hi))
-        return forward_in_chunks(p.model, obs, self.rollout.chunk_envs(p))
-
-    def _forward_next(self, part: _Part, step: int) -> None:
-        """Reset-first order: the policy outputs for the part's observations after the reset, which
-        go to obs buffer row ``step + 1`` (:meth:`Rollout.step_reset_first`)."""
-        row = self.rollout.next_obs_row(step)
-        for p in self.spec.policies.values():
-            part.heads[p.tag], part.values[p.tag] = self._forward(p, part, row)
-
-    def _after_step(self, part: _Part, step: int) -> tuple[Tensor, dict[str, Any]]:
-        """Done flags, timesteps and rewards recorded; forward on ``s_{t+1}`` (:meth:`Rollout.after_step`)."""
-        done_i = part.shared.record(step, part.dm)
-        next_out = {}
-        for p in self.spec.policies.values():
-            next_out[p.tag] = self._forward(p, part)
-            p.buffers.record_next_values(step, next_out[p.tag][1], slice(part.lo, part.hi))
-        return done_i > 0, next_out
-
     def _reset(self, part: _Part) -> None:
         """Reset the part's done envs (the reset kernel on its rows)."""
         part.reset(part.dm.data_on_device_via_torch(Constants.DONE), part.dm.data_on_device_via_torch(Constants.TIMESTEP))
-
-    def _advance(self, part: _Part, done: Tensor, next_out: dict[str, Any]) -> None:
-        """Bootstrap order: reset the part's done envs; the policy outputs for the next step
-        (:meth:`Rollout.set_next_outputs`)."""
-        lo, hi = part.lo, part.hi
-        self._reset(part)
-        for p in self.spec.policies.values():
-            heads, values = next_out[p.tag]
-            if self.spec.reset_obs_known:
-                part.heads[p.tag] = where_done(done, slice_rows(self.rollout.reset_heads[p.tag], lo, hi), heads)
-                part.values[p.tag] = where_done(done, self.rollout.reset_values[p.tag][lo:hi], values)
-            else:
-                part.heads[p.tag], part.values[p.tag] = self._forward(p, part)

@@ -33,7 +33,6 @@ class GraphedRollout:
         self._fm = function_manager
         self._graph: torch.cuda.CUDAGraph | None = None
         self._outputs: dict[str, torch.Tensor] | None = None
-        self.capture_seconds = 0.0
 
     @property
     def captured(self) -> bool:
@@ -63,5 +62,4 @@ class GraphedRollout:
             self._fm.stream = None
         torch.cuda.synchronize()
         self._graph = graph
-        self.capture_seconds = time.perf_counter() - start
-        logger.info("rollout captured in a CUDA graph in %.2f s", self.capture_seconds)
+        logger.info("rollout captured in a CUDA graph in %.2f s", time.perf_counter() - start)

@@ -46,10 +46,6 @@ class DistContext:
     world_size: int = 1
     local_rank: int = 0
 
-    @property
-    def is_distributed(self) -> bool:
-        return self.world_size > 1
-
 
 def launched_by_torchrun() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "LOCAL_RANK" in os.environ
@@ -74,9 +70,14 @@ def init_from_env(backend_kind: str) -> DistContext:
     return ctx
 
 
+def _several_ranks() -> bool:
+    """A process group with more than one rank is active."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
 def wrap_model(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     """DDP-wrap ``model`` when a process group with several ranks is active."""
-    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+    if not _several_ranks():
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -90,7 +91,7 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 def all_reduce_mean(values: torch.Tensor) -> torch.Tensor:
     """Average a tensor over ranks (identity without a process group)."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+    if _several_ranks():
         values = values.clone()
         dist.all_reduce(values, op=dist.ReduceOp.SUM)
         values /= dist.get_world_size()
@@ -99,7 +100,7 @@ def all_reduce_mean(values: torch.Tensor) -> torch.Tensor:
 
 def sync_buffers(module: torch.nn.Module | None) -> None:
     """Average a module's floating-point buffers over ranks (e.g. running return statistics)."""
-    if module is None or not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+    if module is None or not _several_ranks():
         return
     for buf in module.buffers():
         if buf.is_floating_point():
@@ -183,10 +184,8 @@ def release_backends() -> None:
     threads release what they hold and are joined. A group still referenced elsewhere (a module-level
     DDP model) keeps its threads until finalization.
     """
-    if dist.is_available() and dist.is_initialized():
-        hold_backends()
-        dist.destroy_process_group()
-    _left_group()
+    clear_torch_process_group()
+    _left_group()  # (again: the callbacks only forget)
     gc.collect()
     while _HELD_BACKENDS:
         _HELD_BACKENDS.pop()  # the last reference: ~ProcessGroupGloo joins its threads (GIL released)

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from warp_drive.training.buffers import obs_row
+from warp_drive.training.utils.minibatch import map_tensors
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +72,11 @@ def probe_iteration_seconds(trainer: Any) -> float:
             if not p.to_train:
                 continue
             start = time.perf_counter()
-            out = p.model(obs_row(p.buffers, 0))
-            sum(o.float().sum() for o in _leaves(out)).backward()
+            leaves: list[torch.Tensor] = []
+            map_tensors(leaves.append, p.model(obs_row(p.buffers, 0)))
+            sum(o.float().sum() for o in leaves).backward()
             update_s += (time.perf_counter() - start) * p.config.num_epochs
             p.model.zero_grad(set_to_none=True)
     finally:
         trainer.load_state_dict(state, source="the state before the time probe")
     return (step_s + update_s) * trainer.steps_per_iter
-
-
-def _leaves(tree: Any) -> list[torch.Tensor]:
-    if isinstance(tree, torch.Tensor):
-        return [tree]
-    if isinstance(tree, dict):
-        return [t for v in tree.values() for t in _leaves(v)]
-    return [t for v in tree for t in _leaves(v)]

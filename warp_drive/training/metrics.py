@@ -217,12 +217,6 @@ def _open_append(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
 
-def _csv_line(cells: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf).writerow(cells)
-    return buf.getvalue()
-
-
 def _append_line(fd: int, text: str) -> None:
     """Appends one whole line with one ``write`` to an ``O_APPEND`` descriptor (a kill leaves the
     line whole or absent; a short write, e.g. on a full disk, is completed or raises)."""
@@ -360,7 +354,7 @@ class MetricsWriter:
 
     def _write_csv(self, fd: int, row: dict[str, Number]) -> int:
         new_keys = [k for k in row if k not in self._csv_header]
-        header_line = ""
+        new_file = bool(new_keys) and not self._csv_header
         if new_keys and self._csv_header:  # rewrite the file under the union header
             path = self.save_dir / CSV_NAME
             os.close(fd)
@@ -373,12 +367,14 @@ class MetricsWriter:
                 writer.writerows({k: repr(v) for k, v in r.items()} for r in old_rows)
             os.replace(tmp, path)
             fd = _open_append(path)
-        elif new_keys:
+        elif new_file:
             self._csv_header = list(new_keys)
-            header_line = _csv_line(self._csv_header)
         buf = io.StringIO()
-        csv.DictWriter(buf, fieldnames=self._csv_header, restval="").writerow({k: repr(v) for k, v in row.items()})
-        _append_line(fd, header_line + buf.getvalue())  # a new file's header and first row together
+        writer = csv.DictWriter(buf, fieldnames=self._csv_header, restval="")
+        if new_file:
+            writer.writeheader()
+        writer.writerow({k: repr(v) for k, v in row.items()})
+        _append_line(fd, buf.getvalue())  # a new file's header and first row together
         return fd
 
     def close(self) -> None:

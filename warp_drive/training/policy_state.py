@@ -56,10 +56,6 @@ class EpisodeStats:
         z = lambda *s: torch.zeros(s, dtype=torch.float32, device=device)  # noqa: E731
         return cls(z(num_envs, num_agents), z(num_envs), z(), z(), z())
 
-    def update(self, rewards: Tensor, done: Tensor) -> None:
-        """Add one step's rewards (E, A); close the episodes of ``done`` envs (E,) bool."""
-        self.update_from_batch(rewards.unsqueeze(0), done.unsqueeze(0))
-
     def update_from_batch(self, rewards: Tensor, done: Tensor) -> None:
         """Add a rollout's rewards (B, E, A) and done flags (B, E), vectorised over time.
 

@@ -1,4 +1,4 @@
-"""Progress of a training run: one line per logged metrics row, and a progress bar helper.
+"""Progress of a training run: one line per logged metrics row.
 
 The trainer logs metrics after the first iteration, at least every tenth of the run and every
 ``saving.metrics_log_freq`` iterations; each time :class:`ProgressLine` logs one line (logger

@@ -45,6 +45,7 @@ from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.buffers import SharedBuffers, record_row, split_episode_ends
 from warp_drive.training.cpu_pipeline import rollout_in_env_parts
 from warp_drive.training.interrupt import check_abort
+from warp_drive.training.utils.minibatch import slice_rows
 
 Tensor = torch.Tensor
 
@@ -80,10 +81,16 @@ class Rollout:
     The step order (module docstring) is "reset first" unless the spec bootstraps at time limits;
     :attr:`reset_first` says which.
 
+    The step methods that take a ``part`` work on the rollout itself, or on one block of envs of
+    the cpu pipeline (:mod:`~warp_drive.training.cpu_pipeline`): an object with the same ``dm``,
+    ``heads``, ``values`` and ``shared`` for its envs ``rows``.
+
     Args:
         spec: what the rollout reads of its engine.
         greedy: argmax / Gaussian-mean actions instead of sampled ones (:meth:`set_greedy`).
     """
+
+    rows = slice(None)  # every env (a part of the cpu pipeline: its block)
 
     def __init__(self, spec: RolloutSpec, greedy: bool = False) -> None:
         self.spec = spec
@@ -290,9 +297,10 @@ class Rollout:
         return self._fits_heads[p.tag]
 
     @torch.no_grad()
-    def record_obs(self, step: int) -> None:
+    def record_obs(self, step: int, part: Any = None) -> None:
+        part = part or self
         for p in self.spec.policies.values():
-            record_policy_obs(self.dm, p, self.spec.obs_names, step)
+            record_policy_obs(part.dm, p, self.spec.obs_names, step, part.rows)
 
     @torch.no_grad()
     def end_step(self, step: None = None) -> None:
@@ -301,20 +309,23 @@ class Rollout:
         self.spec.env_wrapper.reset_only_done_envs()
         self.forward_policies(None)
 
-    def forward_policies(self, row: int | None) -> None:
+    def forward_policies(self, row: int | None, part: Any = None) -> None:
         """Every policy's heads and values on the current observations (gathered into obs buffer row
-        ``row`` when given, see :func:`observe`).
+        ``row`` when given, see :func:`observe`) of ``part`` (default: the whole rollout).
 
         On a GPU with several policies, policies after the first run on side streams forked from
         and joined back to the current one (also inside a CUDA graph capture): their small
         kernels overlap the first policy's instead of queueing behind them. Same kernels, same
         results.
         """
+        part = part or self
+
         def forward(p: Policy) -> None:
-            self.heads[p.tag], self.values[p.tag] = self.forward(p, observe(self.dm, p, self.spec.obs_names, row))
+            obs = observe(part.dm, p, self.spec.obs_names, row, part.rows)
+            part.heads[p.tag], part.values[p.tag] = self.forward(p, obs)
 
         policies = list(self.spec.policies.values())
-        side = self._side_streams(len(policies) - 1)
+        side = self._side_streams(len(policies) - 1) if part is self else []
         if not side:
             for p in policies:
                 forward(p)
@@ -338,17 +349,18 @@ class Rollout:
         return self._streams[:count]
 
     @torch.no_grad()
-    def after_step(self, step: int | None) -> tuple[Tensor, dict[str, Any]]:
+    def after_step(self, step: int | None, part: Any = None) -> tuple[Tensor, dict[str, Any]]:
         """Bootstrap order: record done flags, timesteps and rewards; forward on ``s_{t+1}``
         (bootstrap values)."""
-        t, dm = self.spec, self.dm
-        done_i = self.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)
+        t, part = self.spec, part or self
+        dm = part.dm
+        done_i = part.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)
         next_out = {}
         for p in t.policies.values():
             obs = policy_obs(dm, p, t.obs_names)
             next_out[p.tag] = self.forward(p, obs)
             if step is not None and p.samples_in_kernel:
-                p.buffers.record_next_values(step, next_out[p.tag][1])
+                p.buffers.record_next_values(step, next_out[p.tag][1], part.rows)
             if step is not None and p.records_next_obs:
                 p.record_next_obs(step, obs)
         return done_i > 0, next_out
@@ -361,17 +373,21 @@ class Rollout:
                 p.record_next_obs(step, policy_obs(self.dm, p, self.spec.obs_names))
 
     @torch.no_grad()
-    def set_next_outputs(self, done: Tensor, next_out: dict[str, Any]) -> None:
+    def set_next_outputs(self, done: Tensor, next_out: dict[str, Any], part: Any = None) -> None:
         """Bootstrap order, after the reset: the policy outputs for the next step (those on the
         saved reset observations where ``done`` (E,), else ``next_out``)."""
-        t = self.spec
+        t, part = self.spec, part or self
         for p in t.policies.values():
             heads, values = next_out[p.tag]
             if t.reset_obs_known:
-                self.heads[p.tag] = where_done(done, self.reset_heads[p.tag], heads)
-                self.values[p.tag] = where_done(done, self.reset_values[p.tag], values)
+                reset_heads, reset_values = self.reset_heads[p.tag], self.reset_values[p.tag]
+                if part is not self:
+                    reset_heads = slice_rows(reset_heads, part.rows.start, part.rows.stop)
+                    reset_values = reset_values[part.rows]
+                part.heads[p.tag] = where_done(done, reset_heads, heads)
+                part.values[p.tag] = where_done(done, reset_values, values)
             else:  # reset observations unknown: one more forward on the post-reset observations
-                self.heads[p.tag], self.values[p.tag] = self.forward(p, policy_obs(self.dm, p, t.obs_names))
+                part.heads[p.tag], part.values[p.tag] = self.forward(p, policy_obs(part.dm, p, t.obs_names))
 
     @torch.no_grad()
     def finalize(self) -> None:

@@ -17,9 +17,6 @@ import numpy as np
 
 from warp_drive.errors import ConfigError
 
-#: Confidence level of every interval reported by evaluation.
-CONFIDENCE = 0.95
-
 #: The 0.975 quantile of Student's t with df = 1..30 degrees of freedom.
 _T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
          2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,

@@ -395,11 +395,6 @@ class Trainer(TrainerAPI271):
         self._metrics_log.write(self.iteration, self.iteration * batch, metrics)
         return metrics
 
-    @property
-    def metrics_writer(self) -> Any:
-        """The open :class:`~warp_drive.training.metrics.MetricsWriter` (None before the first row)."""
-        return self._metrics_log.writer
-
     def _write_run_config(self) -> None:
         """Write the run config as one JSON object to ``run_config.json``, replacing the file (once
         per start; rank 0)."""

@@ -146,12 +146,8 @@ class A2C:
         self.vf_loss_coeff = ParamScheduler(vf_loss_coeff, "vf_loss_coeff")
         self.entropy_coeff = ParamScheduler(entropy_coeff, "entropy_coeff")
         self.normalize_advantage = bool(normalize_advantage)
-        self.value_normalizer: ValueNormalizer | None = (
-            ValueNormalizer() if normalize_return else None
-        )
-        self.reward_normalizer: RewardNormalizer | None = (
-            RewardNormalizer(self.gamma) if normalize_reward else None
-        )
+        self.value_normalizer: ValueNormalizer | None = ValueNormalizer() if normalize_return else None
+        self.reward_normalizer: RewardNormalizer | None = RewardNormalizer(self.gamma) if normalize_reward else None
 
     @classmethod
     def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
@@ -280,10 +276,16 @@ class A2C:
         c_vf = self.vf_loss_coeff.get_param_value(timestep)
         c_ent = self.entropy_coeff.get_param_value(timestep)
         targets = self.value_targets(returns)
-        extra = {} if advantage_stats is None else {"advantage_stats": advantage_stats}
         loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values,
-                                   **extra)
-        metrics.update(self._common_metrics(loss, values, returns, targets, c_vf, c_ent))
+                                   advantage_stats)
+        metrics.update({
+            "loss": loss.detach(),
+            "mean_return": returns.detach().mean(),
+            "mean_value": self.values_in_reward_units(values.detach()).mean(),
+            "explained_variance": explained_variance(values, targets),
+            "vf_loss_coeff": loss.new_full((), c_vf).detach(),
+            "entropy_coeff": loss.new_full((), c_ent).detach(),
+        })
         return loss, metrics
 
     def _loss(
@@ -302,21 +304,3 @@ class A2C:
         """The algorithm's loss from per-sample quantities (A2C: the plain policy gradient)."""
         return a2c_loss(log_prob, entropy, values, advantages, targets, vf_loss_coeff=c_vf, entropy_coeff=c_ent,
                         normalize_advantage=self.normalize_advantage, advantage_stats=advantage_stats)
-
-    def _common_metrics(
-        self,
-        loss: Tensor,
-        values: Tensor,
-        returns: Tensor,
-        targets: Tensor,
-        c_vf: float,
-        c_ent: float,
-    ) -> Metrics:
-        return {
-            "loss": loss.detach(),
-            "mean_return": returns.detach().mean(),
-            "mean_value": self.values_in_reward_units(values.detach()).mean(),
-            "explained_variance": explained_variance(values, targets),
-            "vf_loss_coeff": loss.new_full((), c_vf).detach(),
-            "entropy_coeff": loss.new_full((), c_ent).detach(),
-        }

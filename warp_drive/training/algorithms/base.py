@@ -126,10 +126,7 @@ class UpdateContext:
         return self.optimizers[name]
 
     def backward_of(self, loss: Tensor) -> None:
-        if self.backward is None:
-            loss.backward()
-        else:
-            self.backward(loss)
+        (self.backward or Tensor.backward)(loss)
 
 
 class Policy:

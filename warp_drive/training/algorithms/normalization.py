@@ -33,7 +33,30 @@ def standardize(x: Tensor, eps: float = 1e-8, stats: tuple[Tensor, Tensor] | Non
     return (x - mean) / (std + eps)
 
 
-class ValueNormalizer(nn.Module):
+class _RunningMoments(nn.Module):
+    """float64 buffers ``mean`` and ``var`` of shape ``shape`` and a ``count``, merged batch-wise
+    (Chan et al.); they start at mean 0, variance 1."""
+
+    mean: Tensor
+    var: Tensor
+    count: Tensor
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
+
+    def _merge(self, batch_count: float, batch_mean: Tensor, batch_var: Tensor) -> None:
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * batch_count / total
+        self.mean.add_(delta * batch_count / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+
+class ValueNormalizer(_RunningMoments):
     """Running mean/variance of the returns, for a value head that predicts normalized returns.
 
     With ``normalize_return`` the value head learns ``(G - mean) / std`` where mean and std are
@@ -49,34 +72,16 @@ class ValueNormalizer(nn.Module):
         eps: Added to the variance before the square root.
     """
 
-    mean: Tensor
-    var: Tensor
-    count: Tensor
-
     def __init__(self, eps: float = 1e-8) -> None:
-        super().__init__()
+        super().__init__(())
         self.eps = eps
-        self.register_buffer("mean", torch.zeros((), dtype=torch.float64))
-        self.register_buffer("var", torch.ones((), dtype=torch.float64))
-        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
 
     @torch.no_grad()
     def update(self, x: Tensor) -> None:
         """Merges the statistics of all elements of ``x`` into the running ones."""
         x = x.detach().to(device=self.mean.device, dtype=torch.float64)
-        batch_count = float(x.numel())
-        batch_mean = x.mean()
-        batch_var = x.var(unbiased=False) if x.numel() > 1 else torch.zeros_like(batch_mean)
-        total = self.count + batch_count
-        delta = batch_mean - self.mean
-        m2 = (
-            self.var * self.count
-            + batch_var * batch_count
-            + delta.pow(2) * self.count * batch_count / total
-        )
-        self.mean.add_(delta * batch_count / total)
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
+        mean = x.mean()
+        self._merge(float(x.numel()), mean, x.var(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean))
 
     def normalize(self, x: Tensor) -> Tensor:
         """Maps returns to normalized units (same dtype as ``x``)."""
@@ -89,7 +94,7 @@ class ValueNormalizer(nn.Module):
         return (y * std + self.mean).to(y.dtype)
 
 
-class ObsNormalizer(nn.Module):
+class ObsNormalizer(_RunningMoments):
     """Running per-feature mean/variance of observations, applied as ``clip((x - mean) / std, -c, c)``.
 
     A model built with ``normalize_obs`` (:class:`~warp_drive.training.models.FullyConnected`)
@@ -110,17 +115,10 @@ class ObsNormalizer(nn.Module):
         forward: (*lead, size) -> (*lead, size), in the input's dtype.
     """
 
-    mean: Tensor
-    var: Tensor
-    count: Tensor
-
     def __init__(self, size: int, clip: float = 10.0, eps: float = 1e-8) -> None:
-        super().__init__()
+        super().__init__((int(size),))
         self.clip = float(clip)
         self.eps = float(eps)
-        self.register_buffer("mean", torch.zeros(int(size), dtype=torch.float64))
-        self.register_buffer("var", torch.ones(int(size), dtype=torch.float64))
-        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
 
     def forward(self, x: Tensor) -> Tensor:
         mean = self.mean.to(x.dtype)
@@ -131,15 +129,7 @@ class ObsNormalizer(nn.Module):
     def update(self, x: Tensor) -> None:
         """Merges the per-feature statistics of ``x`` (all leading dims pooled) into the running ones."""
         x = x.detach().reshape(-1, self.mean.shape[0]).to(device=self.mean.device, dtype=torch.float64)
-        batch_count = float(x.shape[0])
-        batch_mean = x.mean(0)
-        batch_var = x.var(0, unbiased=False)
-        total = self.count + batch_count
-        delta = batch_mean - self.mean
-        m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * batch_count / total
-        self.mean.add_(delta * batch_count / total)
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
+        self._merge(float(x.shape[0]), x.mean(0), x.var(0, unbiased=False))
 
 
 class RewardNormalizer(nn.Module):

@@ -108,7 +108,7 @@ def update_policy(
                                                backward=backward, autocast_dtype=autocast_dtype)
             else:
                 loss, metrics, _ = _loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype)
-                _backward(loss, backward)
+                (backward or Tensor.backward)(loss)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
             else:
@@ -168,7 +168,7 @@ def accumulate_gradients(
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
             loss, last, values = _loss(model, algorithm, chunk, timestep, stats, autocast_dtype)
-            _backward(loss * weight, backward)
+            (backward or Tensor.backward)(loss * weight)
         if values_seen is None:
             values_seen = values.new_empty((rows, *values.shape[1:]))
         values_seen[start:stop].copy_(values.detach())
@@ -213,13 +213,6 @@ def _loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
 def _float32(tree: Any) -> Any:
     """Floating tensors of a (nested) list/tuple/mapping as float32 (a no-op where they already are)."""
     return map_tensors(lambda t: t.float() if t.is_floating_point() else t, tree)
-
-
-def _backward(loss: Tensor, backward: Callable[[Tensor], None] | None) -> None:
-    if backward is None:
-        loss.backward()
-    else:
-        backward(loss)
 
 
 def _num_rows(obs: Any) -> int:

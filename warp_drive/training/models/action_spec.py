@@ -16,6 +16,14 @@ from warp_drive.errors import DataShapeError, DataTypeError
 ObsDims = int | Sequence[int] | Mapping[str, int | Sequence[int]]
 
 
+def feature_shape(dims: int | Sequence[int], name: str = "obs_dims") -> tuple[int, ...]:
+    """Feature shape from an int width or a shape sequence (DataShapeError: empty, or a size < 1)."""
+    shape = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(d) for d in dims)
+    if not shape or any(d < 1 for d in shape):
+        raise DataShapeError(f"observation dims {name}={dims!r} must be positive sizes.")
+    return shape
+
+
 @dataclass(frozen=True)
 class ActionSpec:
     """The action heads of a policy: categorical heads OR one diagonal Gaussian head.

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError, DataShapeError
-from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 
 Tensor = torch.Tensor
 
@@ -31,10 +31,7 @@ def box_obs_shape(obs_dims: ObsDims) -> tuple[int, ...]:
         raise DataShapeError(
             f"actor and action-value models (DDPG, SAC) take Box observations; got a Dict observation "
             f"{dict(obs_dims)}. Concatenate the keys into one `observations` array in the env.")
-    shape = (int(obs_dims),) if isinstance(obs_dims, int) else tuple(int(d) for d in obs_dims)
-    if not shape or any(d < 1 for d in shape):
-        raise DataShapeError(f"observation dims {obs_dims!r} must be positive sizes.")
-    return shape
+    return feature_shape(obs_dims)
 
 
 def continuous_action_dim(action_spec: ActionSpec | int) -> int:

@@ -15,18 +15,10 @@ from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
 from warp_drive.training.algorithms.normalization import ObsNormalizer
-from warp_drive.training.models.action_spec import ActionSpec, ObsDims
+from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 from warp_drive.training.models.fused_linear import linear_relu
 
 Tensor = torch.Tensor
-
-
-def _as_shape(dims: int | Sequence[int], name: str) -> tuple[int, ...]:
-    """Feature shape from an int width or a shape sequence."""
-    shape = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(d) for d in dims)
-    if not shape or any(d < 1 for d in shape):
-        raise DataShapeError(f"observation dims {name}={dims!r} must be positive sizes.")
-    return shape
 
 
 class FullyConnected(nn.Module):
@@ -94,7 +86,7 @@ class FullyConnected(nn.Module):
         self.action_scale = 1.0 if action_scale is None else float(action_scale)
         self.action_bias = 0.0 if action_bias is None else float(action_bias)
         if isinstance(obs_dims, Mapping):
-            shapes = {str(k): _as_shape(v, f"[{k!r}]") for k, v in obs_dims.items()}
+            shapes = {str(k): feature_shape(v, f"[{k!r}]") for k, v in obs_dims.items()}
             mask_shape = shapes.pop(Constants.ACTION_MASK, None)
             if mask_shape is not None and math.prod(mask_shape) != action_spec.num_logits:
                 raise DataShapeError(
@@ -107,7 +99,7 @@ class FullyConnected(nn.Module):
             self.obs_shapes = shapes
         else:
             self.obs_keys = None
-            self.obs_shapes = {"": _as_shape(obs_dims, "obs_dims")}
+            self.obs_shapes = {"": feature_shape(obs_dims)}
         self.obs_size = sum(math.prod(s) for s in self.obs_shapes.values())
         self.obs_normalizer = ObsNormalizer(self.obs_size) if normalize_obs else None
 

@@ -51,7 +51,6 @@ def minibatch_indices(
     *,
     device: torch.device | str | None = None,
     generator: torch.Generator | None = None,
-    shuffle: bool = True,
 ) -> tuple[Tensor, ...]:
     """A random permutation of ``range(num_samples)`` split into equal index chunks.
 
@@ -65,24 +64,18 @@ def minibatch_indices(
         raise DataShapeError(
             f"num_minibatches={num_minibatches} must divide the {num_samples} samples."
         )
-    if shuffle:
-        perm = torch.randperm(num_samples, device=device, generator=generator)
-    else:
-        perm = torch.arange(num_samples, device=device)
-    return perm.chunk(num_minibatches)
+    return torch.randperm(num_samples, device=device, generator=generator).chunk(num_minibatches)
 
 
 def iterate_minibatches(
     batch: Mapping[str, Any],
     num_minibatches: int,
     *,
-    num_leading_dims: int = 2,
     generator: torch.Generator | None = None,
-    shuffle: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """Yields shuffled minibatches of a rollout batch.
 
-    The first ``num_leading_dims`` axes (time and env) are merged into one sample axis, which is
+    The first two axes (time and env) are merged into one sample axis, which is
     permuted and split; agent and feature axes stay whole, so every minibatch row keeps all
     agents of one (time step, env).
 
@@ -91,19 +84,18 @@ def iterate_minibatches(
             leading shape, e.g. ``obs`` (B, E, A, F), ``actions`` (B, E, A, C),
             ``advantages`` (B, E, A).
         num_minibatches: Number of chunks; must divide the number of samples.
-        num_leading_dims: Axes merged into the sample axis.
         generator: Torch generator on the batch's device (for reproducible shuffles).
-        shuffle: Permute samples (True) or keep time-major order.
 
     Shapes:
-        yields: each tensor (M, *rest) with M = prod(leading) // num_minibatches.
+        yields: each tensor (M, *rest) with M = B * E // num_minibatches.
     """
-    flat = flatten_leading(dict(batch), num_leading_dims)
-    first = next(_tensors(flat), None)
-    if first is None:
+    flat = flatten_leading(dict(batch))
+    tensors: list[Tensor] = []
+    map_tensors(tensors.append, flat)
+    if not tensors:
         raise DataShapeError("batch holds no tensors.")
-    n, device = first.shape[0], first.device
-    for tensor in _tensors(flat):
+    n, device = tensors[0].shape[0], tensors[0].device
+    for tensor in tensors:
         if tensor.shape[0] != n:
             raise DataShapeError(
                 f"batch tensors disagree on the leading shape: {tensor.shape[0]} vs {n} samples."
@@ -111,18 +103,5 @@ def iterate_minibatches(
     if num_minibatches == 1:  # the whole batch: order does not matter, so skip the gather copy
         yield flat
         return
-    for index in minibatch_indices(
-        n, num_minibatches, device=device, generator=generator, shuffle=shuffle
-    ):
+    for index in minibatch_indices(n, num_minibatches, device=device, generator=generator):
         yield index_tree(flat, index)
-
-
-def _tensors(tree: Any) -> Iterator[Tensor]:
-    if isinstance(tree, Tensor):
-        yield tree
-    elif isinstance(tree, Mapping):
-        for v in tree.values():
-            yield from _tensors(v)
-    elif isinstance(tree, (list, tuple)):
-        for v in tree:
-            yield from _tensors(v)

@@ -76,9 +76,6 @@ class OUNoise:
             return mu
         return mu + float(scale) * self.step(damping, stddev)
 
-    def reset(self) -> None:
-        self.state.zero_()
-
 
 # --------------------------------------------------------------------------- n-step targets
 def nstep_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor, gamma: float, n: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -31,7 +31,6 @@ from warp_drive.training.policy_state import EpisodeStats, agent_index
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 Tensor = torch.Tensor
-ROLES = ("actor", "critic")
 #: every network and optimizer a checkpoint holds
 NETS = ("actor", "critic", "target_actor", "target_critic", "actor_optimizer", "critic_optimizer")
 
