@@ -38,8 +38,13 @@ from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
 from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for
+from warp_drive.config import _checks as chk
+from warp_drive.config import load_run_config
+from warp_drive.config._yaml import load_defaults
+from warp_drive.config.load import load_raw_config
+from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
-from warp_drive.training.run_folder import check_writable, claim_run_folder, release_if_empty
+from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.utils.device import backend_choice, choose_backend
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
@@ -111,11 +116,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
     """The run folder and whether its name is a default one: ``--resume``'s folder, ``--results_dir``
     (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
     (:mod:`warp_drive.training.run_folder`)."""
-    from warp_drive.errors import ConfigError
-
     if args.resume:
-        from warp_drive.errors import CheckpointError
-
         resume = Path(args.resume).expanduser().resolve()
         if not resume.exists():
             raise CheckpointError(f"cannot resume from {args.resume}: no such file or folder; pass a run folder "
@@ -127,10 +128,6 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
         return folder, False
     if args.results_dir:
         return Path(args.results_dir).expanduser().resolve(), False
-    from warp_drive.config import _checks as chk
-    from warp_drive.config._yaml import load_defaults
-    from warp_drive.training.run_folder import default_run_name, run_base
-
     saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
     parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
     return (run_base(*parts) / default_run_name()).resolve(), True
@@ -145,9 +142,6 @@ def _config_source(args: argparse.Namespace) -> Any:
 def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     """Resolves config, run folder, backend and checkpoint; checks the run folder first (no torch import
     before that check, so a bad folder fails in well under a second) and prints it (``announce``)."""
-    from warp_drive.config import load_run_config
-    from warp_drive.config.load import load_raw_config
-
     rank = int(os.environ.get("RANK", "0"))
     source = _config_source(args)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
@@ -197,7 +191,6 @@ def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
 
 
 def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -> None:
-    from warp_drive.errors import CheckpointError
     from warp_drive.training.checkpoint import check_resume_compatible
 
     try:
@@ -240,12 +233,9 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
     import torch
 
-    from warp_drive.config import load_run_config
     from warp_drive.training.auto_scale import gpu_free_bytes, search
 
     if choose_backend(args.backend) != "pycuda":
-        from warp_drive.errors import ConfigError
-
         raise ConfigError("--auto_scale sizes runs for GPU memory; it needs the pycuda backend and a GPU")
     base = load_run_config(_config_source(args), list(args.overrides))
 
@@ -340,18 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
 
     def body() -> int:
-        try:
-            if args.num_gpus and args.num_gpus > 1:
-                from warp_drive.training.distributed import launch_with_torchrun
+        if args.num_gpus and args.num_gpus > 1:
+            from warp_drive.training.distributed import launch_with_torchrun
 
-                argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
-                return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
-            return failures.call(lambda: run(args, failures))
-        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
-            from warp_drive.training.interrupt import exit_code_of
-
-            print(stop if str(stop) else "interrupted", file=sys.stderr)
-            return exit_code_of(stop)
+            argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
+            return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
+        return failures.call(lambda: run(args, failures))
 
     return report_errors(body, args.debug)
 
