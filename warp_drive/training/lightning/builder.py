@@ -139,12 +139,9 @@ def build_lightning_trainer(
         max_epochs = max(1, math.ceil(engine.num_iters / ipe))
     if accelerator is None:
         accelerator = _accelerator_for(module)
-    if devices is None:
-        if engine is not None and str(engine.device).startswith("cuda"):
-            index = getattr(engine.device, "index", None)
-            devices = [int(index or 0)]
-        else:
-            devices = 1
+    if devices is None:  # a built engine's own GPU
+        on_gpu = engine is not None and str(engine.device).startswith("cuda")
+        devices = [int(getattr(engine.device, "index", None) or 0)] if on_gpu else 1
     if isinstance(strategy, str) and strategy == "ddp":
         # optimizers once the engine exists (else the trained policies; setup() completes the count)
         count = None if module is None else module.num_optimizers or module.num_trained_policies

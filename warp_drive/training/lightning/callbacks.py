@@ -153,14 +153,15 @@ class PerfStatsCallbackBase:
             return
         engine = _engine(pl_module)
         self._training.stop(torch.device(engine.device))
-        num_iters = self.num_iters if self.num_iters is not None else int(engine.num_iters)
-        if self.iters % self.log_freq == 0 or self.iters == num_iters:
-            self._print(trainer, engine, num_iters)
+        if self.iters % self.log_freq == 0 or self.iters == self._num_iters(engine):
+            self._print(trainer, engine)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.print_stats and self.iters and (not self.printed or self.printed[-1]["iteration"] != self.iters):
-            engine = _engine(pl_module)
-            self._print(trainer, engine, self.num_iters if self.num_iters is not None else int(engine.num_iters))
+            self._print(trainer, _engine(pl_module))
+
+    def _num_iters(self, engine: Engine) -> int:
+        return self.num_iters if self.num_iters is not None else int(engine.num_iters)
 
     def perf_stats(self, engine: Engine) -> dict[str, float]:
         """Mean times per iteration and env steps per second so far (synchronizes the device)."""
@@ -177,7 +178,7 @@ class PerfStatsCallbackBase:
             "total_env_steps_per_s": steps / total if total > 0 else math.nan,
         }
 
-    def _print(self, trainer: Any, engine: Engine, num_iters: int) -> None:
+    def _print(self, trainer: Any, engine: Engine) -> None:
         stats = self.perf_stats(engine)
         self.printed.append({"iteration": float(self.iters), **stats})
         if not trainer.is_global_zero:
@@ -188,7 +189,7 @@ class PerfStatsCallbackBase:
             "training_env_steps_per_s": "env steps per second (update only)",
             "total_env_steps_per_s": "env steps per second (total)",
         }
-        lines = ["-" * 52, f"WarpDrive throughput, iteration {self.iters} / {num_iters}"]
+        lines = ["-" * 52, f"WarpDrive throughput, iteration {self.iters} / {self._num_iters(engine)}"]
         lines += [f"  {labels[k]:<38}{v:>12.2f}" for k, v in stats.items()]
         print("\n".join(lines), flush=True)
 
