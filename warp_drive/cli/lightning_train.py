@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -31,6 +32,7 @@ from warp_drive.cli.envs import example_env_name
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training.interrupt import IterationAborted, signal_name
+from warp_drive.training.run_failures import RunFailures
 from warp_drive.training.run_folder import check_writable, default_run_name
 
 logger = logging.getLogger("warp_drive.training.lightning.train")
@@ -177,8 +179,6 @@ _ENGINE_RUN_ENV = "WARP_DRIVE_LIGHTNING_ENGINE_RUN"
 
 def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) -> str:
     """This command line with ``--resume CHECKPOINT`` (or ``--resume last``) instead of its own ``--resume``."""
-    import shlex
-
     args = without_flag(sys.argv[1:] if argv is None else list(argv), ("--resume",))
     return shlex.join([*PROG.split(), *args, "--resume", str(checkpoint or "last")])
 
@@ -189,7 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print the four-line report (:class:`~warp_drive.training.run_failures.RunFailures`) and write
     ``<results_dir>/error.log``; a SIGINT / SIGTERM stop returns 130 / 143."""
     from warp_drive.training.lightning.cli_runs import newest_intact_lightning_checkpoint
-    from warp_drive.training.run_failures import RunFailures
 
     args = parse_args(argv)
     configure_logging(args.quiet)

@@ -42,8 +42,11 @@ from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
 from warp_drive.config._yaml import load_defaults
 from warp_drive.config.load import load_raw_config
+from warp_drive.env.backends import canonical_backend
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
+from warp_drive.training.interrupt import TrainingInterrupted, signal_name
+from warp_drive.training.run_failures import RunFailures, resume_folder
 from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.utils.device import backend_choice, choose_backend
 
@@ -177,8 +180,6 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
 
 def _check_config_backend(raw: Any) -> None:
     """The config's own ``trainer.env_backend`` (file and overrides), if set, must be a backend name."""
-    from warp_drive.env.backends import canonical_backend
-
     trainer = raw.get("trainer") if isinstance(raw, dict) else None
     if isinstance(trainer, dict) and "env_backend" in trainer:
         canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
@@ -286,21 +287,18 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     except BaseException:
         release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
         raise
+    from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
+    from warp_drive.training.run_summary import print_random_comparison, print_summary
+
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
         if plan.rank == 0:
-            from warp_drive.training.run_summary import print_random_comparison
-
             print_random_comparison(trainer, args.eval_episodes)
         return 0
-    from warp_drive.training.interrupt import TrainingInterrupted, signal_name
-
     if failures is not None:
         failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
-        from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-
         seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
         log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
     first = trainer.iteration
@@ -315,16 +313,12 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     finally:
         trainer.graceful_close()
     if trainer.rank == 0:
-        from warp_drive.training.run_summary import print_summary
-
         print_summary(trainer, first, time.perf_counter() - start, args.eval_episodes)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
-    from warp_drive.training.run_failures import RunFailures, resume_folder
-
     args = parse_args(argv)
     configure_logging(args.quiet)
     failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
