@@ -1,12 +1,5 @@
-"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs.
-
-* :class:`PerfStatsCallbackBase`: per-epoch wall time and env steps per second
-  (device-synchronized) and, in WarpDrive 2.7.1's form, printed throughput every N iterations.
-* :class:`CUDACallbackBase`: WarpDrive 2.7.1's ``CUDACallback`` (resets the envs at train start).
-* :class:`EpisodeReturnLoggerBase`: episode returns every N epochs (training episodes, and
-  optionally a greedy evaluation of the current policies).
-* :class:`RolloutRenderCallbackBase`: a GIF/MP4 of one Tag episode with the current policies
-  every N epochs, via :mod:`warp_drive.utils.rollout_animation`.
+"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs: throughput,
+2.7.1's ``CUDACallback``, episode returns and rollout renders (one class each).
 
 These are mixins without a Lightning base; the callbacks users pass to a Trainer
 (``PerfStatsCallback``, ``CUDACallback``, ...) are bound to ``lightning.Callback`` in
@@ -23,15 +16,13 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
+from warp_drive.training.engine import Engine
 
 logger = logging.getLogger(__name__)
 

@@ -259,9 +259,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
 
     def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Engine:
         """The engine, built with the factory first if needed (outside ``Trainer.fit``)."""
-        if self.engine is None:
-            if self.engine_factory is None:  # pragma: no cover - the constructor guarantees one of them
-                raise ConfigError("this module has neither an engine nor an engine factory")
+        if self.engine is None:  # the constructor guarantees a factory then
             self.attach_engine(self.engine_factory(rank=rank, world_size=world_size, device_id=device_id))
         return self.engine  # type: ignore[return-value]
 
