@@ -61,9 +61,7 @@ def load_raw_config(
         try:
             text = _decode(path.read_bytes(), path)
         except OSError as err:
-            raise ConfigError(
-                f"cannot read run config {str(path)!r}: {err}; check the path."
-            ) from err
+            raise ConfigError(f"cannot read run config {str(path)!r}: {err}; check the path.") from err
         try:
             raw = yaml_loads(text)
         except ConfigError as err:
@@ -174,22 +172,15 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
             known = list(template)
             if part not in known:
                 match = chk.closest_match(part, known)
-                hint = (
-                    f"did you mean `{'.'.join(parts[:depth] + [match])}`?"
-                    if match
-                    else "no close match."
-                )
-                raise ConfigError(
-                    f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}"
-                )
+                hint = f"did you mean `{'.'.join(parts[:depth] + [match])}`?" if match else "no close match."
+                raise ConfigError(f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}")
             template = template[part]
         if is_last:
             node[part] = value
         else:
             child = node.get(part)
             if child is None:
-                child = {}
-                node[part] = child
+                child = node[part] = {}
             elif not isinstance(child, dict):
                 raise ConfigError(
                     f"override {chk.brief(override)}: `{dotted}`={chk.brief(child)} is not a mapping, so "

@@ -110,6 +110,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from warp_drive.config._checks import closest_match
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env.placeholders import action_layout
@@ -309,8 +310,6 @@ class WarpDriveVectorEnv(VectorEnv):
         options = dict(options or {})
         mask = self._replica_mask(options.pop("reset_mask", None))
         if options:
-            from warp_drive.config._checks import closest_match
-
             key = sorted(options, key=str)[0]
             match = closest_match(str(key), ["reset_mask"])
             raise ConfigError(f"reset(options=...) got the unknown key {key!r}" + (f"; did you mean {match!r}?" if match else "")
