@@ -37,11 +37,11 @@ from warp_drive.training.interrupt import TrainingInterrupted
 from warp_drive.training.run_folder import check_writable, default_run_name
 from warp_drive.utils.device import choose_backend
 
+_RUN_CONFIGS = resources.files("warp_drive.training").joinpath("run_configs")
 
 def run_config_names() -> list[str]:
     """Names of the run configs shipped in ``warp_drive/training/run_configs``."""
-    folder = resources.files("warp_drive.training").joinpath("run_configs")
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[: -len(".yaml")] for p in _RUN_CONFIGS.iterdir() if p.name.endswith(".yaml"))
 
 
 def run_config_path(name: str) -> Path:
@@ -50,7 +50,7 @@ def run_config_path(name: str) -> Path:
     Raises:
         ConfigError: no such config (with the known names).
     """
-    path = Path(str(resources.files("warp_drive.training").joinpath("run_configs", f"{name}.yaml")))
+    path = Path(str(_RUN_CONFIGS.joinpath(f"{name}.yaml")))
     if not path.is_file():
         known = run_config_names()
         match = closest_match(name, known)

@@ -199,9 +199,8 @@ class PolicyConfig(chk.PlainDict):
         vf_clip = d["vf_clip_param"]
         if vf_clip is not None:
             vf_clip = chk.as_positive(vf_clip, key("vf_clip_param"))
-        epochs = d["num_epochs"]
-        epochs = DEFAULT_NUM_EPOCHS[algorithm] if epochs is None else epochs
-        epochs = chk.as_int(epochs, key("num_epochs"), minimum=1)
+        epochs = chk.as_int(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None else d["num_epochs"],
+                            key("num_epochs"), minimum=1)
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
         if algorithm == "PPO" and epochs * minibatches == 1:
             logger.warning(
