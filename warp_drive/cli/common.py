@@ -8,6 +8,9 @@ import logging
 import sys
 from typing import Any, Callable, Sequence
 
+from warp_drive.errors import WarpDriveError
+from warp_drive.training.interrupt import SignalExit, exit_code_of
+
 
 def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
@@ -31,8 +34,6 @@ def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any
 
 def explain_error(err: BaseException) -> str | None:
     """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
-    from warp_drive.errors import WarpDriveError
-
     if isinstance(err, WarpDriveError):
         text = " ".join(str(err).split())
         return f"error: {text}\n(add --debug to see the traceback)"
@@ -65,7 +66,9 @@ def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
 
 def report_errors(body: Callable[[], int], debug: bool) -> int:
     """``body()``'s exit code; an expected error (:func:`explain_error`) prints one or two lines and
-    returns 2 instead (``debug``, or a bug: raised with its traceback). Shared by the training CLIs."""
+    returns 2 instead (``debug``, or a bug: raised with its traceback); a stop by a signal before
+    training (Ctrl-C), or a second signal, prints its message and returns its exit code (130 / 143).
+    Shared by the training CLIs."""
     try:
         return body()
     except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
@@ -74,5 +77,10 @@ def report_errors(body: Callable[[], int], debug: bool) -> int:
             raise
         print(message, file=sys.stderr)
         return 2
+    except BaseException as stop:
+        if not isinstance(stop, (KeyboardInterrupt, SignalExit)):
+            raise
+        print(stop if str(stop) else "interrupted", file=sys.stderr)
+        return exit_code_of(stop)  # type: ignore[arg-type]
 
 

@@ -11,10 +11,8 @@ import example_envs
 from warp_drive.errors import ConfigError
 
 #: 2.7.1 run-config names -> this project's example env names (``example_envs.get_example_env_class``).
+#: (2.7.1's Tag configs are named as the envs here: tag_continuous, tag_gridworld, tag_gridworld_with_reset_pool.)
 REFERENCE_ENV_NAMES = {
-    "tag_continuous": "tag_continuous",
-    "tag_gridworld": "tag_gridworld",
-    "tag_gridworld_with_reset_pool": "tag_gridworld_with_reset_pool",
     "single_cartpole": "cartpole",
     "single_acrobot": "acrobot",
     "single_mountain_car": "mountain_car",

@@ -20,13 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
 from warp_drive.cli.envs import example_env_name
+from warp_drive.config import load_run_config
+from warp_drive.errors import ConfigError
+from warp_drive.training.interrupt import IterationAborted, signal_name
+from warp_drive.training.run_failures import RunFailures
+from warp_drive.training.run_folder import check_writable, default_run_name
 
 logger = logging.getLogger("warp_drive.training.lightning.train")
 
@@ -66,6 +73,8 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
     run folder when training starts. Returns 0, or 130 / 143 after a SIGINT / SIGTERM stop."""
     import torch
 
+    from warp_drive.training.checkpoint import verify_archive
+    from warp_drive.training.distributed import clear_torch_process_group
     from warp_drive.training.lightning import (
         EpisodeReturnLogger,
         ExampleEnvEngineFactory,
@@ -75,35 +84,26 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
         build_lightning_trainer,
         iterations_per_epoch_for,
     )
-
-    from warp_drive.training.run_folder import check_writable
+    from warp_drive.training.lightning._compat import api_of
+    from warp_drive.training.lightning.cli_runs import LightningStop, checkpoint_iteration, run_callback
 
     if os.environ.get("LOCAL_RANK", "0") == "0":
         check_writable(Path(args.results_dir).resolve())  # before anything is built
     env = args.env
     if env is None:  # the config's name: a registry name, a 2.7.1 name or an env class name
-        from warp_drive.config import load_run_config
-
         env = example_env_name(load_run_config(args.config).name)
     factory = ExampleEnvEngineFactory(env=env, config=args.config, overrides=args.overrides, backend=args.backend,
                                       results_dir=str(Path(args.results_dir) / "engine" / engine_run_name()))
     module = WarpDriveModule(engine_factory=factory, iterations_per_epoch=args.iterations_per_epoch)
     max_epochs = args.max_epochs
     if max_epochs is None:
-        import math
-
         cfg = factory.run_config()
         episode_length = int(dict(cfg.env).get("episode_length", 0) or 0)
         if not episode_length:
-            from warp_drive.errors import ConfigError
-
             raise ConfigError("pass --max_epochs (the run config's env section has no episode_length)")
         iters = cfg.trainer.num_iterations(episode_length)
         ipe = args.iterations_per_epoch or iterations_per_epoch_for(episode_length, cfg.trainer.batch_size_per_env)
         max_epochs = max(1, math.ceil(iters / ipe))
-    from warp_drive.training.lightning._compat import api_of
-    from warp_drive.training.lightning.cli_runs import LightningStop, run_callback
-
     stop = LightningStop()
     run_folder = Path(args.results_dir).resolve()
     callbacks: list[Any] = [
@@ -122,12 +122,8 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
         found = sorted(Path(args.results_dir).rglob("last.ckpt"), key=lambda p: p.stat().st_mtime)
         ckpt_path = str(found[-1]) if found else None
     if ckpt_path is not None:  # corrupt or cut-off files are refused by name before Lightning unpickles anything
-        from warp_drive.training.checkpoint import verify_archive
-
         verify_archive(Path(ckpt_path), "Lightning checkpoint")
     # weights_only=True whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says: a checkpoint holding other objects is refused
-    from warp_drive.training.interrupt import IterationAborted
-
     discarded = False
     with stop:  # SIGINT/SIGTERM: stop at the next iteration boundary (or env step: slow iterations) with last.ckpt
         try:
@@ -136,11 +132,6 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
             discarded = True
     engine = module.engine
     if stop.signum is not None:
-        from warp_drive.training.distributed import clear_torch_process_group
-        from warp_drive.training.interrupt import signal_name
-
-        from warp_drive.training.lightning.cli_runs import checkpoint_iteration
-
         last = getattr(trainer.checkpoint_callback, "last_model_path", "") or None
         if trainer.is_global_zero:
             done = checkpoint_iteration(Path(last)) if last else 0
@@ -165,8 +156,6 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
     # leave the process group before the interpreter exits: a gloo group still alive at exit can
     # abort the process (std::terminate from its threads; exit code 134 in 2 to 3 of 10 two-process
     # CPU runs before this call, none in 12 after)
-    from warp_drive.training.distributed import clear_torch_process_group
-
     clear_torch_process_group()
     return 0
 
@@ -178,8 +167,6 @@ def engine_run_name() -> str:
     """The engine's own folder name under ``<results_dir>/engine``: unique per run
     (:func:`~warp_drive.training.run_folder.default_run_name`), the same on every DDP rank (rank 0
     chooses it before Lightning starts the other ranks, which inherit it through the environment)."""
-    from warp_drive.training.run_folder import default_run_name
-
     name = os.environ.get(_ENGINE_RUN_ENV) if os.environ.get("LOCAL_RANK", "0") != "0" else None
     if not name:  # rank 0 (or no DDP): a fresh name on every run, also for runs in one process
         name = default_run_name()
@@ -192,8 +179,6 @@ _ENGINE_RUN_ENV = "WARP_DRIVE_LIGHTNING_ENGINE_RUN"
 
 def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) -> str:
     """This command line with ``--resume CHECKPOINT`` (or ``--resume last``) instead of its own ``--resume``."""
-    import shlex
-
     args = without_flag(sys.argv[1:] if argv is None else list(argv), ("--resume",))
     return shlex.join([*PROG.split(), *args, "--resume", str(checkpoint or "last")])
 
@@ -203,8 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     expected errors before training print one or two lines and return 2; failures once training started
     print the four-line report (:class:`~warp_drive.training.run_failures.RunFailures`) and write
     ``<results_dir>/error.log``; a SIGINT / SIGTERM stop returns 130 / 143."""
-    from warp_drive.training.lightning.cli_runs import SignalAbort, newest_intact_lightning_checkpoint
-    from warp_drive.training.run_failures import RunFailures
+    from warp_drive.training.lightning.cli_runs import newest_intact_lightning_checkpoint
 
     args = parse_args(argv)
     configure_logging(args.quiet)
@@ -216,17 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = RunFailures(resume, args.debug, Path(args.results_dir).resolve() if args.resume else None,
                            find_intact=newest_intact_lightning_checkpoint)
 
-    def body() -> int:
-        try:
-            return failures.call(lambda: run(args, failures, argv))
-        except SignalAbort as abort:
-            print(str(abort), file=sys.stderr)
-            return abort.exit_code
-        except KeyboardInterrupt:  # before training started
-            print("interrupted", file=sys.stderr)
-            return 130
-
-    return report_errors(body, args.debug)
+    return report_errors(lambda: failures.call(lambda: run(args, failures, argv)), args.debug)
 
 
 if __name__ == "__main__":

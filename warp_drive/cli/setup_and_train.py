@@ -28,13 +28,20 @@ from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, configure_logging, report_errors
 from warp_drive.cli.envs import env_class_for
+from warp_drive.config import RunConfig, load_run_config
+from warp_drive.config._checks import closest_match
+from warp_drive.config._yaml import yaml_loads
+from warp_drive.errors import ConfigError
 from warp_drive.training.build import build_trainer
+from warp_drive.training.interrupt import TrainingInterrupted
+from warp_drive.training.run_folder import check_writable, default_run_name
 from warp_drive.utils.device import choose_backend
+
+_RUN_CONFIGS = resources.files("warp_drive.training").joinpath("run_configs")
 
 def run_config_names() -> list[str]:
     """Names of the run configs shipped in ``warp_drive/training/run_configs``."""
-    folder = resources.files("warp_drive.training").joinpath("run_configs")
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[: -len(".yaml")] for p in _RUN_CONFIGS.iterdir() if p.name.endswith(".yaml"))
 
 
 def run_config_path(name: str) -> Path:
@@ -43,10 +50,7 @@ def run_config_path(name: str) -> Path:
     Raises:
         ConfigError: no such config (with the known names).
     """
-    from warp_drive.config._checks import closest_match
-    from warp_drive.errors import ConfigError
-
-    path = Path(str(resources.files("warp_drive.training").joinpath("run_configs", f"{name}.yaml")))
+    path = Path(str(_RUN_CONFIGS.joinpath(f"{name}.yaml")))
     if not path.is_file():
         known = run_config_names()
         match = closest_match(name, known)
@@ -77,19 +81,14 @@ def setup_trainer_and_train(
 
     The backend is pycuda when pycuda and a GPU are present, else the cpu backend (with a notice).
     """
-    from warp_drive.config import RunConfig, load_run_config
-
     del event_messenger
     backend = choose_backend(None)
     raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
     config = load_run_config(raw, [f"trainer.env_backend={backend}"])
     if results_directory is None:  # one process: a unique name; several: one that every device process agrees on
-        from warp_drive.training.run_folder import default_run_name
-
         results_directory = default_run_name() if num_devices == 1 else str(int(time.time()))
     if device_id == 0:  # before anything is built
         from warp_drive.training.trainer import run_directory
-        from warp_drive.training.run_folder import check_writable
 
         check_writable(run_directory(config, results_directory).resolve())
     trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
@@ -124,8 +123,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
     SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
     """
-    from warp_drive.training.interrupt import TrainingInterrupted, exit_code_of
-
     args = parse_args(argv)
     configure_logging(quiet=False)
 
@@ -135,23 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except TrainingInterrupted as stop:
             print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
             return stop.exit_code
-        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
-            print(stop if str(stop) else "interrupted", file=sys.stderr)
-            return exit_code_of(stop)
         return 0
 
     return report_errors(body, args.debug)
 
 
 def _main(args: argparse.Namespace) -> None:
-    from warp_drive.config._yaml import yaml_loads
-    from warp_drive.errors import ConfigError
+    import torch
 
     config = yaml_loads(run_config_path(args.env).read_text())
     num_gpus = args.num_gpus
     if args.auto_scale:
-        import torch
-
         from warp_drive.training.auto_scale import perform_auto_vertical_scaling
 
         config = perform_auto_vertical_scaling(setup_trainer_and_train, config)
@@ -159,8 +150,6 @@ def _main(args: argparse.Namespace) -> None:
     if num_gpus == -1:
         num_gpus = int(config.get("trainer", {}).get("num_gpus", 1))
     if num_gpus > 1:
-        import torch
-
         if num_gpus > torch.cuda.device_count():
             raise ConfigError(f"--num_gpus {num_gpus} but {torch.cuda.device_count()} GPU(s) are visible; "
                               "ask for at most that many")

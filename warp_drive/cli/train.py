@@ -38,8 +38,16 @@ from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
 from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for
+from warp_drive.config import _checks as chk
+from warp_drive.config import load_run_config
+from warp_drive.config._yaml import load_defaults
+from warp_drive.config.load import load_raw_config
+from warp_drive.env.backends import canonical_backend
+from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
-from warp_drive.training.run_folder import check_writable, claim_run_folder, release_if_empty
+from warp_drive.training.interrupt import TrainingInterrupted, signal_name
+from warp_drive.training.run_failures import RunFailures, resume_folder
+from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.utils.device import backend_choice, choose_backend
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
@@ -111,11 +119,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
     """The run folder and whether its name is a default one: ``--resume``'s folder, ``--results_dir``
     (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
     (:mod:`warp_drive.training.run_folder`)."""
-    from warp_drive.errors import ConfigError
-
     if args.resume:
-        from warp_drive.errors import CheckpointError
-
         resume = Path(args.resume).expanduser().resolve()
         if not resume.exists():
             raise CheckpointError(f"cannot resume from {args.resume}: no such file or folder; pass a run folder "
@@ -127,10 +131,6 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
         return folder, False
     if args.results_dir:
         return Path(args.results_dir).expanduser().resolve(), False
-    from warp_drive.config import _checks as chk
-    from warp_drive.config._yaml import load_defaults
-    from warp_drive.training.run_folder import default_run_name, run_base
-
     saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
     parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
     return (run_base(*parts) / default_run_name()).resolve(), True
@@ -145,9 +145,6 @@ def _config_source(args: argparse.Namespace) -> Any:
 def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     """Resolves config, run folder, backend and checkpoint; checks the run folder first (no torch import
     before that check, so a bad folder fails in well under a second) and prints it (``announce``)."""
-    from warp_drive.config import load_run_config
-    from warp_drive.config.load import load_raw_config
-
     rank = int(os.environ.get("RANK", "0"))
     source = _config_source(args)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
@@ -183,8 +180,6 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
 
 def _check_config_backend(raw: Any) -> None:
     """The config's own ``trainer.env_backend`` (file and overrides), if set, must be a backend name."""
-    from warp_drive.env.backends import canonical_backend
-
     trainer = raw.get("trainer") if isinstance(raw, dict) else None
     if isinstance(trainer, dict) and "env_backend" in trainer:
         canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
@@ -197,7 +192,6 @@ def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
 
 
 def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -> None:
-    from warp_drive.errors import CheckpointError
     from warp_drive.training.checkpoint import check_resume_compatible
 
     try:
@@ -240,12 +234,9 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
     import torch
 
-    from warp_drive.config import load_run_config
     from warp_drive.training.auto_scale import gpu_free_bytes, search
 
     if choose_backend(args.backend) != "pycuda":
-        from warp_drive.errors import ConfigError
-
         raise ConfigError("--auto_scale sizes runs for GPU memory; it needs the pycuda backend and a GPU")
     base = load_run_config(_config_source(args), list(args.overrides))
 
@@ -296,21 +287,18 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     except BaseException:
         release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
         raise
+    from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
+    from warp_drive.training.run_summary import print_random_comparison, print_summary
+
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
         if plan.rank == 0:
-            from warp_drive.training.run_summary import print_random_comparison
-
             print_random_comparison(trainer, args.eval_episodes)
         return 0
-    from warp_drive.training.interrupt import TrainingInterrupted, signal_name
-
     if failures is not None:
         failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
-        from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-
         seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
         log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
     first = trainer.iteration
@@ -325,33 +313,23 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     finally:
         trainer.graceful_close()
     if trainer.rank == 0:
-        from warp_drive.training.run_summary import print_summary
-
         print_summary(trainer, first, time.perf_counter() - start, args.eval_episodes)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
-    from warp_drive.training.run_failures import RunFailures, resume_folder
-
     args = parse_args(argv)
     configure_logging(args.quiet)
     failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
 
     def body() -> int:
-        try:
-            if args.num_gpus and args.num_gpus > 1:
-                from warp_drive.training.distributed import launch_with_torchrun
+        if args.num_gpus and args.num_gpus > 1:
+            from warp_drive.training.distributed import launch_with_torchrun
 
-                argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
-                return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
-            return failures.call(lambda: run(args, failures))
-        except KeyboardInterrupt as stop:  # Ctrl-C before training, or a second signal (AbortedBySignal)
-            from warp_drive.training.interrupt import exit_code_of
-
-            print(stop if str(stop) else "interrupted", file=sys.stderr)
-            return exit_code_of(stop)
+            argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
+            return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
+        return failures.call(lambda: run(args, failures))
 
     return report_errors(body, args.debug)
 

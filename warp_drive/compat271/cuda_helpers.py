@@ -18,7 +18,9 @@ import logging
 import os
 from typing import Any
 
+from warp_drive.cuda import project_root
 from warp_drive.errors import ConfigError
+from warp_drive.utils.device import init_cuda
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +61,6 @@ def check_templates(header: Any, runner: Any, path: Any) -> None:
 def get_default_env_directory(env_name: str) -> str | None:
     """Path of the CUDA step source of one of 2.7.1's built-in envs (``TagGridWorld``,
     ``TagContinuous``), or None for any other name (or when the example envs are not installed)."""
-    from warp_drive.cuda import project_root
-
     relative = _DEFAULT_ENV_SOURCES.get(env_name)
     if relative is None:
         return None
@@ -105,8 +105,6 @@ class DeviceArchitectures:
 
 def _device_limits(arch: str | None) -> tuple[int, int, int, int]:
     """(max threads per block, max blocks per SM, max threads per SM, SM count) of the current device."""
-    from warp_drive.utils.device import init_cuda
-
     init_cuda()
     import pycuda.driver as cuda
 
@@ -164,8 +162,6 @@ def make_current_context(device_id: int | None = None) -> Any:
 
     ``device_id`` defaults to ``$CUDA_DEVICE``, then torch's current device.
     """
-    from warp_drive.utils.device import init_cuda
-
     if device_id is None and os.environ.get("CUDA_DEVICE", "").strip():
         value = os.environ["CUDA_DEVICE"].strip()
         if not value.isdigit():

@@ -47,7 +47,6 @@ def get_flattened_obs_size(observation_space: Any) -> int:
     raise DataTypeError(f"observation space {observation_space!r} is not a Box or a Dict; flatten it in the env")
 
 
-
 def validate_policy_tag_to_agent_id_map(
     agent_ids: Sequence[Any], policy_tag_to_agent_id_map: Mapping[str, Sequence[Any]] | None
 ) -> dict[str, list[Any]]:

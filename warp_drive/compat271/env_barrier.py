@@ -10,6 +10,7 @@ is unavailable, from the kernel's resources (:func:`estimate_blocks_per_sm`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from typing import Any, Sequence
 
@@ -93,15 +94,12 @@ def check_env_barrier_geometry(
         )
 
 
-_LIBCUDA: Any = None
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
+@functools.lru_cache(maxsize=1)
 def _libcuda() -> Any:
-    global _LIBCUDA
-    if _LIBCUDA is None:
-        _LIBCUDA = ctypes.CDLL("libcuda.so.1")
-    return _LIBCUDA
+    return ctypes.CDLL("libcuda.so.1")  # loaded once (a failed load is retried next time, as before)
 
 
 def _occupancy_blocks_per_sm(binary: str | os.PathLike[str] | None, kernel: str, threads: int,

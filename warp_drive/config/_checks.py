@@ -111,6 +111,15 @@ def as_str(value: Any, key: str) -> str:
     return value
 
 
+def as_unit_interval(value: Any, key: str, hint: str, *, include_zero: bool = False) -> float:
+    """Checks a number in (0, 1] (``include_zero``: [0, 1]); ``hint`` (e.g. a usual value) ends the message."""
+    number = as_float(value, key)
+    if not (0.0 <= number if include_zero else 0.0 < number) or number > 1.0:
+        name = key.rpartition(".")[2]
+        raise ConfigError(f"`{key}`={number} is out of range; expected {'0 <=' if include_zero else '0 <'} {name} <= 1 {hint}.")
+    return number
+
+
 def as_positive(value: Any, key: str) -> float:
     """Checks a number > 0."""
     value = as_float(value, key)
@@ -214,6 +223,14 @@ def reject_null_sections(raw: Mapping[str, Any], defaults: Mapping[str, Any], to
     if top_level:
         reject_unknown_keys(raw, defaults.keys(), "")
     walk(raw, defaults, "")
+
+
+class PlainDict:
+    """Mixin of the config dataclasses: :meth:`to_dict`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (accepted by ``from_dict``; schedules become lists of pairs)."""
+        return to_plain(self)
 
 
 def to_plain(value: Any) -> Any:

@@ -161,12 +161,8 @@ class DDPGPolicyConfig:
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> DDPGPolicyConfig:
         d = chk.merged_section(section, DDPG_POLICY_DEFAULTS, prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
-        gamma = chk.as_float(d["gamma"], key("gamma"))
-        if not 0.0 < gamma <= 1.0:
-            raise ConfigError(f"`{key('gamma')}`={gamma} is out of range; expected 0 < gamma <= 1 (e.g. 0.99).")
-        tau = chk.as_float(d["tau"], key("tau"))
-        if not 0.0 < tau <= 1.0:
-            raise ConfigError(f"`{key('tau')}`={tau} is out of range; expected 0 < tau <= 1 (2.7.1 used 0.05).")
+        gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
+        tau = chk.as_unit_interval(d["tau"], key("tau"), "(2.7.1 used 0.05)")
         lr_raw = d["lr"]
         if isinstance(lr_raw, Mapping):
             chk.reject_unknown_keys(lr_raw, ROLES, key("lr"))
@@ -202,11 +198,7 @@ class DDPGPolicyConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (accepted by ``from_dict``)."""
-        return {"to_train": self.to_train, "algorithm": "DDPG", "gamma": self.gamma, "tau": self.tau,
-                "lr": {r: chk.schedule_to_plain(v) for r, v in self.lr.items()},
-                "clip_grad_norm": self.clip_grad_norm, "max_grad_norm": self.max_grad_norm,
-                "normalize_advantage": self.normalize_advantage, "normalize_return": self.normalize_return,
-                "num_epochs": self.num_epochs, "num_minibatches": self.num_minibatches, "model": self.model.to_dict()}
+        return {**chk.to_plain(self), "model": self.model.to_dict()}
 
 
 def parse_ou_params(params: Mapping[str, Any], prefix: str) -> dict[str, Any]:

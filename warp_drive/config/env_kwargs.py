@@ -39,11 +39,8 @@ def check_env_kwargs(
         raise ConfigError(f"cannot read the signature of {env_cls!r}.__init__: {err}") from err
     params = [p for name, p in signature.parameters.items() if name != "self"]
     has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    accepted = [
-        p.name
-        for p in params
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    ]
+    named = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    accepted = [p.name for p in named]
     supplied = set(supplied_by_caller)
     cls_name = getattr(env_cls, "__name__", repr(env_cls))
     for key in env_dict:
@@ -68,14 +65,8 @@ def check_env_kwargs(
                 f"unknown key `env.{key}` (value {chk.brief(env_dict[key])}) for {cls_name}: did you mean "
                 f"`env.{match}`? (its **kwargs would take `{key}` as an extra argument)"
             )
-    missing = [
-        p.name
-        for p in params
-        if p.default is inspect.Parameter.empty
-        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        and p.name not in env_dict
-        and p.name not in supplied
-    ]
+    missing = [p.name for p in named
+               if p.default is inspect.Parameter.empty and p.name not in env_dict and p.name not in supplied]
     if missing:
         raise ConfigError(
             f"`env` section lacks required argument(s) of {cls_name}: "

@@ -61,19 +61,22 @@ def load_raw_config(
         try:
             text = _decode(path.read_bytes(), path)
         except OSError as err:
-            raise ConfigError(
-                f"cannot read run config {str(path)!r}: {err}; check the path."
-            ) from err
-        try:
-            raw = yaml_loads(text)
-        except ConfigError as err:
-            raise ConfigError(f"run config {str(path)!r}: {err}") from None
-        except Exception as err:  # yaml.YAMLError and friends
-            raise ConfigError(f"run config {str(path)!r} is not valid YAML: {chk.excerpt(str(err), 300)}") from err
+            raise ConfigError(f"cannot read run config {str(path)!r}: {err}; check the path.") from err
+        raw = _yaml(text, f"run config {str(path)!r}", f"run config {str(path)!r} is not valid YAML")
         raw = dict(chk.require_mapping(raw, str(path)))
     for override in overrides:
         apply_override(raw, override)
     return raw
+
+
+def _yaml(text: str, where: str, invalid: str) -> Any:
+    """``yaml_loads(text)``; its errors as ConfigErrors that start with ``where`` (``invalid`` for bad YAML)."""
+    try:
+        return yaml_loads(text)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    except Exception as err:  # yaml.YAMLError and friends
+        raise ConfigError(f"{invalid}: {chk.excerpt(str(err), 300)}") from err
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -106,14 +109,8 @@ def parse_override(override: str) -> tuple[list[str], Any]:
         raise ConfigError(
             f"override {chk.brief(override)} has an empty key part; e.g. trainer.num_envs=500."
         )
-    try:
-        value = yaml_loads(text) if text.strip() else ""
-    except ConfigError as err:
-        raise ConfigError(f"override {chk.brief(override)}: {err}") from None
-    except Exception as err:
-        raise ConfigError(
-            f"override {chk.brief(override)}: value {chk.brief(text)} is not valid YAML: {chk.excerpt(str(err), 300)}"
-        ) from err
+    where = f"override {chk.brief(override)}"
+    value = _yaml(text, where, f"{where}: value {chk.brief(text)} is not valid YAML") if text.strip() else ""
     return parts, value
 
 
@@ -174,22 +171,15 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
             known = list(template)
             if part not in known:
                 match = chk.closest_match(part, known)
-                hint = (
-                    f"did you mean `{'.'.join(parts[:depth] + [match])}`?"
-                    if match
-                    else "no close match."
-                )
-                raise ConfigError(
-                    f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}"
-                )
+                hint = f"did you mean `{'.'.join(parts[:depth] + [match])}`?" if match else "no close match."
+                raise ConfigError(f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}")
             template = template[part]
         if is_last:
             node[part] = value
         else:
             child = node.get(part)
             if child is None:
-                child = {}
-                node[part] = child
+                child = node[part] = {}
             elif not isinstance(child, dict):
                 raise ConfigError(
                     f"override {chk.brief(override)}: `{dotted}`={chk.brief(child)} is not a mapping, so "

@@ -19,7 +19,7 @@ INIT_METHODS = ("default", "xavier", "orthogonal")
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(chk.PlainDict):
     """The ``policy.<tag>.model`` section.
 
     Attributes:
@@ -65,15 +65,9 @@ class ModelConfig:
         return cls(
             type=chk.as_str(d["type"], key("type")),
             fc_dims=fc_dims,
-            model_ckpt_filepath=""
-            if ckpt is None
-            else chk.as_str(ckpt, key("model_ckpt_filepath")),
+            model_ckpt_filepath="" if ckpt is None else chk.as_str(ckpt, key("model_ckpt_filepath")),
             init_method=init,
             kwargs=dict(chk.require_mapping(d["kwargs"], key("kwargs"))),
             output_w=None if d["output_w"] is None else chk.as_float(d["output_w"], key("output_w")),
             output_b=None if d["output_b"] is None else chk.as_float(d["output_b"], key("output_b")),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
-        return chk.to_plain(self)

@@ -50,7 +50,7 @@ def _precision(value: Any, key: str) -> str:
 
 
 @dataclass(frozen=True)
-class TrainerConfig:
+class TrainerConfig(chk.PlainDict):
     """The ``trainer`` section.
 
     Attributes:
@@ -112,20 +112,13 @@ class TrainerConfig:
             backend = canonical_backend(backend, f"`{key('env_backend')}`")
         except ConfigError as err:
             raise ConfigError(f"{err} (the numba backend was dropped: 'numba' runs on pycuda).") from None
-        seed = d["seed"]
-        if seed is not None:
-            seed = chk.as_int(seed, key("seed"), minimum=0)
-            if seed >= 2**31:
-                raise ConfigError(
-                    f"`{key('seed')}`={seed} does not fit in int32; use a seed below 2**31."
-                )
         return cls(
             num_gpus=chk.as_int(d["num_gpus"], key("num_gpus"), minimum=1),
             num_envs=num_envs,
             num_episodes=chk.as_int(d["num_episodes"], key("num_episodes"), minimum=1),
             train_batch_size=batch,
             env_backend=backend,
-            seed=seed,
+            seed=None if d["seed"] is None else chk.as_int(d["seed"], key("seed"), minimum=0),  # and < 2**31
             bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
             use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
             tf32=chk.as_bool(d["tf32"], key("tf32")),
@@ -157,13 +150,9 @@ class TrainerConfig:
             )
         return iters
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
-        return chk.to_plain(self)
-
 
 @dataclass(frozen=True)
-class PolicyConfig:
+class PolicyConfig(chk.PlainDict):
     """One ``policy.<tag>`` section. See ``defaults.yaml`` for the meaning of each key.
 
     ``lr``, ``vf_loss_coeff`` and ``entropy_coeff`` are a float or a schedule: a tuple of
@@ -203,24 +192,15 @@ class PolicyConfig:
         d = chk.merged_section(section, load_defaults()["policy"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         algorithm = algorithm_entry(d["algorithm"], key("algorithm")).name
-        gamma = chk.as_float(d["gamma"], key("gamma"))
-        if not 0.0 < gamma <= 1.0:
-            raise ConfigError(
-                f"`{key('gamma')}`={gamma} is out of range; expected 0 < gamma <= 1 (e.g. 0.99)."
-            )
-        lam = chk.as_float(d["gae_lambda"], key("gae_lambda"))
-        if not 0.0 <= lam <= 1.0:
-            raise ConfigError(
-                f"`{key('gae_lambda')}`={lam} is out of range; expected 0 <= gae_lambda <= 1 "
-                "(1.0 = plain discounted returns, 0.95 is usual for PPO)."
-            )
+        gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
+        lam = chk.as_unit_interval(d["gae_lambda"], key("gae_lambda"), "(1.0 = plain discounted returns, 0.95 is "
+                                   "usual for PPO)", include_zero=True)
         clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
         vf_clip = d["vf_clip_param"]
         if vf_clip is not None:
             vf_clip = chk.as_positive(vf_clip, key("vf_clip_param"))
-        epochs = d["num_epochs"]
-        epochs = DEFAULT_NUM_EPOCHS[algorithm] if epochs is None else epochs
-        epochs = chk.as_int(epochs, key("num_epochs"), minimum=1)
+        epochs = chk.as_int(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None else d["num_epochs"],
+                            key("num_epochs"), minimum=1)
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
         if algorithm == "PPO" and epochs * minibatches == 1:
             logger.warning(
@@ -234,12 +214,8 @@ class PolicyConfig:
             gamma=gamma,
             gae_lambda=lam,
             lr=chk.as_schedule(d["lr"], key("lr"), positive_number=True),
-            vf_loss_coeff=chk.as_schedule(
-                d["vf_loss_coeff"], key("vf_loss_coeff"), positive_number=False
-            ),
-            entropy_coeff=chk.as_schedule(
-                d["entropy_coeff"], key("entropy_coeff"), positive_number=False
-            ),
+            vf_loss_coeff=chk.as_schedule(d["vf_loss_coeff"], key("vf_loss_coeff"), positive_number=False),
+            entropy_coeff=chk.as_schedule(d["entropy_coeff"], key("entropy_coeff"), positive_number=False),
             clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
             normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
@@ -252,13 +228,9 @@ class PolicyConfig:
             model=ModelConfig.from_dict(d["model"], key("model")),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``; schedules become lists of pairs)."""
-        return chk.to_plain(self)
-
 
 @dataclass(frozen=True)
-class SavingConfig:
+class SavingConfig(chk.PlainDict):
     """The ``saving`` section: results go to ``basedir/name/tag/<run id>``.
 
     Attributes:
@@ -292,10 +264,6 @@ class SavingConfig:
             tag=chk.as_str(d["tag"], key("tag")),
             checkpoint_every_seconds=_non_negative(d["checkpoint_every_seconds"], key("checkpoint_every_seconds")),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
-        return chk.to_plain(self)
 
 
 def _non_negative(value: Any, key: str) -> float:

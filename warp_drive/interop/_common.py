@@ -111,38 +111,16 @@ def agent_ids(env: Any) -> list[Any]:
 
 
 # ----------------------------------------------------------------------------- seeding
-# Envs re-seed through the env contract (warp_drive.env.context.CUDAEnvironmentContext):
-#   reseed(seed)               everything random, as if the env had been built with `seed`: data
-#                              drawn once per env (Tag's roles, reset pools) and what reset() draws.
-#   reseed_start_states(seed)  only what reset() draws; data drawn once is kept.
-
-
-def reseed_env_rng(env: Any, seed: int) -> list[str]:
-    """Re-seed what an env draws its initial states from (``reset()``), keeping data drawn once
-    per env (roles, reset pools): ``env.reseed_start_states(seed)``.
-
-    Returns:
-        What was re-seeded (empty for an env without the method).
-    """
-    return _reseed_hook(env, "reseed_start_states", seed)
-
-
-def reseed_env(env: Any, seed: int) -> list[str]:
-    """Re-seed everything random in an env, as if it had been built with ``seed``: ``env.reseed(seed)``.
-
-    Returns:
-        What was re-seeded (empty for an env without the method).
-    """
-    return _reseed_hook(env, "reseed", seed)
-
-
-def _reseed_hook(env: Any, method: str, seed: int) -> list[str]:
+def reseed_env(env: Any, seed: int, method: str = "reseed") -> None:
+    """Re-seed an env through the env contract (:class:`~warp_drive.env.context.CUDAEnvironmentContext`):
+    ``env.reseed(seed)``, everything random, as if the env had been built with ``seed`` (data drawn
+    once per env, such as Tag's roles and reset pools, and what ``reset()`` draws); with
+    ``method="reseed_start_states"`` only what ``reset()`` draws. An env without the method is left as is."""
     hook = getattr(env, method, None)
-    if not callable(hook):
+    if callable(hook):
+        hook(seed)
+    else:
         logger.debug("%s has no %s(); nothing re-seeded", type(env).__name__, method)
-        return []
-    hook(seed)
-    return [f"{method}()"]
 
 
 def _feed_values(feed: DataFeed) -> dict[str, Any]:
@@ -212,7 +190,7 @@ def install_start_states(
     the store holds, by default the host values before re-seeding); pass it only when every
     replica restarts. Then, for replica ``rows[k]``: if
     ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
-    (:func:`reseed_env_rng`); ``env.reset()`` draws one initial state, its observations are checked
+    (:func:`reseed_env` with ``method="reseed_start_states"``); ``env.reset()`` draws one initial state, its observations are checked
     against the observation space, and every array the env flags ``save_copy_and_apply_at_reset``
     (and the ``observations`` placeholder) gets that state in row ``rows[k]`` of its saved copy
     (``<name>_at_reset``). The next device reset of that replica restores it. Arrays refilled from
@@ -240,7 +218,7 @@ def install_start_states(
     missing: set[str] = set()
     for row, seed in zip(rows, seeds):
         if seed is not None:
-            reseed_env_rng(env, seed)
+            reseed_env(env, seed, "reseed_start_states")
         obs = env.reset()
         check_reset_observations(obs, env.observation_space, wrapper.name)
         values = _feed_values(env.get_data_dictionary())

@@ -85,15 +85,10 @@ for MultiDiscrete, ``(num_envs, *box_shape)`` for Box. They are written into the
 ``sampled_actions`` with one device copy.
 
 **Invalid actions** (``invalid_actions=``) are checked before that copy, vectorised, where the
-actions are (NumPy input on the host, a CUDA tensor on the device): Discrete / MultiDiscrete values
-outside ``[start, start + n - 1]`` (per head), non-integer values (1.5, NaN) and NaN, infinite or
-out-of-bounds Box values. ``"raise"`` (the default) refuses the step with
-:class:`~warp_drive.errors.InvalidActionError` naming the adapter, the sub-envs (and heads), up to
-five bad values with their bounds, and the fix; a CUDA tensor costs one host sync per step for
-that check. ``"clip"`` clips into the space instead (Box: NaN becomes 0 and +-inf the largest
-float before clipping), with no host sync; non-integer Discrete values are refused in both modes.
-Valid actions are pushed bit for bit unchanged in both modes (see
-:mod:`warp_drive.interop._actions`).
+actions are (NumPy input on the host, a CUDA tensor on the device): ``"raise"`` (the default)
+refuses the step with :class:`~warp_drive.errors.InvalidActionError` naming the sub-envs (one host
+sync per step for a CUDA tensor), ``"clip"`` clips into the space (no host sync). What counts as
+invalid, and how values are clipped: :mod:`warp_drive.interop._actions`.
 
 Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
@@ -115,6 +110,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from warp_drive.config._checks import closest_match
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env.placeholders import action_layout
@@ -314,8 +310,6 @@ class WarpDriveVectorEnv(VectorEnv):
         options = dict(options or {})
         mask = self._replica_mask(options.pop("reset_mask", None))
         if options:
-            from warp_drive.config._checks import closest_match
-
             key = sorted(options, key=str)[0]
             match = closest_match(str(key), ["reset_mask"])
             raise ConfigError(f"reset(options=...) got the unknown key {key!r}" + (f"; did you mean {match!r}?" if match else "")

@@ -42,13 +42,9 @@ Semantics:
   fixed starts (TagGridWorld) draw the same state every time. The env's step itself is
   deterministic; actions come from the caller.
 * **Invalid actions** (``invalid_actions=``) are checked on the host before the push, for all
-  live agents at once: Discrete / MultiDiscrete values outside ``[start, start + n - 1]`` (per
-  head), non-integer values (1.5, NaN) and NaN, infinite or out-of-bounds Box values.
-  ``"raise"`` (the default) refuses the step with :class:`~warp_drive.errors.InvalidActionError`
-  naming the adapter, the agents (and heads), up to five bad values with their bounds, and the
-  fix; ``"clip"`` clips into the space instead (Box: NaN becomes 0 and +-inf the largest float
-  before clipping); non-integer Discrete values are refused in both modes. Valid actions are
-  pushed bit for bit unchanged in both modes (see :mod:`warp_drive.interop._actions`).
+  live agents at once: ``"raise"`` (the default) refuses the step with
+  :class:`~warp_drive.errors.InvalidActionError` naming the agents, ``"clip"`` clips into the
+  space. What counts as invalid, and how values are clipped: :mod:`warp_drive.interop._actions`.
 """
 
 from __future__ import annotations
@@ -90,7 +86,6 @@ from warp_drive.interop._common import (
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
-
 
 
 class WarpDrivePettingZooEnv(ParallelEnv):
@@ -161,12 +156,9 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         self.agents: list[str] = []
         self._index = {name: k for k, name in enumerate(self.possible_agents)}
         # one space object per agent (the env may share one object among agents): per-agent seeding
-        self._observation_spaces = {
-            name: copy.deepcopy(to_gymnasium(inner.observation_space[i])) for name, i in zip(self.possible_agents, self._env_ids)
-        }
-        self._action_spaces = {
-            name: copy.deepcopy(to_gymnasium(inner.action_space[i])) for name, i in zip(self.possible_agents, self._env_ids)
-        }
+        named = list(zip(self.possible_agents, self._env_ids))
+        self._observation_spaces = {name: copy.deepcopy(to_gymnasium(inner.observation_space[i])) for name, i in named}
+        self._action_spaces = {name: copy.deepcopy(to_gymnasium(inner.action_space[i])) for name, i in named}
 
         dm = self.wrapper.cuda_data_manager
         self._dm = dm
@@ -225,10 +217,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         self.agents = list(self.possible_agents)
         self._needs_reset = False
         obs = self._dm.pull_data_from_device(Constants.OBSERVATIONS)[0]
-        return (
-            {name: obs[self._index[name]].copy() for name in self.agents},
-            {name: {} for name in self.agents},
-        )
+        return {name: obs[self._index[name]].copy() for name in self.agents}, {name: {} for name in self.agents}
 
     def step(
         self, actions: Mapping[str, Any]
@@ -276,23 +265,15 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             active = dm.pull_data_from_device(self._active_flag)[0] != 0
 
         live = self.agents
-        out_obs: dict[str, np.ndarray] = {}
-        out_rew: dict[str, float] = {}
-        out_term: dict[str, bool] = {}
-        out_trunc: dict[str, bool] = {}
-        out_info: dict[str, dict[str, Any]] = {}
-        for name in live:
-            k = self._index[name]
-            left = active is not None and not active[k]
-            out_obs[name] = obs[k].copy()
-            out_rew[name] = float(rewards[k])
-            out_term[name] = env_terminated or left
-            out_trunc[name] = env_truncated and not left
-            out_info[name] = {}
+        left = {name: active is not None and not active[self._index[name]] for name in live}
+        out_term = {name: env_terminated or left[name] for name in live}
+        out_trunc = {name: env_truncated and not left[name] for name in live}
         self.agents = [name for name in live if not (out_term[name] or out_trunc[name])]
         if not self.agents:
             self._needs_reset = True
-        return out_obs, out_rew, out_term, out_trunc, out_info
+        return ({name: obs[self._index[name]].copy() for name in live},
+                {name: float(rewards[self._index[name]]) for name in live}, out_term, out_trunc,
+                {name: {} for name in live})
 
     def render(self) -> str | None:
         """``"ansi"``: a text summary (timestep, live agents, per-agent reward); None otherwise."""

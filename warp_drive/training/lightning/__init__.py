@@ -47,7 +47,6 @@ _EXPORTS = {
     "default_iterations_per_epoch": "data",
     "episode_window": "data",
     "iterations_per_epoch_for": "data",
-    "make_policy_batches": "data",
     "numpy_policy": "callbacks",
     "passthrough_collate": "data",
     "rollout_dataloader": "data",

@@ -21,11 +21,6 @@ from warp_drive.errors import ConfigError
 #: The distributions that can host the classes of this package.
 DISTRIBUTIONS = ("lightning", "pytorch_lightning")
 
-_INSTALL_HINT = {
-    "lightning": "pip install 'lightning>=2.0' (or, from a clone of warp_drive, pip install -e '.[lightning]')",
-    "pytorch_lightning": "pip install 'pytorch_lightning>=2.0' (or, from a clone of warp_drive, pip install -e '.[lightning]')",
-}
-
 
 @dataclass(frozen=True)
 class LightningAPI:
@@ -64,7 +59,8 @@ def lightning_api(distribution: str = "lightning") -> LightningAPI:
     except ImportError as err:
         raise ImportError(
             f"this part of warp_drive needs PyTorch Lightning 2.x from the '{distribution}' package: "
-            f"{_INSTALL_HINT[distribution]}; the import failed with: {err}"
+            f"pip install '{distribution}>=2.0' (or, from a clone of warp_drive, pip install -e '.[lightning]'); "
+            f"the import failed with: {err}"
         ) from err
     return LightningAPI(distribution, root.LightningModule, root.LightningDataModule, root.Callback, root.Trainer,
                         ModelCheckpoint, Logger, CSVLogger, TensorBoardLogger)

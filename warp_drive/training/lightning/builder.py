@@ -34,11 +34,6 @@ def silence_irrelevant_lightning_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def _bound_classes(api: LightningAPI) -> Any:
-    """The module of this package's classes bound to ``api``'s distribution."""
-    return importlib.import_module(f"warp_drive.training.lightning.{api.distribution}_classes")
-
-
 def _accelerator_for(module: WarpDriveModuleBase | None) -> str:
     if module is None:
         return "auto"
@@ -139,12 +134,9 @@ def build_lightning_trainer(
         max_epochs = max(1, math.ceil(engine.num_iters / ipe))
     if accelerator is None:
         accelerator = _accelerator_for(module)
-    if devices is None:
-        if engine is not None and str(engine.device).startswith("cuda"):
-            index = getattr(engine.device, "index", None)
-            devices = [int(index or 0)]
-        else:
-            devices = 1
+    if devices is None:  # a built engine's own GPU
+        on_gpu = engine is not None and str(engine.device).startswith("cuda")
+        devices = [int(getattr(engine.device, "index", None) or 0)] if on_gpu else 1
     if isinstance(strategy, str) and strategy == "ddp":
         # optimizers once the engine exists (else the trained policies; setup() completes the count)
         count = None if module is None else module.num_optimizers or module.num_trained_policies
@@ -158,7 +150,8 @@ def build_lightning_trainer(
     elif checkpoint is not False:
         raise ConfigError(f"checkpoint={checkpoint!r}: use True, False or a {api.distribution} ModelCheckpoint")
     if perf_stats and not any(isinstance(c, PerfStatsCallbackBase) for c in cbs):
-        cbs.append(_bound_classes(api).PerfStatsCallback())
+        bound = importlib.import_module(f"warp_drive.training.lightning.{api.distribution}_classes")
+        cbs.append(bound.PerfStatsCallback())
     root = str(default_root_dir) if default_root_dir is not None else None
     kwargs: dict[str, Any] = {
         "max_epochs": max_epochs,

@@ -1,12 +1,5 @@
-"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs.
-
-* :class:`PerfStatsCallbackBase`: per-epoch wall time and env steps per second
-  (device-synchronized) and, in WarpDrive 2.7.1's form, printed throughput every N iterations.
-* :class:`CUDACallbackBase`: WarpDrive 2.7.1's ``CUDACallback`` (resets the envs at train start).
-* :class:`EpisodeReturnLoggerBase`: episode returns every N epochs (training episodes, and
-  optionally a greedy evaluation of the current policies).
-* :class:`RolloutRenderCallbackBase`: a GIF/MP4 of one Tag episode with the current policies
-  every N epochs, via :mod:`warp_drive.utils.rollout_animation`.
+"""Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs: throughput,
+2.7.1's ``CUDACallback``, episode returns and rollout renders (one class each).
 
 These are mixins without a Lightning base; the callbacks users pass to a Trainer
 (``PerfStatsCallback``, ``CUDACallback``, ...) are bound to ``lightning.Callback`` in
@@ -23,15 +16,13 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
+from warp_drive.training.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -153,14 +144,15 @@ class PerfStatsCallbackBase:
             return
         engine = _engine(pl_module)
         self._training.stop(torch.device(engine.device))
-        num_iters = self.num_iters if self.num_iters is not None else int(engine.num_iters)
-        if self.iters % self.log_freq == 0 or self.iters == num_iters:
-            self._print(trainer, engine, num_iters)
+        if self.iters % self.log_freq == 0 or self.iters == self._num_iters(engine):
+            self._print(trainer, engine)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.print_stats and self.iters and (not self.printed or self.printed[-1]["iteration"] != self.iters):
-            engine = _engine(pl_module)
-            self._print(trainer, engine, self.num_iters if self.num_iters is not None else int(engine.num_iters))
+            self._print(trainer, _engine(pl_module))
+
+    def _num_iters(self, engine: Engine) -> int:
+        return self.num_iters if self.num_iters is not None else int(engine.num_iters)
 
     def perf_stats(self, engine: Engine) -> dict[str, float]:
         """Mean times per iteration and env steps per second so far (synchronizes the device)."""
@@ -177,7 +169,7 @@ class PerfStatsCallbackBase:
             "total_env_steps_per_s": steps / total if total > 0 else math.nan,
         }
 
-    def _print(self, trainer: Any, engine: Engine, num_iters: int) -> None:
+    def _print(self, trainer: Any, engine: Engine) -> None:
         stats = self.perf_stats(engine)
         self.printed.append({"iteration": float(self.iters), **stats})
         if not trainer.is_global_zero:
@@ -188,7 +180,7 @@ class PerfStatsCallbackBase:
             "training_env_steps_per_s": "env steps per second (update only)",
             "total_env_steps_per_s": "env steps per second (total)",
         }
-        lines = ["-" * 52, f"WarpDrive throughput, iteration {self.iters} / {num_iters}"]
+        lines = ["-" * 52, f"WarpDrive throughput, iteration {self.iters} / {self._num_iters(engine)}"]
         lines += [f"  {labels[k]:<38}{v:>12.2f}" for k, v in stats.items()]
         print("\n".join(lines), flush=True)
 

@@ -17,6 +17,7 @@ import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.checkpoint_files import safe_load
+from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.engine_state import (
     CHECKPOINT_KEY,
     engine_state,
@@ -24,9 +25,6 @@ from warp_drive.training.lightning.engine_state import (
     restore_engine_state,
 )
 from warp_drive.training.lightning.policies import load_optimizer_states
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
 
 logger = logging.getLogger("warp_drive.training.lightning.module")
 

@@ -28,7 +28,19 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from warp_drive.training.interrupt import STOP_SIGNALS, SignalExit, StopRequest, signal_exit_code, signal_name
+import torch
+
+from warp_drive.training.checkpoint import verify_archive
+from warp_drive.training.interrupt import (
+    STOP_SIGNALS,
+    SignalExit,
+    StopRequest,
+    agree_across_ranks,
+    signal_exit_code,
+    signal_name,
+)
+from warp_drive.training.lightning.engine_state import CHECKPOINT_KEY
+from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +100,6 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
             if engine is not None:  # the measured time decides whether the next iteration may be stopped inside
                 engine.expect_iteration_seconds(time.perf_counter() - self.began)
             if trainer.world_size > 1:  # every rank stops at the same iteration
-                from warp_drive.training.interrupt import agree_across_ranks
-
                 flag = agree_across_ranks([int(stop.signum or 0)])[0]
                 if flag:
                     stop.request(flag)
@@ -126,8 +136,6 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
 
 
 def _log_probe_estimate(trainer: Any, pl_module: Any) -> None:
-    from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-
     engine = pl_module.engine
     if engine is None:
         return
@@ -139,19 +147,11 @@ def _log_probe_estimate(trainer: Any, pl_module: Any) -> None:
 
 def checkpoint_iteration(path: Path) -> int | None:
     """The engine iteration stored in a Lightning checkpoint, or None when it is not an intact one."""
-    import torch
-
-    from warp_drive.errors import WarpDriveError
-    from warp_drive.training.checkpoint import verify_archive
-    from warp_drive.training.lightning.module import CHECKPOINT_KEY
-
     try:
         verify_archive(path, "Lightning checkpoint")
         state = torch.load(path, map_location="cpu", weights_only=True)
         return int(state[CHECKPOINT_KEY]["iteration"])
-    except (WarpDriveError, OSError, KeyError, TypeError, ValueError, RuntimeError, EOFError):
-        return None
-    except Exception:  # noqa: BLE001 - an unpickling error of any kind: not intact
+    except Exception:  # noqa: BLE001 - a refused archive, a read or unpickling error of any kind: not intact
         return None
 
 

@@ -15,25 +15,14 @@ epoch), which turns off Lightning's one-batch prefetch.
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
-import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from warp_drive.errors import ConfigError
-
-from warp_drive.training.engine import PolicyBatches  # noqa: F401  (re-exported)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
-
-logger = logging.getLogger(__name__)
-
-Tensor = torch.Tensor
-
+from warp_drive.training.engine import Engine, PolicyBatches
 
 #: Default lower bound of rollouts per Lightning epoch: epoch-end work (logger writes, callbacks,
 #: one device sync) is then spread over enough iterations to stay negligible.
@@ -66,24 +55,6 @@ def default_iterations_per_epoch(engine: Engine) -> int:
     return iterations_per_epoch_for(engine.env_wrapper.episode_length, engine.steps_per_iter)
 
 
-def trained_tags(engine: Engine) -> list[str]:
-    """Tags of the policies with ``to_train`` set, in the engine's policy order."""
-    return list(engine.policies_to_train)
-
-
-@torch.no_grad()
-def make_policy_batches(engine: Engine, last_values: Mapping[str, Tensor] | None = None) -> PolicyBatches:
-    """Training batches of every trained policy from the engine's current rollout buffers
-    (:meth:`Engine.batches <warp_drive.training.engine.Engine.batches>`, exactly what
-    ``Trainer.train`` trains on); ``last_values`` is accepted and unused (the rollout computed the
-    advantages and returns at its end).
-
-    Returns:
-        ``{tag: batch}``; batch tensors are on the engine's device (views of the buffers).
-    """
-    return engine.batches()
-
-
 def passthrough_collate(item: Any) -> Any:
     """Collate function of the rollout DataLoader: returns the item unchanged (no copy)."""
     return item
@@ -110,7 +81,7 @@ class RolloutDataset(IterableDataset):
         ipe = default_iterations_per_epoch(engine) if iterations_per_epoch is None else int(iterations_per_epoch)
         if ipe < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1 (rollouts per Lightning epoch)")
-        if not trained_tags(engine):
+        if not engine.policies_to_train:
             raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
         self.engine = engine
         self.iterations_per_epoch = ipe
@@ -120,11 +91,7 @@ class RolloutDataset(IterableDataset):
 
     def __iter__(self) -> Iterator[PolicyBatches]:
         for _ in range(self.iterations_per_epoch):
-            yield self.collect()
-
-    def collect(self) -> PolicyBatches:
-        """One rollout and its training batches (on the device; no host sync)."""
-        return self.engine.collect()
+            yield self.engine.collect()  # one rollout and its training batches (on the device; no host sync)
 
 
 class WarpDriveDataset(Dataset):

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from torch.utils.data import DataLoader
 
 from warp_drive.errors import ConfigError
+from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.data import rollout_dataloader
 from warp_drive.training.lightning.module import WarpDriveModuleBase
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
 
 
 class WarpDriveDataModuleBase:

@@ -15,16 +15,13 @@ the devices and the strategy Lightning chose for the rank.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
 from warp_drive.training.trainer import Trainer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 

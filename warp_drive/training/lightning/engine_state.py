@@ -47,11 +47,6 @@ REF = "lightning_checkpoint_ref"
 _SAVED_BY_LIGHTNING = ("state_dict", "optimizer_states")
 
 
-def to_cpu(tree: Any) -> Any:
-    """``tree`` with every tensor detached and copied to the CPU."""
-    return map_tensors(lambda t: t.detach().cpu(), tree)
-
-
 # ---------------------------------------------------------------------------- references
 def _walk(tree: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], torch.Tensor]]:
     if isinstance(tree, torch.Tensor):
@@ -123,7 +118,7 @@ def engine_state(engine: Engine, rank: int, distributed: bool,
     index = saved_tensor_index(checkpoint)
     local: dict[str, Any] = {
         "rank": rank,
-        **to_cpu(engine.random_state()),
+        **map_tensors(lambda t: t.detach().cpu(), engine.random_state()),
         "policies": {tag: refer_to_saved(p.state_dict(), index) for tag, p in engine.policies.items()},
     }
     ranks = [local]

@@ -9,17 +9,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import example_envs
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.errors import ConfigError
 from warp_drive.training.build import build_trainer
+from warp_drive.training.trainer import Trainer
 from warp_drive.utils.device import choose_backend
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.trainer import Trainer
 
 logger = logging.getLogger("warp_drive.training.lightning.engine")
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
+from warp_drive.training.engine import Engine
 
 
 class LegacyModuleAPI:

@@ -61,7 +61,6 @@ from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
     episode_window,
     rollout_dataloader,
-    trained_tags,
 )
 from warp_drive.training.lightning.engine import (
     EngineFactory,
@@ -176,8 +175,6 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         track_grad_norm: bool = True,
     ) -> None:
         super().__init__()
-        from warp_drive.training.trainer import Trainer
-
         env_wrapper, engine, legacy_args = engine_source(
             env_wrapper, config, policy_tag_to_agent_id_map, engine, engine_factory)
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
@@ -243,7 +240,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         for tag in engine.policies:
             if not tag or "." in tag:
                 raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
-        trained = trained_tags(engine)
+        trained = list(engine.policies_to_train)
         if not trained:
             raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
         keys = optimizer_keys(engine, trained)
@@ -262,9 +259,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
 
     def ensure_engine(self, rank: int = 0, world_size: int = 1, device_id: int | None = None) -> Engine:
         """The engine, built with the factory first if needed (outside ``Trainer.fit``)."""
-        if self.engine is None:
-            if self.engine_factory is None:  # pragma: no cover - the constructor guarantees one of them
-                raise ConfigError("this module has neither an engine nor an engine factory")
+        if self.engine is None:  # the constructor guarantees a factory then
             self.attach_engine(self.engine_factory(rank=rank, world_size=world_size, device_id=device_id))
         return self.engine  # type: ignore[return-value]
 
@@ -287,10 +282,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         if self.engine is not None:
             return len(self._trained)
         run_config = getattr(self.engine_factory, "run_config", None)
-        if callable(run_config):
-            cfg = run_config()
-            return sum(1 for tag in cfg.policy_tags if cfg.policy[tag].to_train)
-        return None
+        return len(run_config().policies_to_train) if callable(run_config) else None
 
     def _distributed(self) -> bool:
         return self._trainer is not None and self.trainer.world_size > 1
@@ -411,28 +403,19 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         self.log_dict(metrics, on_step=per_iteration, on_epoch=not per_iteration, batch_size=1, sync_dist=False)
 
     def _log_epoch_metrics(self) -> None:
-        """lr, timesteps, env steps/s; episode statistics when whole episodes were run since the last ones."""
+        """lr, timesteps, env steps/s; and when the iterations since the last report span whole episodes
+        (with time-limited episodes every env has then ended at least one), the statistics of the
+        episodes ended since then, summed over ranks (the sums are zeroed)."""
         engine = self._require_engine("logging")
         sync = self._distributed() and self.sync_dist  # values are equal on every rank: the mean changes nothing
         if engine.iteration % episode_window(engine) == 0:
-            self._log_episode_metrics()
+            tags, sums = take_episode_sums(engine)
+            if sync:
+                sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+            self.episode_metrics = episode = episode_means(tags, sums)
+            returns = {k: v for k, v in episode.items() if k.endswith("episode_return_mean")}
+            self.log_dict(returns, on_step=False, on_epoch=True, batch_size=1, prog_bar=True, sync_dist=sync)
+            self.log_dict({k: v for k, v in episode.items() if k not in returns}, on_step=False, on_epoch=True,
+                          batch_size=1, sync_dist=sync)
         host = epoch_metrics(engine, self._trained, self.trainer.world_size)
         self.log_dict(host, on_step=False, on_epoch=True, batch_size=1, sync_dist=sync)
-
-    def _log_episode_metrics(self) -> None:
-        """Statistics of the episodes ended since the last call (summed over ranks); zeroes the sums.
-
-        Called when the iterations since the last call span whole episodes, so that with
-        time-limited episodes every env has ended at least one.
-        """
-        tags, sums = take_episode_sums(self._require_engine("logging"))
-        distributed = self._distributed()
-        if distributed and self.sync_dist:
-            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
-        episode = episode_means(tags, sums)
-        self.episode_metrics = episode
-        sync = distributed and self.sync_dist  # values are equal on every rank: the mean changes nothing
-        self.log_dict({k: v for k, v in episode.items() if k.endswith("episode_return_mean")}, on_step=False,
-                      on_epoch=True, batch_size=1, prog_bar=True, sync_dist=sync)
-        self.log_dict({k: v for k, v in episode.items() if not k.endswith("episode_return_mean")}, on_step=False,
-                      on_epoch=True, batch_size=1, sync_dist=sync)

@@ -22,15 +22,13 @@ Every policy answers through the algorithm seam (:class:`~warp_drive.training.al
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_drive.training.engine import Engine
+from warp_drive.training.engine import Engine
 
 #: The key of a network registered under a ``ModuleDict`` whose weight-file role is ``""``.
 DEFAULT_ROLE = "model"
