@@ -17,6 +17,7 @@ from warp_drive.compat271.kernels import COMPAT_FUNCTIONS
 from warp_drive.cuda.compiler import threads_per_block
 from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
+from warp_drive.managers.data_manager import positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -91,16 +92,13 @@ class FunctionManager:
     has_kernels = False  # True when functions are compiled CUDA kernels
 
     def __init__(self, num_agents: int = 1, num_envs: int = 1, blocks_per_env: int = 1, process_id: int = 0) -> None:
-        for name, value in (("num_agents", num_agents), ("num_envs", num_envs), ("blocks_per_env", blocks_per_env)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        self._num_agents = positive_int("num_agents", num_agents)
+        self._num_envs = positive_int("num_envs", num_envs)
+        self._blocks_per_env = positive_int("blocks_per_env", blocks_per_env)
         if blocks_per_env > num_agents:
             raise GeometryError(
                 f"blocks_per_env={blocks_per_env} exceeds num_agents={num_agents}; use at most one block per agent"
             )
-        self._num_agents = int(num_agents)
-        self._num_envs = int(num_envs)
-        self._blocks_per_env = int(blocks_per_env)
         self._process_id = process_id
         self._block = (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
         self._grid = (self._num_envs * self._blocks_per_env, 1)

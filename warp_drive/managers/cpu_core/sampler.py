@@ -101,16 +101,14 @@ def _argmax_rows(p: np.ndarray) -> np.ndarray:
     return index
 
 
-def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray | None = None,
-                 monotone: bool = False) -> np.ndarray:
+def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray, monotone: bool) -> np.ndarray:
     """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
 
     Args:
         p: ``(rows, actions)`` float32 probabilities.
         total: Per-row float32 sums from pass 1.
         u: Per-row float32 uniforms in ``[0, 1)``.
-        running: The column-major ``(actions, rows)`` running sums from pass 1 (computed here
-            when None).
+        running: The column-major ``(actions, rows)`` running sums from pass 1.
         monotone: Every probability is a finite number >= 0 (pass 1 found no error), so each
             row's running sums never decrease.
 
@@ -121,8 +119,6 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
     rows, n = p.shape
     if n == 0:
         return np.zeros(rows, dtype=np.int32)
-    if running is None:
-        running = _categorical_errors(p)[2]
     x = u * total  # float32 multiply, round to nearest
     if monotone:
         # the running sums passed are a prefix: the first hit is the count of those <= x (n: none)
@@ -295,28 +291,16 @@ def sample_action_heads(
     counters = (counters_0, counters_1, counters_2, counters_3)
     sizes = (num_actions_0, num_actions_1, num_actions_2, num_actions_3)
     streams = (stream_id_0, stream_id_1, stream_id_2, stream_id_3)
-    out = row_view(actions, np.int32, num_rows, num_heads)
-    rows = row_ids(0, num_rows)
-    bits = 0
-    joint_lp = None
-    for h in range(num_heads):
-        p = row_view(probs[h], np.float32, num_rows, sizes[h])
-        chosen, head_bits = _categorical_head(p, counters[h], rows, seed, streams[h], use_argmax)
-        bits |= head_bits
-        out[:, h] = chosen
-        if log_probs is not None:
-            lp = _log_prob_of(p, chosen)
-            joint_lp = lp if joint_lp is None else joint_lp + lp
-    if log_probs is not None:
-        word_view(log_probs, np.float32)[:num_rows] = joint_lp
+    for h in range(num_heads):  # head 0 writes the joint log-probability, the others add theirs
+        sample_action_rows(0, probs[h], actions, counters[h], error_flag, log_probs, num_rows, sizes[h], num_heads,
+                           h, seed, streams[h], use_argmax, 0 if log_probs is None else 1 + (h > 0))
     if joint_actions is not None:
+        out = row_view(actions, np.int32, num_rows, num_heads)
         env, agent = np.divmod(np.arange(num_rows, dtype=np.int64), num_agents)
         index = np.asarray(agent_index).reshape(-1)[:num_agents].astype(np.int64, copy=False)[agent]
         ok = (index >= 0) & (index < num_joint_agents)  # out-of-range agents are flagged, not written
-        if not ok.all():
-            bits |= ERROR_BAD_INDEX
         word_view(joint_actions, np.int32).reshape(-1, num_heads)[(env * num_joint_agents + index)[ok]] = out[ok]
-    _or_error_flag(error_flag, bits)
+        _or_error_flag(error_flag, 0 if ok.all() else ERROR_BAD_INDEX)
 
 
 def sample_gaussian_action_rows(
