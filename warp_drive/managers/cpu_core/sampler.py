@@ -58,17 +58,9 @@ def _or_error_flag(error_flag: Any, bits: int) -> None:
 
 
 def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-    """Pass 1 of the categorical sampler: float32 sequential row sums and error bits.
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-
-    Returns:
-        ``(total, bits, running)``: per-row float32 sums (summed left to right, as on the
-        device), the ORed error bits over all rows, and the running sums, column-major:
-        ``running[i, r]`` is row ``r``'s sum of its first ``i + 1`` probabilities
-        (``(actions, rows)``; ``total`` is its last row; pass 2 reuses them).
-    """
+    """Pass 1 of the categorical sampler on ``(rows, actions)`` float32 ``p``: ``(total, bits,
+    running)``, the per-row sums (left to right, as on the device), the ORed error bits, and the
+    column-major ``(actions, rows)`` running sums (``total`` is their last row; pass 2 reuses them)."""
     # One column at a time over every row (the rows are the vectorised axis): running[i] =
     # running[i - 1] + p[:, i] in float32, the device's left-to-right order, exactly. (np.cumsum
     # along either axis loops per row here: several times slower.)
@@ -102,20 +94,9 @@ def _argmax_rows(p: np.ndarray) -> np.ndarray:
 
 
 def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray, monotone: bool) -> np.ndarray:
-    """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-        total: Per-row float32 sums from pass 1.
-        u: Per-row float32 uniforms in ``[0, 1)``.
-        running: The column-major ``(actions, rows)`` running sums from pass 1.
-        monotone: Every probability is a finite number >= 0 (pass 1 found no error), so each
-            row's running sums never decrease.
-
-    Returns:
-        int32 action per row: first ``i`` with running sum ``> u * total``,
-        else the last ``i`` with ``p[i] > 0``, else 0.
-    """
+    """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``): per row, the first
+    ``i`` whose running sum (pass 1's) exceeds ``u * total``, else the last ``i`` with ``p[i] > 0``,
+    else 0 (int32). ``monotone``: pass 1 found no error, so the running sums never decrease."""
     rows, n = p.shape
     if n == 0:
         return np.zeros(rows, dtype=np.int32)
@@ -137,20 +118,9 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
 
 def _categorical_head(p: np.ndarray, counters: Any, rows: np.ndarray, seed: int, stream_id: int,
                       use_argmax: int) -> tuple[np.ndarray, int]:
-    """One categorical head of a block of rows (twin of ``wkSampleCategoricalRow`` per row).
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-        counters: uint32 (or int32) per-row call counters, advanced by one unless argmax (not
-            read with argmax).
-        rows: uint32 row indices (counter word 0 of the rows' draws).
-        seed: Philox key word 0.
-        stream_id: Philox key word 1.
-        use_argmax: Nonzero: the first maximum, no draw.
-
-    Returns:
-        ``(chosen, bits)``: int32 action per row and the ORed error bits.
-    """
+    """One categorical head of a block of rows (twin of ``wkSampleCategoricalRow`` per row):
+    ``(chosen int32 actions, ORed error bits)``. Row ``r`` draws from Philox(key=(seed, stream_id),
+    ctr=(rows[r], counters[r], 0, 0)) and advances its counter, unless ``use_argmax``."""
     total, bits, running = _categorical_errors(p)
     if use_argmax:
         return _argmax_rows(p), bits
