@@ -17,21 +17,13 @@ from warp_drive.compat271.kernels import COMPAT_FUNCTIONS
 from warp_drive.cuda.compiler import threads_per_block
 from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
+from warp_drive.managers.cpu_kernels import CORE_KERNELS
 from warp_drive.managers.data_manager import positive_int
 
 logger = logging.getLogger(__name__)
 
-#: Names of the core service kernels (CUDA ``core_service.cuh`` and ``cpu_kernels.py``).
-DEFAULT_FUNCTIONS: tuple[str, ...] = (
-    "sample_actions",
-    "sample_action_heads",
-    "sample_gaussian_actions",
-    "reset_when_done",
-    "undo_done_flag_and_reset_timestep",
-    "log_one_step",
-    "reset_log_mask",
-    "update_log_mask",
-)
+#: Names of the core service kernels (CUDA ``core_service.cuh``; their NumPy twins in ``cpu_kernels.py``).
+DEFAULT_FUNCTIONS: tuple[str, ...] = tuple(n for n in CORE_KERNELS if n not in COMPAT_FUNCTIONS)
 
 _SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
 
@@ -267,8 +259,6 @@ class CPUFunctionManager(FunctionManager):
         self._python_functions[name] = fn
 
     def _load_function(self, name: str) -> Any:
-        from warp_drive.managers.cpu_kernels import CORE_KERNELS
-
         fn = self._python_functions.get(name) or CORE_KERNELS.get(name)
         if fn is None:
             raise DataNotFoundError(f"no CPU function named '{name}'; register it with register_function()")
