@@ -150,6 +150,8 @@ class DataManager:
     """
 
     backend = "abstract"
+    #: The torch device holding the arrays (set by each subclass before this constructor runs).
+    device: torch.device
 
     def __init__(
         self,
@@ -181,12 +183,6 @@ class DataManager:
         self._push_array(Constants.LOG_MASK, np.zeros(T + 1, np.int32), torch_accessible=False)
         self._push_array(Constants.DONE, np.zeros(E, np.int32), torch_accessible=True)
         self._push_array(Constants.TIMESTEP, np.zeros(E, np.int32), torch_accessible=True)
-
-    # ------------------------------------------------------------------ device (subclass)
-    @property
-    def device(self) -> torch.device:
-        """The torch device holding the arrays."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ meta information
     @property
@@ -482,7 +478,4 @@ class CPUDataManager(DataManager):
     """Arrays in CPU memory, shared between NumPy views (kernels) and torch tensors."""
 
     backend = "cpu"
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
+    device = torch.device("cpu")

@@ -265,8 +265,7 @@ class CPUFunctionManager(FunctionManager):
         return PythonFunction(name, fn)
 
     def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
-        fn = self._get_function(name).function
-        fn(*[_to_numpy(a) for a in args])
+        self._get_function(name)(*args)
 
 
 def _to_numpy(value: Any) -> Any:

@@ -44,10 +44,8 @@ def pycuda_available() -> bool:
 
 def has_cuda_device() -> bool:
     """True when PyTorch sees a CUDA device and pycuda is installed."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return False
+    import torch
+
     return bool(torch.cuda.is_available()) and pycuda_available()
 
 
