@@ -39,14 +39,8 @@ _TWO_PI = 2.0 * np.pi
 
 
 def to_uint32(value: int | np.ndarray) -> np.ndarray | np.uint32:
-    """Reinterprets Python / NumPy integers as uint32 (two's complement wrap).
-
-    Args:
-        value: An integer or integer array (e.g. a signed ``int`` seed).
-
-    Returns:
-        The value modulo 2**32 as ``np.uint32`` (scalar or array).
-    """
+    """An integer or integer array (e.g. a signed ``int`` seed) modulo 2**32 as ``np.uint32``
+    (two's complement wrap)."""
     if np.isscalar(value):
         return np.uint32(int(value) & 0xFFFFFFFF)
     arr = np.asarray(value)
@@ -119,30 +113,15 @@ def philox_words(
 
 
 def uniform_from_bits(x: np.ndarray) -> np.ndarray:
-    """Uniform float32 in ``[0, 1)`` from the top 24 bits: ``(x >> 8) * 2**-24``.
-
-    Twin of ``wkUniformFromBits``; exact in float32.
-
-    Args:
-        x: ``uint32`` words.
-
-    Returns:
-        float32 array of the same shape.
-    """
+    """Uniform float32 in ``[0, 1)`` from the top 24 bits of ``uint32`` words: ``(x >> 8) * 2**-24``,
+    exact in float32 (twin of ``wkUniformFromBits``)."""
     x = np.asarray(x, dtype=np.uint32)
     return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
 
 
 def scale_bits_to_range(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
-    """Exact ``floor(uniform_from_bits(x) * n)`` in integers (``wkScaleBitsToRange``).
-
-    Args:
-        x: ``uint32`` words.
-        n: Range size(s), non-negative, broadcastable against ``x``.
-
-    Returns:
-        int64 array with values in ``[0, n)`` (0 when ``n == 0``).
-    """
+    """Exact ``floor(uniform_from_bits(x) * n)`` in integers (``wkScaleBitsToRange``): int64 values in
+    ``[0, n)`` (0 where ``n == 0``) for ``uint32`` words ``x`` and sizes ``n >= 0`` broadcast against them."""
     top = (np.asarray(x, dtype=np.uint32) >> np.uint32(8)).astype(np.uint64)
     return ((top * np.asarray(n, dtype=np.uint64)) >> np.uint64(24)).astype(np.int64)
 
