@@ -25,7 +25,9 @@ logger = logging.getLogger(__name__)
 #: Names of the core service kernels (CUDA ``core_service.cuh``; their NumPy twins in ``cpu_kernels.py``).
 DEFAULT_FUNCTIONS: tuple[str, ...] = tuple(n for n in CORE_KERNELS if n not in COMPAT_FUNCTIONS)
 
-_SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
+#: Where an argument spec ``(name, source)`` is read from: the data manager's method per source.
+_SOURCES = {"d": "device_data", "device": "device_data", "m": "meta_info", "meta": "meta_info",
+            "s": "shared_constant", "shared": "shared_constant"}
 
 
 def arg_name(spec: Any) -> str:
@@ -51,12 +53,7 @@ class FunctionFeed:
         if isinstance(spec, str):
             return self._dm.device_data(spec)
         if isinstance(spec, (tuple, list)) and len(spec) == 2 and spec[1] in _SOURCES:
-            name, source = spec[0], _SOURCES[spec[1]]
-            if source == "device":
-                return self._dm.device_data(name)
-            if source == "meta":
-                return self._dm.meta_info(name)
-            return self._dm.shared_constant(name)
+            return getattr(self._dm, _SOURCES[spec[1]])(spec[0])
         raise ConfigError(
             f"kernel argument spec {spec!r} is not understood; use 'name' or (name, 'device'|'meta'|'shared')"
         )
