@@ -10,7 +10,6 @@ The kernel wrapper the manager hands out (``_Kernel``) lives in
 :mod:`~warp_drive.compat271.env_barrier`), its ``_compile`` of main files
 (:mod:`~warp_drive.compat271.main_files`) and the rule that compiles its kernels
 (``compat_271.cuh``) into a module only when asked for (:mod:`~warp_drive.compat271.kernels`).
-The barrier names and ``_raw_address`` are importable from here as before.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ from warp_drive.cuda.signature import functions_calling, kernel_linkage, parse_k
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelNotBuiltError, KernelSignatureError
 from warp_drive.managers.function_manager import DEFAULT_FUNCTIONS, FunctionManager
 from warp_drive.managers.pycuda_kernel import _Kernel
-from warp_drive.managers.pycuda_kernel import _raw_address  # noqa: F401 - importable here as before the split
 from warp_drive.utils.device import device_attributes, init_cuda
 
 logger = logging.getLogger(__name__)
