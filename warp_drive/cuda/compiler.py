@@ -266,7 +266,6 @@ def compile_cubin(
     arch: str,
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     options: Sequence[str] = DEFAULT_OPTIONS,
-    use_cache: bool = True,
     depends: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Compile ``source`` to a cubin for ``arch`` (e.g. ``"sm_90"``) and return its cached path.
@@ -290,14 +289,14 @@ def compile_cubin(
     target = out_dir / f"{key}_{arch}.cubin"
     global last_build_compiled
     last_build_compiled = False
-    if use_cache and trusted_cache_entry(target) and entry_intact(target):
+    if trusted_cache_entry(target) and entry_intact(target):
         logger.debug("kernel cache hit %s", target)
         return target
     # one compiler per key across processes (ranks, parallel jobs): the others wait, then hit the cache
     lock_fd = os.open(out_dir / f"{key}_{arch}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(lock_fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if use_cache and trusted_cache_entry(target) and entry_intact(target):
+        if trusted_cache_entry(target) and entry_intact(target):
             logger.debug("kernel cache hit %s (built by another process)", target)
             return target
         _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
