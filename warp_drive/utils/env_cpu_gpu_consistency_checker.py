@@ -226,10 +226,6 @@ class EnvironmentCPUvsGPU:
         self.vectorised = has_vectorised_cpu_step(cpu_env_class)
         self._unseeded = False  # the config being checked has no seed: each side draws its own starts
 
-    @property
-    def wrapper(self) -> Callable[..., Any]:
-        return self.env_wrapper
-
     def test_env_reset_and_step(
         self,
         consistency_threshold_pct: float | None = None,
