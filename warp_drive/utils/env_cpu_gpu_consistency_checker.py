@@ -307,10 +307,8 @@ class EnvironmentCPUvsGPU:
         """2.7.1's gridworld kernels read their action table from a ``__constant__`` array the host
         fills; do that when the env has ``step_actions`` and the compiled source declares it."""
         env, fm, dm = wrapper.env, wrapper.cuda_function_manager, wrapper.cuda_data_manager
-        source = getattr(fm, "source", None) or ""
-        if not hasattr(env, "step_actions") or ACTION_TABLE_SYMBOL not in source:
-            return
-        if not hasattr(fm, "initialize_shared_constants"):
+        if not (hasattr(env, "step_actions") and hasattr(fm, "initialize_shared_constants")
+                and ACTION_TABLE_SYMBOL in (getattr(fm, "source", None) or "")):
             return
         table = np.asarray(env.step_actions, np.int32)
         try:
