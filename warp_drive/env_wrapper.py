@@ -44,6 +44,7 @@ from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env.registrar import env_registrar as default_registrar
 from warp_drive.env.schema import check_array_schema
 from warp_drive.errors import ConfigError, UsageError
+from warp_drive.managers.data_manager import positive_int
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.function_manager import FunctionFeed
 from warp_drive.utils.argument_fix import Argfix
@@ -69,12 +70,6 @@ def resolve_backend(env_backend: Any) -> str:
             stacklevel=2,
         )
     return canonical_backend(env_backend)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class EnvWrapper:
@@ -130,7 +125,7 @@ class EnvWrapper:
             if is_numba(requested) and env_registrar.has_env(env_name, "numba"):
                 table = "numba"
             env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
-        self.n_envs = _positive_int("num_envs", num_envs)
+        self.n_envs = positive_int("num_envs", num_envs)
         self.env = env_obj
         for attr in ("num_agents", "episode_length"):
             if not hasattr(env_obj, attr):
@@ -161,7 +156,7 @@ class EnvWrapper:
         self.has_custom_reset = False
         self._fresh_start_states = False
         if self._passthrough:
-            self.blocks_per_env = 1 if blocks_per_env is None else _positive_int("blocks_per_env", blocks_per_env)
+            self.blocks_per_env = 1 if blocks_per_env is None else positive_int("blocks_per_env", blocks_per_env)
             self.cuda_data_manager = self.cuda_function_manager = self.cuda_function_feed = self.env_resetter = None
             return
         if not isinstance(env_obj, CUDAEnvironmentContext):
@@ -250,7 +245,7 @@ class EnvWrapper:
 
     def _blocks_per_env(self, requested: int | None, device_id: int | None) -> int:
         if requested is not None:
-            return _positive_int("blocks_per_env", requested)
+            return positive_int("blocks_per_env", requested)
         if self.env_backend != "pycuda":
             return 1
         from warp_drive.utils.device import device_attributes, init_cuda

@@ -555,7 +555,7 @@ def test_autoinit_is_a_no_op_without_a_gpu():
 
 def test_cuda_tensor_holder_exposes_the_pointer():
     from warp_drive.managers.pycuda_data_manager import CudaTensorHolder
-    from warp_drive.managers.pycuda_function_manager import _raw_address
+    from warp_drive.managers.pycuda_kernel import _raw_address
 
     t = torch.zeros(3)
     holder = CudaTensorHolder(t)

@@ -17,7 +17,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from warp_drive.compat271.kernels import includes_header
 from warp_drive.compat271.main_files import compile_main_file
@@ -71,6 +71,18 @@ def register_env_packages(packages: Sequence[str]) -> None:
             raise ConfigError(f"--envs {package}: cannot import it ({err}); name an importable package") from err
 
 
+def _build_failed(label: str, build: Callable[[], str]) -> bool:
+    """Run ``build`` (it returns the source it compiled; ``compile_cubin(...) and text`` does, a Path being
+    true) and print one status line. Returns True when nvcc failed."""
+    start = time.perf_counter()
+    try:
+        status = "ok +2.7.1" if includes_header(build()) else "ok"
+    except CUDACompileError as err:
+        status = f"FAILED\n{err}"
+    print(f"{label}: {status} ({time.perf_counter() - start:.1f} s)")
+    return status.startswith("FAILED")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90")
@@ -83,25 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     for case in sources_to_check():
         for envs, bpe in ((4, 1), (2, min(3, case.num_agents))):
-            start = time.perf_counter()
             text = render_source(envs, case.num_agents, bpe, env_source=case.source, constants=case.constants)
-            try:
-                compile_cubin(text, args.arch, include_dirs=case.include_dirs)
-                status = "ok +2.7.1" if includes_header(text) else "ok"
-            except CUDACompileError as err:
-                failures += 1
-                status = f"FAILED\n{err}"
-            print(f"{case.label:<34} E={envs} N={case.num_agents} BPE={bpe} {args.arch}: {status} "
-                  f"({time.perf_counter() - start:.1f} s)")
+            failures += _build_failed(f"{case.label:<34} E={envs} N={case.num_agents} BPE={bpe} {args.arch}",
+                                      lambda: compile_cubin(text, args.arch, include_dirs=case.include_dirs) and text)
     for main_file in main_files_to_check():
-        start = time.perf_counter()
-        try:
-            built = compile_main_file(main_file, None, args.arch)
-            status = "ok +2.7.1" if includes_header(built.source) else "ok"
-        except CUDACompileError as err:
-            failures += 1
-            status = f"FAILED\n{err}"
-        print(f"{main_file.name:<34} (self-contained) {args.arch}: {status} ({time.perf_counter() - start:.1f} s)")
+        failures += _build_failed(f"{main_file.name:<34} (self-contained) {args.arch}",
+                                  lambda: compile_main_file(main_file, None, args.arch).source)
     print(f"{'all CUDA sources compile' if not failures else f'{failures} build(s) failed'}")
     return 1 if failures else 0
 

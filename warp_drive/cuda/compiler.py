@@ -27,12 +27,15 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
+
+import numpy as np
 
 from warp_drive.compat271.kernels import INCLUDE_LINE as COMPAT_271_INCLUDE
 from warp_drive.compat271.kernels import names_used
@@ -49,13 +52,10 @@ _HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".cu")
 
 def cache_dir() -> Path:
     """The kernel cache directory (created on first use, never inside the package)."""
-    env = os.environ.get("WARP_DRIVE_CACHE_DIR")
-    if env:
-        path = Path(env)
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = Path(base) / "warp_drive" / "kernels"
-    return path
+    if os.environ.get("WARP_DRIVE_CACHE_DIR"):
+        return Path(os.environ["WARP_DRIVE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "warp_drive" / "kernels"
 
 
 _FALLBACK_CACHE: Path | None = None
@@ -102,10 +102,8 @@ def trusted_cache_entry(path: Path) -> bool:
         st = os.lstat(path)
     except FileNotFoundError:
         return False
-    import stat as _stat
-
     problems = []
-    if not _stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode):
         problems.append("is not a regular file")
     if not _owner_ok(st):
         problems.append(f"belongs to another user (uid {st.st_uid})")
@@ -158,16 +156,10 @@ def _format_value(name: str, value: object) -> str:
             return f"__device__ constexpr int {name}[{len(value)}] = {{{body}}};"
         body = ", ".join(f"{float(v)!r}f" for v in value)
         return f"__device__ constexpr float {name}[{len(value)}] = {{{body}}};"
-    # numpy scalars and arrays
-    try:
-        import numpy as np
-
-        if isinstance(value, np.ndarray):
-            return _format_value(name, value.reshape(-1).tolist())
-        if isinstance(value, np.generic):
-            return _format_value(name, value.item())
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.ndarray):
+        return _format_value(name, value.reshape(-1).tolist())
+    if isinstance(value, np.generic):
+        return _format_value(name, value.item())
     raise ConfigError(
         f"CUDA constant {name} has unsupported type {type(value).__name__}; use int, float, bool "
         f"or a tuple of ints/floats"
@@ -250,15 +242,9 @@ def render_source(
 
 # --------------------------------------------------------------------------------- compiling
 def _dir_digest(directories: Iterable[Path]) -> str:
-    h = hashlib.sha256()
-    for d in directories:
-        if not d.is_dir():
-            continue
-        for p in sorted(d.rglob("*")):
-            if p.suffix in _HEADER_SUFFIXES and p.is_file():
-                h.update(p.as_posix().encode())
-                h.update(p.read_bytes())
-    return h.hexdigest()
+    """Digest of every header file under ``directories`` (as :func:`_files_digest` of them)."""
+    return _files_digest(p for d in directories if d.is_dir() for p in sorted(d.rglob("*"))
+                         if p.suffix in _HEADER_SUFFIXES and p.is_file())
 
 
 def extra_options() -> list[str]:
@@ -280,7 +266,6 @@ def compile_cubin(
     arch: str,
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     options: Sequence[str] = DEFAULT_OPTIONS,
-    use_cache: bool = True,
     depends: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Compile ``source`` to a cubin for ``arch`` (e.g. ``"sm_90"``) and return its cached path.
@@ -304,14 +289,14 @@ def compile_cubin(
     target = out_dir / f"{key}_{arch}.cubin"
     global last_build_compiled
     last_build_compiled = False
-    if use_cache and trusted_cache_entry(target) and entry_intact(target):
+    if trusted_cache_entry(target) and entry_intact(target):
         logger.debug("kernel cache hit %s", target)
         return target
     # one compiler per key across processes (ranks, parallel jobs): the others wait, then hit the cache
     lock_fd = os.open(out_dir / f"{key}_{arch}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(lock_fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if use_cache and trusted_cache_entry(target) and entry_intact(target):
+        if trusted_cache_entry(target) and entry_intact(target):
             logger.debug("kernel cache hit %s (built by another process)", target)
             return target
         _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
@@ -330,10 +315,7 @@ def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str],
         src = Path(tmp) / "warp_drive_module.cu"
         src.write_text(source)
         out = Path(tmp) / "module.cubin"
-        cmd = [nvcc, "-cubin", f"-arch={arch}", *options]
-        for d in dirs:
-            cmd.append(f"-I{d}")
-        cmd += ["-o", str(out), str(src)]
+        cmd = [nvcc, "-cubin", f"-arch={arch}", *options, *(f"-I{d}" for d in dirs), "-o", str(out), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not out.is_file():
             tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-40:])

@@ -16,8 +16,7 @@ _LAUNCH_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _KERNEL = re.compile(
     r"__global__\s+" + _LAUNCH_BOUNDS + r"void\s+" + _LAUNCH_BOUNDS + r"(\w+)\s*\(([^)]*)\)\s*([;{]?)", re.S
 )
-_EXTERN_C_PREFIX = re.compile(r'extern\s+"C"\s*$')
-_EXTERN_C_BLOCK = re.compile(r'extern\s+"C"\s*$')
+_EXTERN_C = re.compile(r'extern\s+"C"\s*$')  # before a kernel, or before the { of a block
 _NAMESPACE = re.compile(r"namespace(?:\s+\w+)?\s*$")
 _QUALIFIERS = ("const", "__restrict__", "restrict", "volatile", "struct")
 _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "do", "else", "defined"})
@@ -158,7 +157,7 @@ def kernel_linkage(source: str) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for match in _KERNEL.finditer(text):
         name, pos = match.group(1), match.start()
-        linked = bool(_EXTERN_C_PREFIX.search(text[max(0, pos - 64):pos])) or any(a < pos < b for a, b in ranges)
+        linked = bool(_EXTERN_C.search(text[max(0, pos - 64):pos])) or any(a < pos < b for a, b in ranges)
         out[name] = out.get(name, False) or linked
     return out
 
@@ -197,7 +196,7 @@ def function_bodies(source: str) -> dict[str, str]:
         if char == "{":
             head = text[boundary:pos]
             at_top = all(kind == "open" for kind, _, _ in stack)
-            if at_top and (_EXTERN_C_BLOCK.search(head) or _NAMESPACE.search(head)):
+            if at_top and (_EXTERN_C.search(head) or _NAMESPACE.search(head)):
                 stack.append(("open", None, pos))
             elif at_top and (name := _function_name(head)) is not None:
                 stack.append(("function", name, pos))

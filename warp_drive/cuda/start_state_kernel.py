@@ -29,11 +29,6 @@ _HOOK = re.compile(
 )
 
 
-def hook_function(env_name: str) -> str:
-    """Name of an env's CUDA start-state hook: ``<Name>StartState``."""
-    return f"{env_name}StartState"
-
-
 def reset_kernel(env_name: str) -> str:
     """Name of the rendered reset kernel that calls an env's hook."""
     return f"Cuda{env_name}ResetWithStartState"
@@ -53,7 +48,7 @@ def render_start_state_kernels(source: str) -> str:
         clash = [n for n in names if n.startswith("wk_")]
         if clash:
             raise KernelSignatureError(
-                f"{hook_function(name)} has parameters named {clash}; the wk_ prefix is reserved for the "
+                f"{name}StartState has parameters named {clash}; the wk_ prefix is reserved for the "
                 f"framework: rename them"
             )
         signature = ",\n    ".join([*RESET_PARAMS, *([params] if params else [])])
@@ -68,7 +63,7 @@ def render_start_state_kernels(source: str) -> str:
             "  if (wk_r.reset) {  // the same for every thread of the block\n"
             "    const WkStartKey wk_key{static_cast<unsigned int>(wk_seed), "
             "static_cast<unsigned int>(wk_env), wk_r.episode};\n"
-            f"    {hook_function(name)}({call_args});\n"
+            f"    {name}StartState({call_args});\n"
             "  }\n"
             "  wkFinishReset(wk_env, wk_r, wk_done, wk_timestep, wk_pool_counters, wk_undo_done);\n"
             "}\n"

@@ -23,6 +23,4 @@ class Constants:
     AT_RESET_SUFFIX = "_at_reset"
     LOG_SUFFIX = "_for_log"
 
-    META_NAMES = ("n_agents", "episode_length", "n_envs", "blocks_per_env")
-
     RESERVED = (DONE, TIMESTEP, LOG_MASK, TRUNCATED)

@@ -171,11 +171,6 @@ class CUDAEnvironmentContext:
         """Name of the CUDA step kernel: ``Cuda<name>Step``."""
         return f"Cuda{self.name}Step"
 
-    @property
-    def reset_function_name(self) -> str:
-        """Name of the optional custom reset kernel: ``Cuda<name>Reset``."""
-        return f"Cuda{self.name}Reset"
-
     # ----------------------------------------------------------------- wiring by the wrapper
     def initialize_step_function_context(
         self,

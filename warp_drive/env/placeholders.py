@@ -89,19 +89,17 @@ def stack_agent_obs(
     (``observations<suffix>``, or ``observations<suffix>_<key>`` per key of dict observations)."""
     agent_ids = list(agent_ids)
     first = obs[agent_ids[0]]
-    axis = obs_dim_corresponding_to_num_agents
+
+    def stack(values: Mapping[Any, Any], what: str) -> np.ndarray:  # one shape for all (scalars: (1,))
+        shapes = [np.shape(values[a]) or (1,) for a in agent_ids]
+        _same(shapes, what)
+        rows = {a: np.asarray(values[a], np.float32).reshape(shapes[0]) for a in agent_ids}
+        return get_obs(rows, agent_ids, obs_dim_corresponding_to_num_agents).astype(np.float32)
+
     if isinstance(first, Mapping):
-        out = {}
-        for key in first:
-            shapes = [np.shape(obs[a][key]) or (1,) for a in agent_ids]
-            _same(shapes, f"shape of observation '{key}'")
-            rows = {a: np.asarray(obs[a][key], np.float32).reshape(shapes[0]) for a in agent_ids}
-            out[f"{Constants.OBSERVATIONS}{suffix}_{key}"] = get_obs(rows, agent_ids, axis).astype(np.float32)
-        return out
-    shapes = [np.shape(obs[a]) or (1,) for a in agent_ids]
-    _same(shapes, "observation shape")
-    rows = {a: np.asarray(obs[a], np.float32).reshape(shapes[0]) for a in agent_ids}
-    return {f"{Constants.OBSERVATIONS}{suffix}": get_obs(rows, agent_ids, axis).astype(np.float32)}
+        return {f"{Constants.OBSERVATIONS}{suffix}_{key}": stack({a: obs[a][key] for a in agent_ids},
+                                                                 f"shape of observation '{key}'") for key in first}
+    return {f"{Constants.OBSERVATIONS}{suffix}": stack(obs, "observation shape")}
 
 
 def placeholder_feed(

@@ -64,11 +64,9 @@ class EnvironmentRegistrar:
                         f"env '{name}' is already registered for backend '{b}'; give {cls.__name__} another name"
                     )
                 table[name.lower()] = cls
-            if cuda_env_src_path is not None:
-                for table_name in dict.fromkeys(t for t in tables if t != "cpu"):
+            if cuda_env_src_path is not None:  # under each GPU table named (pycuda when none is)
+                for table_name in dict.fromkeys(t for t in tables if t != "cpu") or ["pycuda"]:
                     self.add_cuda_env_src_path(name, cuda_env_src_path, env_backend=table_name)
-                if all(t == "cpu" for t in tables):
-                    self.add_cuda_env_src_path(name, cuda_env_src_path)
             return cls
 
         return register

@@ -1,24 +1,16 @@
 """NumPy twins of the core CUDA kernels (``warp_drive/cuda/core/*.cuh``) for the CPU backend.
 
-The twin of ``core_service.cuh``: it gathers the twins of :mod:`warp_drive.managers.cpu_core`
-(one module per header: :mod:`~warp_drive.managers.cpu_core.sampler`,
-:mod:`~warp_drive.managers.cpu_core.reset`, :mod:`~warp_drive.managers.cpu_core.log`) and those
-of WarpDrive 2.7.1's kernels (``compat_271.cuh``: :mod:`warp_drive.compat271.cpu_kernels`, always
-here) into :data:`CORE_KERNELS`, the table the CPU function manager launches from, and hands the
-names of this package's own kernels on (this is their import path; 2.7.1's twins are imported
-from the compat room).
+The twin of ``core_service.cuh``: it gathers the twins of :mod:`warp_drive.managers.cpu_core` (one
+module per header) and those of WarpDrive 2.7.1's kernels (:mod:`warp_drive.compat271.cpu_kernels`)
+into :data:`CORE_KERNELS`, the table the CPU function manager launches from, and is the import
+path of this package's own twins.
 
-Every function has the name and argument order of its CUDA kernel. Pointer
-arguments are C-contiguous NumPy arrays (or objects ``np.asarray`` maps onto
-their memory, such as CPU torch tensors); they are treated as flat word arrays
-and written in place. The one difference is ``reset_when_done``, which takes
-Python lists of arrays instead of device pointer tables.
-
-Results are bit-identical to the CUDA kernels for categorical sampling, resets
-and logging (same Philox draws, same float32 sums without FMA); Gaussian samples
-agree within the float32 rounding of the device's transcendental functions.
-All work is vectorised over rows / envs; loops run only over action indices or
-registered entries.
+Every function has the name and argument order of its CUDA kernel. Pointer arguments are
+C-contiguous NumPy arrays (or CPU torch tensors), treated as flat word arrays and written in place;
+``reset_when_done`` takes Python lists of arrays instead of device pointer tables. Results are
+bit-identical to the CUDA kernels for categorical sampling, resets and logging (same Philox draws,
+same float32 sums without FMA); Gaussian samples agree within the float32 rounding of the
+device's transcendental functions.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from warp_drive.compat271.cpu_kernels import KERNELS as COMPAT_271_KERNELS
+from warp_drive.managers.cpu_core import log, reset, sampler
 from warp_drive.managers.cpu_core.log import log_one_step, reset_log_mask, update_log_mask
 from warp_drive.managers.cpu_core.reset import (
     POOL_STREAM,
@@ -47,27 +40,7 @@ from warp_drive.managers.cpu_core.sampler import (
     sample_gaussian_actions,
 )
 
-__all__ = [
-    "CORE_KERNELS",
-    "ERROR_BAD_INDEX",
-    "ERROR_BAD_SUM",
-    "ERROR_BAD_VALUE",
-    "MAX_SAMPLE_HEADS",
-    "POOL_STREAM",
-    "PROB_SUM_TOLERANCE",
-    "StartStateHook",
-    "log_one_step",
-    "reset_log_mask",
-    "reset_when_done",
-    "sample_actions",
-    "sample_action_heads",
-    "sample_gaussian_actions",
-    "sample_action_rows",
-    "sample_gaussian_action_rows",
-    "reset_env_rows",
-    "undo_done_flag_and_reset_timestep",
-    "update_log_mask",
-]
+__all__ = ["CORE_KERNELS", *log.__all__, *reset.__all__, *sampler.__all__]
 
 #: Kernel name -> NumPy twin, for the CPU function manager.
 CORE_KERNELS: dict[str, Callable[..., None]] = {

@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 _INT32 = np.iinfo(np.int32)
 
 
-def _positive_int(name: str, value: Any) -> int:
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an int; ConfigError naming ``name`` unless it is a positive integer (bools refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
@@ -149,6 +150,8 @@ class DataManager:
     """
 
     backend = "abstract"
+    #: The torch device holding the arrays (set by each subclass before this constructor runs).
+    device: torch.device
 
     def __init__(
         self,
@@ -170,22 +173,16 @@ class DataManager:
         self.version = 0  # bumped whenever the set of arrays changes
         self.add_meta_info(
             {
-                "n_agents": _positive_int("num_agents", num_agents),
-                "episode_length": _positive_int("episode_length", episode_length),
-                "n_envs": _positive_int("num_envs", num_envs),
-                "blocks_per_env": _positive_int("blocks_per_env", blocks_per_env),
+                "n_agents": positive_int("num_agents", num_agents),
+                "episode_length": positive_int("episode_length", episode_length),
+                "n_envs": positive_int("num_envs", num_envs),
+                "blocks_per_env": positive_int("blocks_per_env", blocks_per_env),
             }
         )
         T, E = self.episode_length, self.num_envs
         self._push_array(Constants.LOG_MASK, np.zeros(T + 1, np.int32), torch_accessible=False)
         self._push_array(Constants.DONE, np.zeros(E, np.int32), torch_accessible=True)
         self._push_array(Constants.TIMESTEP, np.zeros(E, np.int32), torch_accessible=True)
-
-    # ------------------------------------------------------------------ device (subclass)
-    @property
-    def device(self) -> torch.device:
-        """The torch device holding the arrays."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ meta information
     @property
@@ -402,11 +399,9 @@ class DataManager:
 
     def reset_device(self, name: str | None = None) -> None:
         """Re-upload the host values pushed originally (all arrays when ``name`` is None)."""
-        names = [name] if name else [n for n in self._host_data if n not in self._scalar_data_list]
-        for n in names:
-            if n in self._scalar_data_list:
-                continue
-            self._tensor(n).copy_(torch.from_numpy(self._host_data[n]))
+        for n in [name] if name else list(self._host_data):
+            if n not in self._scalar_data_list:
+                self._tensor(n).copy_(torch.from_numpy(self._host_data[n]))
 
     def host_view(self) -> dict[str, Any]:
         """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
@@ -483,7 +478,4 @@ class CPUDataManager(DataManager):
     """Arrays in CPU memory, shared between NumPy views (kernels) and torch tensors."""
 
     backend = "cpu"
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
+    device = torch.device("cpu")

@@ -11,7 +11,7 @@ import torch
 
 from warp_drive.cuda.start_state_kernel import RESET_PARAMS, reset_kernel
 from warp_drive.env.constants import Constants
-from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
+from warp_drive.errors import ConfigError
 from warp_drive.managers import cpu_kernels
 from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
 
@@ -42,40 +42,24 @@ class EnvironmentReset:
         self._fresh = False
 
     def init_reset_pool(self, data_manager: Any, seed: int | None = None) -> None:
-        """Seed the pool draws (random when None) and validate every (target, pool) pair."""
+        """Seed the pool draws (random when None) and build the table of reset entries."""
         self._pool_seed = (secrets.randbits(31) if seed is None else int(seed)) & 0x7FFFFFFF
         self._build_table(data_manager)
         if self._pool_counters is not None:
             self._pool_counters.zero_()
 
     def _build_table(self, dm: Any) -> None:
+        """Saved copies, then (target, pool) pairs (the data manager checked each pair at push)."""
         E = dm.num_envs
         pools = dm.reset_target_to_pool
+        entries = [(n, n + Constants.AT_RESET_SUFFIX, False) for n in dm.reset_data_list if n not in pools]
         dst, src, sizes, pool_sizes = [], [], [], []
-        for name in dm.reset_data_list:
-            if name in pools:
-                continue
-            t = dm.data_on_device_via_torch(name)
+        for target, source, is_pool in entries + [(t, p, True) for t, p in pools.items()]:
+            t, s = dm.data_on_device_via_torch(target), dm.data_on_device_via_torch(source)
             dst.append(t)
-            src.append(dm.data_on_device_via_torch(name + Constants.AT_RESET_SUFFIX))
+            src.append(s)
             sizes.append(t.numel() // E)
-            pool_sizes.append(0)
-        for target, pool_name in pools.items():
-            t = dm.data_on_device_via_torch(target)
-            pool = dm.data_on_device_via_torch(pool_name)
-            if t.dim() == 0 or t.shape[0] != E:
-                raise DataShapeError(f"reset target '{target}' has shape {tuple(t.shape)}; it needs a leading env axis of {E}")
-            if tuple(pool.shape[1:]) != tuple(t.shape[1:]):
-                raise DataShapeError(
-                    f"reset pool '{pool_name}' has rows of shape {tuple(pool.shape[1:])}, but '{target}' has "
-                    f"{tuple(t.shape[1:])} per env"
-                )
-            if pool.dtype != t.dtype:
-                raise DataTypeError(f"reset pool '{pool_name}' is {pool.dtype} but '{target}' is {t.dtype}")
-            dst.append(t)
-            src.append(pool)
-            sizes.append(t.numel() // E)
-            pool_sizes.append(pool.shape[0])
+            pool_sizes.append(s.shape[0] if is_pool else 0)
         if self._fm.has_kernels:
             dev = dm.device
             ptrs = lambda ts: torch.tensor([x.data_ptr() for x in ts] or [0], dtype=torch.int64, device=dev)  # noqa: E731
@@ -156,11 +140,6 @@ class EnvironmentReset:
             self._fm.initialize_functions([name])
         self._start = (name, specs, FunctionFeed(data_manager))
         return True
-
-    @property
-    def has_start_state(self) -> bool:
-        """Whether a start-state hook is registered."""
-        return self._start is not None
 
     @property
     def fresh_start_states(self) -> bool:

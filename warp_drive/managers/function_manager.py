@@ -17,22 +17,17 @@ from warp_drive.compat271.kernels import COMPAT_FUNCTIONS
 from warp_drive.cuda.compiler import threads_per_block
 from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
+from warp_drive.managers.cpu_kernels import CORE_KERNELS
+from warp_drive.managers.data_manager import positive_int
 
 logger = logging.getLogger(__name__)
 
-#: Names of the core service kernels (CUDA ``core_service.cuh`` and ``cpu_kernels.py``).
-DEFAULT_FUNCTIONS: tuple[str, ...] = (
-    "sample_actions",
-    "sample_action_heads",
-    "sample_gaussian_actions",
-    "reset_when_done",
-    "undo_done_flag_and_reset_timestep",
-    "log_one_step",
-    "reset_log_mask",
-    "update_log_mask",
-)
+#: Names of the core service kernels (CUDA ``core_service.cuh``; their NumPy twins in ``cpu_kernels.py``).
+DEFAULT_FUNCTIONS: tuple[str, ...] = tuple(n for n in CORE_KERNELS if n not in COMPAT_FUNCTIONS)
 
-_SOURCES = {"d": "device", "device": "device", "m": "meta", "meta": "meta", "s": "shared", "shared": "shared"}
+#: Where an argument spec ``(name, source)`` is read from: the data manager's method per source.
+_SOURCES = {"d": "device_data", "device": "device_data", "m": "meta_info", "meta": "meta_info",
+            "s": "shared_constant", "shared": "shared_constant"}
 
 
 def arg_name(spec: Any) -> str:
@@ -58,12 +53,7 @@ class FunctionFeed:
         if isinstance(spec, str):
             return self._dm.device_data(spec)
         if isinstance(spec, (tuple, list)) and len(spec) == 2 and spec[1] in _SOURCES:
-            name, source = spec[0], _SOURCES[spec[1]]
-            if source == "device":
-                return self._dm.device_data(name)
-            if source == "meta":
-                return self._dm.meta_info(name)
-            return self._dm.shared_constant(name)
+            return getattr(self._dm, _SOURCES[spec[1]])(spec[0])
         raise ConfigError(
             f"kernel argument spec {spec!r} is not understood; use 'name' or (name, 'device'|'meta'|'shared')"
         )
@@ -91,16 +81,13 @@ class FunctionManager:
     has_kernels = False  # True when functions are compiled CUDA kernels
 
     def __init__(self, num_agents: int = 1, num_envs: int = 1, blocks_per_env: int = 1, process_id: int = 0) -> None:
-        for name, value in (("num_agents", num_agents), ("num_envs", num_envs), ("blocks_per_env", blocks_per_env)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        self._num_agents = positive_int("num_agents", num_agents)
+        self._num_envs = positive_int("num_envs", num_envs)
+        self._blocks_per_env = positive_int("blocks_per_env", blocks_per_env)
         if blocks_per_env > num_agents:
             raise GeometryError(
                 f"blocks_per_env={blocks_per_env} exceeds num_agents={num_agents}; use at most one block per agent"
             )
-        self._num_agents = int(num_agents)
-        self._num_envs = int(num_envs)
-        self._blocks_per_env = int(blocks_per_env)
         self._process_id = process_id
         self._block = (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
         self._grid = (self._num_envs * self._blocks_per_env, 1)
@@ -269,16 +256,13 @@ class CPUFunctionManager(FunctionManager):
         self._python_functions[name] = fn
 
     def _load_function(self, name: str) -> Any:
-        from warp_drive.managers.cpu_kernels import CORE_KERNELS
-
         fn = self._python_functions.get(name) or CORE_KERNELS.get(name)
         if fn is None:
             raise DataNotFoundError(f"no CPU function named '{name}'; register it with register_function()")
         return PythonFunction(name, fn)
 
     def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
-        fn = self._get_function(name).function
-        fn(*[_to_numpy(a) for a in args])
+        self._get_function(name)(*args)
 
 
 def _to_numpy(value: Any) -> Any:

@@ -33,12 +33,8 @@ class PyCUDADataManager(DataManager):
         device_id: int | None = None,
     ) -> None:
         init_cuda(device_id)
-        self._device = torch.device("cuda", torch.cuda.current_device() if device_id is None else device_id)
+        self.device = torch.device("cuda", torch.cuda.current_device() if device_id is None else device_id)
         super().__init__(num_agents, num_envs, blocks_per_env, episode_length)
-
-    @property
-    def device(self) -> torch.device:
-        return self._device
 
 
 class CudaTensorHolder:

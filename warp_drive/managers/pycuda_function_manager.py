@@ -10,7 +10,6 @@ The kernel wrapper the manager hands out (``_Kernel``) lives in
 :mod:`~warp_drive.compat271.env_barrier`), its ``_compile`` of main files
 (:mod:`~warp_drive.compat271.main_files`) and the rule that compiles its kernels
 (``compat_271.cuh``) into a module only when asked for (:mod:`~warp_drive.compat271.kernels`).
-The barrier names and ``_raw_address`` are importable from here as before.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ from warp_drive.cuda.signature import functions_calling, kernel_linkage, parse_k
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelNotBuiltError, KernelSignatureError
 from warp_drive.managers.function_manager import DEFAULT_FUNCTIONS, FunctionManager
 from warp_drive.managers.pycuda_kernel import _Kernel
-from warp_drive.managers.pycuda_kernel import _raw_address  # noqa: F401 - importable here as before the split
 from warp_drive.utils.device import device_attributes, init_cuda
 
 logger = logging.getLogger(__name__)
@@ -109,7 +107,6 @@ class PyCUDAFunctionManager(FunctionManager):
                 f"num_agents={num_agents} with blocks_per_env={blocks_per_env} needs {self.block[0]} threads "
                 f"per block, above this device's limit of {max_threads}; set blocks_per_env={need} (or more)"
             )
-        self._default_grid, self._default_block = self.grid, self.block
         self._module: Any = None
         self._binary: Path | None = None  # the loaded cubin
         self._source: str | None = None
@@ -181,15 +178,13 @@ class PyCUDAFunctionManager(FunctionManager):
         """
         check_templates(template_header_file, template_runner_file, template_path)
         if env_source is None and env_name is not None:
-            found = None
-            if customized_env_registrar is not None:
-                found = customized_env_registrar.get_cuda_env_src_path(env_name)
-            if found is None:
+            registrar = customized_env_registrar
+            env_source = None if registrar is None else registrar.get_cuda_env_src_path(env_name)
+            if env_source is None:
                 raise ConfigError(
                     f"no CUDA source for env '{env_name}': pass env_source=path/to/step.cu, or register it with "
                     f"registrar.add_cuda_env_src_path('{env_name}', path) and pass customized_env_registrar=registrar"
                 )
-            env_source = found
         dirs = env_include_dirs(env_source, include_dirs) if env_source is not None else list(include_dirs)
         source = render_source(
             self.num_envs, self.num_agents, self.blocks_per_env, env_source=env_source, constants=constants,
@@ -368,7 +363,7 @@ class PyCUDAFunctionManager(FunctionManager):
         barrier = self._check_barrier if name in self._barrier_kernels and self._module_bpe > 1 else None
         kernel = _Kernel(name, function, codes, self._dynamic_shared_bytes(name, function), params, barrier)
         if barrier is not None and self._module_bpe == self.blocks_per_env:
-            kernel._check_geometry(self._default_grid, self._default_block, kernel.shared_bytes)  # fail at load
+            kernel._check_geometry(self._grid, self._block, kernel.shared_bytes)  # fail at load
         return kernel
 
     def _missing_kernel_message(self, name: str) -> str:
@@ -439,8 +434,8 @@ class PyCUDAFunctionManager(FunctionManager):
 
     def launch(self, name: str, args: Sequence[Any], grid: Any = None, block: Any = None) -> None:
         kernel = self._functions.get(name) or self._get_function(name)
-        grid = self._default_grid if grid is None else tuple(grid)
-        block = self._default_block if block is None else tuple(block)
+        grid = self._grid if grid is None else tuple(grid)
+        block = self._block if block is None else tuple(block)
         kernel.launch(grid, block, self.stream, args)
 
     def initialize_shared_constants(self, data_manager: Any, constant_names: Sequence[str]) -> None:

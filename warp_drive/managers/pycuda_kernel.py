@@ -214,19 +214,24 @@ class _Kernel:
             self.barrier_check(self, grid, block, shared)  # type: ignore[misc]
             self._checked.add(key)
 
-    def launch(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any]) -> None:
-        """Internal fast path: ``args`` are tensors and Python/NumPy scalars in signature order."""
+    def launch(self, grid: tuple, block: tuple, stream: Any, args: Sequence[Any], shared: int | None = None) -> None:
+        """Internal fast path: ``args`` are tensors and Python/NumPy scalars in signature order;
+        ``shared`` defaults to the kernel's declared dynamic shared memory."""
+        shared = self.shared_bytes if shared is None else shared
         if self.barrier_check is not None:
-            self._check_geometry(grid, block, self.shared_bytes)
+            self._check_geometry(grid, block, shared)
         if self.codes is None:
-            self.function(*[_untyped_value(a) for a in args], grid=grid, block=block, stream=stream,
-                          shared=self.shared_bytes)
+            self.function(*[_untyped_value(a) for a in args], grid=grid, block=block, stream=stream, shared=shared)
             return
         values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        if self._launch is not None:
-            self._launch(grid, block, self._pack(self._format, *values), self.shared_bytes, stream)
-        else:
-            self.function.prepared_async_call(grid, block, stream, *values, shared_size=self.shared_bytes)
+        if self._launch is None:
+            self.function.prepared_async_call(grid, block, stream, *values, shared_size=shared)
+            return
+        try:
+            buffer = self._pack(self._format, *values)
+        except Exception as err:  # noqa: BLE001 - struct errors: values out of the parameter's range
+            raise KernelSignatureError(f"{self.name}: cannot pass the arguments {list(args)!r}: {err}") from None
+        self._launch(grid, block, buffer, shared, stream)
 
     def __call__(
         self,
@@ -266,25 +271,13 @@ class _Kernel:
             self(*args, block=block, grid=grid, stream=stream, shared=shared)
             cuda.Context.synchronize()
             return time.perf_counter() - start
-        if self.codes is None:
-            self.function(*[_untyped_value(a) for a in args], grid=grid, block=block, stream=stream, shared=shared)
-            return None
         params = self.params
         if params is not None:
             if len(args) != len(params):
                 names = ", ".join(f"{p.ctype}{'*' if p.is_pointer else ''} {p.name}" for p in params)
                 raise KernelSignatureError(f"{self.name}({names}) takes {len(params)} arguments, got {len(args)}")
-            values = [convert(a) for convert, a in zip(self._convert, args)]
-        else:
-            values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-        if self._launch is None:
-            self.function.prepared_async_call(grid, block, stream, *values, shared_size=shared)
-            return None
-        try:
-            buffer = self._pack(self._format, *values)
-        except Exception as err:  # noqa: BLE001 - struct errors: values out of the parameter's range
-            raise KernelSignatureError(f"{self.name}: cannot pass the arguments {args!r}: {err}") from None
-        self._launch(grid, block, buffer, shared, stream)
+            args = tuple(convert(a) for convert, a in zip(self._convert, args))
+        self.launch(grid, block, stream, args, shared)
         return None
 
     def __repr__(self) -> str:

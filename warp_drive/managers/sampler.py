@@ -365,16 +365,14 @@ class Sampler:
         if not flag:
             return
         self._error_flag.zero_()
-        problems = []
-        if flag & ERROR_BAD_VALUE:
-            problems.append("NaN or negative values")
-        if flag & ERROR_BAD_SUM:
-            problems.append("rows whose probabilities do not sum to 1 (tolerance 1e-3)")
         if flag & ERROR_BAD_INDEX:
             raise SamplerError(
                 "sample_heads got an agent index outside the joint placeholder (those rows were not "
                 "written): pass joint=(name, agent_index) with indices in 0 .. num_agents - 1"
             )
+        reasons = {ERROR_BAD_VALUE: "NaN or negative values",
+                   ERROR_BAD_SUM: "rows whose probabilities do not sum to 1 (tolerance 1e-3)"}
+        problems = [text for bit, text in reasons.items() if flag & bit]
         heads = [distribution] if isinstance(distribution, torch.Tensor) else list(distribution or ())
         detail = ""
         for h, dist in enumerate(heads):

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
-from warp_drive.errors import DeviceUnavailableError
+from warp_drive.errors import CUDACompileError, DeviceUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +44,8 @@ def pycuda_available() -> bool:
 
 def has_cuda_device() -> bool:
     """True when PyTorch sees a CUDA device and pycuda is installed."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return False
+    import torch
+
     return bool(torch.cuda.is_available()) and pycuda_available()
 
 
@@ -190,7 +188,6 @@ def _nvidia_driver() -> str | None:
 
 def _nvcc() -> dict[str, Any]:
     from warp_drive.cuda import compiler
-    from warp_drive.errors import CUDACompileError
 
     try:
         path = compiler.find_nvcc()

@@ -34,6 +34,7 @@ from warp_drive.env.context import has_vectorised_cpu_step
 from warp_drive.env.placeholders import get_obs
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, ConsistencyError
+from warp_drive.managers.data_manager import positive_int
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
@@ -202,12 +203,10 @@ class EnvironmentCPUvsGPU:
         for name, cls in (("cpu_env_class", cpu_env_class), ("cuda_env_class", cuda_env_class)):
             if not isinstance(cls, type):
                 raise ConfigError(f"{name} must be an env class, got {type(cls).__name__} ({cls!r})")
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
         self.cpu_env_class = cpu_env_class
         self.cuda_env_class = cuda_env_class
         self.env_configs = dict(env_configs or {"default": {}})
-        self.num_envs = int(num_envs)
+        self.num_envs = positive_int("num_envs", num_envs)
         self.blocks_per_env = blocks_per_env
         self.assert_equal_num_agents_per_block = bool(assert_equal_num_agents_per_block)
         self.num_episodes = int(num_episodes)
@@ -226,10 +225,6 @@ class EnvironmentCPUvsGPU:
         #: True: the CPU side is the env's vectorised NumPy step; False: gym-style instances.
         self.vectorised = has_vectorised_cpu_step(cpu_env_class)
         self._unseeded = False  # the config being checked has no seed: each side draws its own starts
-
-    @property
-    def wrapper(self) -> Callable[..., Any]:
-        return self.env_wrapper
 
     def test_env_reset_and_step(
         self,
@@ -285,20 +280,15 @@ class EnvironmentCPUvsGPU:
         if self.use_gpu_testing_mode:
             kwargs.update(testing_mode=True, testing_bin_filename=self.testing_bin_filename)
         wrapper = self.env_wrapper(**kwargs)
-        self._check_geometry(wrapper)
+        if self.assert_equal_num_agents_per_block and wrapper.n_agents % int(wrapper.blocks_per_env):
+            raise ConfigError(
+                f"{wrapper.n_agents} agents do not split evenly over blocks_per_env={wrapper.blocks_per_env} "
+                f"(assert_equal_num_agents_per_block=True); pick a divisor of the agent count"
+            )
         wrapper.reset_all_envs()
         self._push_placeholders(wrapper)
         self._push_action_table(wrapper)
         return wrapper
-
-    def _check_geometry(self, wrapper: Any) -> None:
-        if self.assert_equal_num_agents_per_block:
-            bpe = int(wrapper.blocks_per_env)
-            if wrapper.n_agents % bpe:
-                raise ConfigError(
-                    f"{wrapper.n_agents} agents do not split evenly over blocks_per_env={bpe} "
-                    f"(assert_equal_num_agents_per_block=True); pick a divisor of the agent count"
-                )
 
     def _push_placeholders(self, wrapper: Any) -> None:
         if self.create_separate_placeholders_for_each_policy or self.policy_tag_to_agent_id_map is not None:
@@ -317,10 +307,8 @@ class EnvironmentCPUvsGPU:
         """2.7.1's gridworld kernels read their action table from a ``__constant__`` array the host
         fills; do that when the env has ``step_actions`` and the compiled source declares it."""
         env, fm, dm = wrapper.env, wrapper.cuda_function_manager, wrapper.cuda_data_manager
-        source = getattr(fm, "source", None) or ""
-        if not hasattr(env, "step_actions") or ACTION_TABLE_SYMBOL not in source:
-            return
-        if not hasattr(fm, "initialize_shared_constants"):
+        if not (hasattr(env, "step_actions") and hasattr(fm, "initialize_shared_constants")
+                and ACTION_TABLE_SYMBOL in (getattr(fm, "source", None) or "")):
             return
         table = np.asarray(env.step_actions, np.int32)
         try:
@@ -329,20 +317,20 @@ class EnvironmentCPUvsGPU:
             dm.add_shared_constants({ACTION_TABLE_SYMBOL: table})
         fm.initialize_shared_constants(dm, constant_names=[ACTION_TABLE_SYMBOL])
 
-    def _agent_groups(self, wrapper: Any) -> list[tuple[str, list[int]]]:
-        """(placeholder suffix, agent indices in store order) for each action placeholder set."""
-        ids = sorted(wrapper.env.action_space)
-        groups = [("", list(range(len(ids))))]
+    def _agent_groups(self, wrapper: Any) -> list[tuple[str, list[Any]]]:
+        """(placeholder suffix, agent ids) for each placeholder set."""
         if self.create_separate_placeholders_for_each_policy:
-            groups = [(f"_{tag}", [ids.index(a) for a in agents]) for tag, agents in self.policy_tag_to_agent_id_map.items()]
-        return groups
+            return [(f"_{tag}", list(agents)) for tag, agents in self.policy_tag_to_agent_id_map.items()]
+        return [("", sorted(wrapper.env.action_space))]
 
     def _push_actions(self, wrapper: Any, actions: np.ndarray) -> None:
+        """``actions`` (E, N, heads), agents in sorted id order, into each action placeholder."""
         dm = wrapper.cuda_data_manager
-        for suffix, idx in self._agent_groups(wrapper):
+        position = {a: i for i, a in enumerate(sorted(wrapper.env.action_space))}
+        for suffix, agents in self._agent_groups(wrapper):
             name = Constants.ACTIONS + suffix
-            dtype = np.dtype(dm.get_dtype(name))
-            dm.assign(name, np.ascontiguousarray(actions[:, idx]).astype(dtype))
+            idx = [position[a] for a in agents]
+            dm.assign(name, np.ascontiguousarray(actions[:, idx]).astype(np.dtype(dm.get_dtype(name))))
 
     # ------------------------------------------------------------------------------------------ vectorised
     def _make_cpu_wrapper(self, config: dict) -> Any:
@@ -442,8 +430,8 @@ class EnvironmentCPUvsGPU:
             self._check_rewards([r[1] for r in results], gpu, label, seed, t, report, pct)
             done_cpu = np.array([bool(r[2]["__all__"]) for r in results])
             done_gpu = dm.pull_data_from_device(Constants.DONE) > 0
-            if (done_cpu != done_gpu).any():
-                bad = done_cpu != done_gpu
+            bad = done_cpu != done_gpu
+            if bad.any():
                 raise ConsistencyError(str(_first_mismatch(bad, done_cpu, done_gpu, label, seed, t, "done")))
             episodes += done_cpu
             gpu.reset_only_done_envs()
@@ -459,15 +447,10 @@ class EnvironmentCPUvsGPU:
             report.steps += 1
         report.episodes_completed += int(episodes.sum())
 
-    def _gym_groups(self, gpu: Any) -> list[tuple[str, list[Any]]]:
-        if self.create_separate_placeholders_for_each_policy:
-            return [(f"_{tag}", list(agents)) for tag, agents in self.policy_tag_to_agent_id_map.items()]
-        return [("", sorted(gpu.env.action_space))]
-
     def _check_obs(self, obs: list, gpu: Any, label: str, seed: int, step: Any, report: ConsistencyReport, pct: float) -> None:
         dm = gpu.cuda_data_manager
         axis = self.obs_dim_corresponding_to_num_agents if self.create_separate_placeholders_for_each_policy else "first"
-        for suffix, agents in self._gym_groups(gpu):
+        for suffix, agents in self._agent_groups(gpu):
             first = obs[0][agents[0]]
             keys = list(first) if isinstance(first, Mapping) else [None]
             for key in keys:
@@ -479,7 +462,7 @@ class EnvironmentCPUvsGPU:
     def _check_rewards(self, rewards: list, gpu: Any, label: str, seed: int, step: Any, report: ConsistencyReport,
                        pct: float) -> None:
         dm = gpu.cuda_data_manager
-        for suffix, agents in self._gym_groups(gpu):
+        for suffix, agents in self._agent_groups(gpu):
             name = Constants.REWARDS + suffix
             cpu = np.array([[r[a] for a in agents] for r in rewards], dtype=np.float32)
             self._check_values(cpu, dm.pull_data_from_device(name), name, label, seed, step, report, pct)

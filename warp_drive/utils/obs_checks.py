@@ -56,15 +56,12 @@ def check_reset_observations(obs: Mapping[Any, Any], observation_space: Mapping[
 
 
 def _check_obs_group(values: Mapping[Any, Any], space: Any, agents: list[Any], env_name: str, what: str) -> None:
-    """Agents sharing one space: shapes one by one, then the values of all of them at once."""
+    """Agents sharing one space: shapes one by one, then the values of a chunk of them at once."""
     if not isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
         return
-    shape = tuple(space.shape)
-    size = max(1, int(np.prod(shape)))
-    chunk = max(1, (1 << 22) // size)  # bound the temporaries (~16 MB of float32 per chunk)
+    chunk = max(1, (1 << 22) // max(1, int(np.prod(space.shape))))  # temporaries: ~16 MB of float32 a chunk
     for start in range(0, len(agents), chunk):
-        part = agents[start : start + chunk]
-        _check_obs_chunk({a: values[a] for a in part}, space, part, env_name, what)
+        _check_obs_chunk(values, space, agents[start : start + chunk], env_name, what)
 
 
 def _check_obs_chunk(values: Mapping[Any, Any], space: Any, agents: list[Any], env_name: str, what: str) -> None:

@@ -39,14 +39,8 @@ _TWO_PI = 2.0 * np.pi
 
 
 def to_uint32(value: int | np.ndarray) -> np.ndarray | np.uint32:
-    """Reinterprets Python / NumPy integers as uint32 (two's complement wrap).
-
-    Args:
-        value: An integer or integer array (e.g. a signed ``int`` seed).
-
-    Returns:
-        The value modulo 2**32 as ``np.uint32`` (scalar or array).
-    """
+    """An integer or integer array (e.g. a signed ``int`` seed) modulo 2**32 as ``np.uint32``
+    (two's complement wrap)."""
     if np.isscalar(value):
         return np.uint32(int(value) & 0xFFFFFFFF)
     arr = np.asarray(value)
@@ -99,19 +93,9 @@ def philox_words(
     c2: int | np.ndarray = 0,
     c3: int | np.ndarray = 0,
 ) -> np.ndarray:
-    """Philox output for ``ctr = (c0, c1, c2, c3)``, ``key = (seed, stream)``.
-
-    Args:
-        seed: Key word 0 (any int; taken modulo 2**32).
-        stream: Key word 1 (any int; taken modulo 2**32).
-        c0: Counter word 0 (e.g. the row), scalar or array.
-        c1: Counter word 1 (e.g. the call count), broadcastable against ``c0``.
-        c2: Counter word 2 (word block).
-        c3: Counter word 3.
-
-    Returns:
-        ``uint32`` array of shape ``broadcast(c0, c1, c2, c3) + (4,)``.
-    """
+    """Philox output for ``ctr = (c0, c1, c2, c3)`` (e.g. row, call count, word block, 0: scalars or
+    arrays broadcast together) and ``key = (seed, stream)`` (any ints, taken modulo 2**32): a
+    ``uint32`` array of shape ``broadcast(c0, c1, c2, c3) + (4,)``."""
     words = np.broadcast_arrays(*(to_uint32(np.asarray(c)) for c in (c0, c1, c2, c3)))
     ctr = np.stack(words, axis=-1)
     key = np.array([to_uint32(seed), to_uint32(stream)], dtype=np.uint32)
@@ -119,30 +103,15 @@ def philox_words(
 
 
 def uniform_from_bits(x: np.ndarray) -> np.ndarray:
-    """Uniform float32 in ``[0, 1)`` from the top 24 bits: ``(x >> 8) * 2**-24``.
-
-    Twin of ``wkUniformFromBits``; exact in float32.
-
-    Args:
-        x: ``uint32`` words.
-
-    Returns:
-        float32 array of the same shape.
-    """
+    """Uniform float32 in ``[0, 1)`` from the top 24 bits of ``uint32`` words: ``(x >> 8) * 2**-24``,
+    exact in float32 (twin of ``wkUniformFromBits``)."""
     x = np.asarray(x, dtype=np.uint32)
     return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
 
 
 def scale_bits_to_range(x: np.ndarray, n: int | np.ndarray) -> np.ndarray:
-    """Exact ``floor(uniform_from_bits(x) * n)`` in integers (``wkScaleBitsToRange``).
-
-    Args:
-        x: ``uint32`` words.
-        n: Range size(s), non-negative, broadcastable against ``x``.
-
-    Returns:
-        int64 array with values in ``[0, n)`` (0 when ``n == 0``).
-    """
+    """Exact ``floor(uniform_from_bits(x) * n)`` in integers (``wkScaleBitsToRange``): int64 values in
+    ``[0, n)`` (0 where ``n == 0``) for ``uint32`` words ``x`` and sizes ``n >= 0`` broadcast against them."""
     top = (np.asarray(x, dtype=np.uint32) >> np.uint32(8)).astype(np.uint64)
     return ((top * np.asarray(n, dtype=np.uint64)) >> np.uint64(24)).astype(np.int64)
 
@@ -152,16 +121,9 @@ def box_muller(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ``u1 = 1 - uniform(x0)`` in ``(0, 1]``, ``u2 = uniform(x1)``,
     ``z0 = r cos(2 pi u2)``, ``z1 = r sin(2 pi u2)``, ``r = sqrt(-2 log u1)``.
-    Evaluated in float64 from the exact float32 uniforms and rounded once, so it
-    agrees with the CUDA float32 version within the rounding error of the
-    device's transcendental functions (a few ulp).
-
-    Args:
-        x0: ``uint32`` words for the radius.
-        x1: ``uint32`` words for the angle.
-
-    Returns:
-        ``(z0, z1)`` float32 arrays.
+    Evaluated in float64 from the exact float32 uniforms (``x0``: the radius's ``uint32`` words,
+    ``x1``: the angle's) and rounded once to float32, so it agrees with the CUDA float32 version
+    within the rounding error of the device's transcendental functions (a few ulp).
     """
     u1 = (np.float32(1.0) - uniform_from_bits(x0)).astype(np.float64)
     u2 = uniform_from_bits(x1).astype(np.float64)

@@ -18,17 +18,9 @@ def log_one_step(
     env_id: int,
     episode_length: int,
 ) -> None:
-    """Copies env ``env_id``'s row of ``data`` into row ``t`` of ``log``.
-
-    Twin of the ``log_one_step`` kernel (``log.cuh``).
-
-    Args:
-        log: ``(episode_length + 1, feature_size)`` 4-byte words.
-        data: ``(num_envs, feature_size)`` 4-byte words.
-        feature_size: Words per env row.
-        t: Step to log; nothing happens unless ``0 <= t <= episode_length``.
-        env_id: Logged env; nothing happens unless ``0 <= env_id < num_envs``.
-        episode_length: Episode length ``T``.
+    """Copies env ``env_id``'s row of ``data`` (``(num_envs, feature_size)`` 4-byte words) into row
+    ``t`` of ``log`` (``(episode_length + 1, feature_size)``); nothing happens unless
+    ``0 <= t <= episode_length`` and ``0 <= env_id < num_envs``. Twin of ``log_one_step`` (``log.cuh``).
     """
     if not 0 <= t <= episode_length or feature_size <= 0:
         return
@@ -36,31 +28,17 @@ def log_one_step(
     if not 0 <= env_id < words.size // feature_size:
         return
     out = word_view(log, np.uint32)
-    out[t * feature_size : (t + 1) * feature_size] = words[
-        env_id * feature_size : (env_id + 1) * feature_size
-    ]
+    out[t * feature_size : (t + 1) * feature_size] = words[env_id * feature_size : (env_id + 1) * feature_size]
 
 
 def reset_log_mask(mask: np.ndarray, episode_length: int) -> None:
-    """Clears ``mask[0 .. episode_length]``; twin of ``reset_log_mask`` (``log.cuh``).
-
-    Args:
-        mask: int32 ``(episode_length + 1,)``.
-        episode_length: Episode length ``T``.
-    """
+    """Clears the int32 ``mask[0 .. episode_length]``; twin of ``reset_log_mask`` (``log.cuh``)."""
     word_view(mask, np.int32)[: episode_length + 1] = 0
 
 
 def update_log_mask(mask: np.ndarray, t: int, episode_length: int) -> None:
-    """Marks log row ``t`` valid if rows ``0 .. t-1`` are.
-
-    Twin of the ``update_log_mask`` kernel (``log.cuh``).
-
-    Args:
-        mask: int32 ``(episode_length + 1,)``.
-        t: Step; nothing happens unless ``0 <= t <= episode_length``.
-        episode_length: Episode length ``T``.
-    """
+    """Marks row ``t`` of the int32 ``(episode_length + 1,)`` mask valid if rows ``0 .. t-1`` are
+    (nothing unless ``0 <= t <= episode_length``); twin of ``update_log_mask`` (``log.cuh``)."""
     if not 0 <= t <= episode_length:
         return
     m = word_view(mask, np.int32)

@@ -58,17 +58,9 @@ def _or_error_flag(error_flag: Any, bits: int) -> None:
 
 
 def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-    """Pass 1 of the categorical sampler: float32 sequential row sums and error bits.
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-
-    Returns:
-        ``(total, bits, running)``: per-row float32 sums (summed left to right, as on the
-        device), the ORed error bits over all rows, and the running sums, column-major:
-        ``running[i, r]`` is row ``r``'s sum of its first ``i + 1`` probabilities
-        (``(actions, rows)``; ``total`` is its last row; pass 2 reuses them).
-    """
+    """Pass 1 of the categorical sampler on ``(rows, actions)`` float32 ``p``: ``(total, bits,
+    running)``, the per-row sums (left to right, as on the device), the ORed error bits, and the
+    column-major ``(actions, rows)`` running sums (``total`` is their last row; pass 2 reuses them)."""
     # One column at a time over every row (the rows are the vectorised axis): running[i] =
     # running[i - 1] + p[:, i] in float32, the device's left-to-right order, exactly. (np.cumsum
     # along either axis loops per row here: several times slower.)
@@ -101,28 +93,13 @@ def _argmax_rows(p: np.ndarray) -> np.ndarray:
     return index
 
 
-def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray | None = None,
-                 monotone: bool = False) -> np.ndarray:
-    """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``).
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-        total: Per-row float32 sums from pass 1.
-        u: Per-row float32 uniforms in ``[0, 1)``.
-        running: The column-major ``(actions, rows)`` running sums from pass 1 (computed here
-            when None).
-        monotone: Every probability is a finite number >= 0 (pass 1 found no error), so each
-            row's running sums never decrease.
-
-    Returns:
-        int32 action per row: first ``i`` with running sum ``> u * total``,
-        else the last ``i`` with ``p[i] > 0``, else 0.
-    """
+def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.ndarray, monotone: bool) -> np.ndarray:
+    """Pass 2 of the categorical sampler (twin of ``wkSampleCategoricalRow``): per row, the first
+    ``i`` whose running sum (pass 1's) exceeds ``u * total``, else the last ``i`` with ``p[i] > 0``,
+    else 0 (int32). ``monotone``: pass 1 found no error, so the running sums never decrease."""
     rows, n = p.shape
     if n == 0:
         return np.zeros(rows, dtype=np.int32)
-    if running is None:
-        running = _categorical_errors(p)[2]
     x = u * total  # float32 multiply, round to nearest
     if monotone:
         # the running sums passed are a prefix: the first hit is the count of those <= x (n: none)
@@ -141,20 +118,9 @@ def _inverse_cdf(p: np.ndarray, total: np.ndarray, u: np.ndarray, running: np.nd
 
 def _categorical_head(p: np.ndarray, counters: Any, rows: np.ndarray, seed: int, stream_id: int,
                       use_argmax: int) -> tuple[np.ndarray, int]:
-    """One categorical head of a block of rows (twin of ``wkSampleCategoricalRow`` per row).
-
-    Args:
-        p: ``(rows, actions)`` float32 probabilities.
-        counters: uint32 (or int32) per-row call counters, advanced by one unless argmax (not
-            read with argmax).
-        rows: uint32 row indices (counter word 0 of the rows' draws).
-        seed: Philox key word 0.
-        stream_id: Philox key word 1.
-        use_argmax: Nonzero: the first maximum, no draw.
-
-    Returns:
-        ``(chosen, bits)``: int32 action per row and the ORed error bits.
-    """
+    """One categorical head of a block of rows (twin of ``wkSampleCategoricalRow`` per row):
+    ``(chosen int32 actions, ORed error bits)``. Row ``r`` draws from Philox(key=(seed, stream_id),
+    ctr=(rows[r], counters[r], 0, 0)) and advances its counter, unless ``use_argmax``."""
     total, bits, running = _categorical_errors(p)
     if use_argmax:
         return _argmax_rows(p), bits
@@ -295,28 +261,16 @@ def sample_action_heads(
     counters = (counters_0, counters_1, counters_2, counters_3)
     sizes = (num_actions_0, num_actions_1, num_actions_2, num_actions_3)
     streams = (stream_id_0, stream_id_1, stream_id_2, stream_id_3)
-    out = row_view(actions, np.int32, num_rows, num_heads)
-    rows = row_ids(0, num_rows)
-    bits = 0
-    joint_lp = None
-    for h in range(num_heads):
-        p = row_view(probs[h], np.float32, num_rows, sizes[h])
-        chosen, head_bits = _categorical_head(p, counters[h], rows, seed, streams[h], use_argmax)
-        bits |= head_bits
-        out[:, h] = chosen
-        if log_probs is not None:
-            lp = _log_prob_of(p, chosen)
-            joint_lp = lp if joint_lp is None else joint_lp + lp
-    if log_probs is not None:
-        word_view(log_probs, np.float32)[:num_rows] = joint_lp
+    for h in range(num_heads):  # head 0 writes the joint log-probability, the others add theirs
+        sample_action_rows(0, probs[h], actions, counters[h], error_flag, log_probs, num_rows, sizes[h], num_heads,
+                           h, seed, streams[h], use_argmax, 0 if log_probs is None else 1 + (h > 0))
     if joint_actions is not None:
+        out = row_view(actions, np.int32, num_rows, num_heads)
         env, agent = np.divmod(np.arange(num_rows, dtype=np.int64), num_agents)
         index = np.asarray(agent_index).reshape(-1)[:num_agents].astype(np.int64, copy=False)[agent]
         ok = (index >= 0) & (index < num_joint_agents)  # out-of-range agents are flagged, not written
-        if not ok.all():
-            bits |= ERROR_BAD_INDEX
         word_view(joint_actions, np.int32).reshape(-1, num_heads)[(env * num_joint_agents + index)[ok]] = out[ok]
-    _or_error_flag(error_flag, bits)
+        _or_error_flag(error_flag, 0 if ok.all() else ERROR_BAD_INDEX)
 
 
 def sample_gaussian_action_rows(

@@ -18,17 +18,11 @@ __all__ = ["row_ids", "row_view", "word_view"]
 
 
 def word_view(arr: Any, dtype: type[np.generic]) -> np.ndarray:
-    """Flat, writable view of a C-contiguous 4-byte array reinterpreted as ``dtype``.
-
-    Args:
-        arr: A NumPy array (or anything ``np.asarray`` maps without copying).
-        dtype: One of ``np.float32``, ``np.int32``, ``np.uint32``.
-
-    Returns:
-        A 1-D view sharing memory with ``arr``.
+    """Flat, writable 1-D view sharing memory with ``arr`` (a NumPy array, or anything ``np.asarray``
+    maps without copying), its 4-byte items reinterpreted as ``dtype`` (float32, int32 or uint32).
 
     Raises:
-        DataShapeError: If ``arr`` is not C-contiguous or its items are not 4 bytes.
+        DataShapeError: ``arr`` is not C-contiguous or its items are not 4 bytes.
     """
     a = np.asarray(arr)
     if not a.flags.c_contiguous:
