@@ -75,8 +75,6 @@ def default_sources(budgets=BUDGETS) -> tuple[str, ...]:
 
 
 SOURCES = default_sources()  # ours-2min, ours-5min, reference-2min, reference-5min, published-1e9, random
-#: Cross-play sources from fresh start states (the published start state plays all of SOURCES).
-FRESH_SOURCES = ("ours-5min", "reference-5min", "published-1e9", "random")
 TAG_PENALTY, END_REWARD = -10.0, 1.0
 ANCHOR_SITE = "/tmp/anchor_site"
 BACKEND = "pycuda"  # the CPU smoke test sets "cpu"
@@ -359,11 +357,12 @@ def finish(sources: tuple[str, ...] = SOURCES, budgets=BUDGETS, ev: Evaluator | 
     """Both frameworks' ``run.json`` and snapshots are in ``SIDE``: play the cross-play matrices
     and write the results JSON."""
     runs = {name: json.loads((SIDE / name / "run.json").read_text()) for name in ("ours", "reference")}
+    fresh_sources = (*(label(f, max(budgets)) for f in ("ours", "reference")), *FIXED_SOURCES)
     ev, fresh = ev or Evaluator(), fresh or Evaluator(fresh=True)
     payload = {"budgets_s": list(budgets), "seed": SEED, "env_seed": runs["ours"]["config"]["env"]["seed"],
                "eval": {"num_envs": EVAL_ENVS, "episodes_per_env": EVAL_EPISODES, "actions": "sampled"},
                **runs, "sources": list(sources), "crossplay": crossplay(ev, sources),
-               "fresh_sources": list(FRESH_SOURCES), "crossplay_fresh_starts": crossplay(fresh, FRESH_SOURCES)}
+               "fresh_sources": list(fresh_sources), "crossplay_fresh_starts": crossplay(fresh, fresh_sources)}
     print("written", save("learning_side_by_side", payload))
 
 

@@ -64,7 +64,7 @@ def curves(doc: dict, path: Path, extra_runs: dict[str, dict] | None = None) -> 
             ax.errorbar(x, y, yerr=e, color=color, ls=ls, marker="o", ms=3, capsize=2, label=name)
         ax.axhline(level, color="k", ls="--", lw=1, label="published vs published (1e9 steps)")
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training wall-clock (s), H100")
+        ax.set_xlabel("training wall-clock (s); GPUs in the README")
         ax.set_ylabel("runners tagged (%)")
         ax.set_ylim(0, 100)
         ax.grid(alpha=0.3)

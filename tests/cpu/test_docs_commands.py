@@ -50,7 +50,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"bash tools/run_reference_tutorials\.sh", "gpu:test_reference_tutorials_command_runs"),
     (r"bash tools/stage_reference_tests\.sh", "test_stage_reference_tests_command_runs"),
     (r"python3 tools/run_reference_tests\.py \.device/reference_repo", "gpu:test_reference_tests_command_runs"),
-    (r"python benchmarks/learning_side_by_side\.py (reference|ours)", "gpu:test_learning_side_by_side_commands_run"),
+    (r"python benchmarks/learning_side_by_side\.py (reference|ours|crossplay)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),
@@ -264,11 +264,11 @@ def test_learning_plot_command_runs(tmp_path):
     results (copied, so the committed PNGs stay as they are)."""
     (command,) = commands_for("test_learning_plot_command_runs")
     results = ROOT / "benchmarks" / "results"
-    shutil.copy2(results / "learning_side_by_side_H100.json", tmp_path)
+    shutil.copy2(results / "learning_side_by_side_NVIDIA_H200.json", tmp_path)
     shutil.copytree(results / "side_by_side", tmp_path / "side_by_side",
                     ignore=shutil.ignore_patterns("*.state_dict"))
     run_ok(python_argv(command), cwd=ROOT, WARP_DRIVE_BENCH_RESULTS=str(tmp_path))
-    for name in ("learning_crossplay_H100.png", "learning_curves_H100.png"):
+    for name in ("learning_crossplay_NVIDIA_H200.png", "learning_curves_NVIDIA_H200.png"):
         assert (tmp_path / name).stat().st_size > 10_000
 
 

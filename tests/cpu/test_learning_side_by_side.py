@@ -6,6 +6,7 @@ of them); the reference's trainer is not run (it needs a GPU)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -162,4 +163,25 @@ def test_ours_train_from_fresh_starts_and_are_scored_from_both_start_modes(lsbs)
         x = ev.trainer.env_wrapper.cuda_data_manager.pull_data_from_device("loc_x")
         starts[name] = len({row.tobytes() for row in x})
     assert starts == {"same": 1, "fresh": 4}
-    assert set(lsbs.FRESH_SOURCES) <= set(lsbs.SOURCES)
+
+
+def test_crossplay_command_plays_the_stored_runs_again(lsbs, monkeypatch, tmp_path):
+    """``crossplay`` reads both frameworks' run.json and snapshots and writes the matrices, without training."""
+    small = ["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",
+             "policy.runner.model.fc_dims=[8,8]"]
+    cfg = lsbs.ours_config(small)
+    for framework in ("ours", "reference"):  # the reference's snapshots stood in for by a second run of ours
+        run = lsbs.train_ours(cfg, [1, 2], lsbs.SIDE / framework, by_iterations=True)
+        run["snapshots"] = [{**s, "mark_s": s.pop("mark_iterations")} for s in run["snapshots"]]
+        (lsbs.SIDE / framework / "run.json").write_text(json.dumps({"config": cfg, **run}))
+    evaluator = lsbs.Evaluator
+    monkeypatch.setattr(lsbs, "Evaluator", lambda num_envs=4, fresh=False: evaluator(4, fresh=fresh))
+    monkeypatch.setattr(lsbs, "RESULTS", tmp_path / "results")
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    lsbs.main(["crossplay", "--budgets", "1", "2", "--sources", "ours-1s", "ours-2s", "reference-2s", "random"])
+    doc = json.loads((tmp_path / "out" / "learning_side_by_side.json").read_text())
+    assert len(doc["crossplay"]) == 16 and all(0.0 <= v["mean"] <= 1.0 and v["n"] == 8 for v in doc["crossplay"].values())
+    assert doc["ours"]["snapshots"][-1]["mark_s"] == 2 and doc["budgets_s"] == [1, 2]
+    fresh = ("ours-2s", "reference-2s", "published-1e9", "random")  # each framework at the longest budget
+    assert doc["fresh_sources"] == list(fresh)
+    assert set(doc["crossplay_fresh_starts"]) == {f"{t} | {r}" for t in fresh for r in fresh}

@@ -59,13 +59,18 @@ def test_learning_side_by_side_commands_run(tmp_path):
     if not (ROOT / ".device" / "anchor").is_dir():
         pytest.skip("needs .device/anchor (the reference's wheel and published policies) on the GPU machine")
     commands = commands_for("gpu:test_learning_side_by_side_commands_run")
-    assert [c.split()[-1] for c in commands] == ["reference", "ours"]
-    for command in commands:
+    assert [c.split()[-1] for c in commands] == ["reference", "ours", "crossplay"]
+    for command in commands[:2]:
         res = run_ok(python_argv(command) + ["--budgets", "20", "40", "--curve-every", "20"], cwd=ROOT, timeout=600,
                      WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
+    assert "written" in res.stdout
+    first = json.loads((tmp_path / "out" / "learning_side_by_side.json").read_text())["crossplay"]
+    res = run_ok(python_argv(commands[2]) + ["--budgets", "20", "40"], cwd=ROOT, timeout=600,
+                 WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
     assert "written" in res.stdout
     for framework in ("ours", "reference"):
         run = json.loads((tmp_path / "side_by_side" / framework / "run.json").read_text())
         assert [s["mark_s"] for s in run["snapshots"]] == [20, 40] and len(run["curve"]) == 2
     doc = json.loads((tmp_path / "out" / "learning_side_by_side.json").read_text())
     assert len(doc["crossplay"]) == 36 and all(0 <= v["mean"] <= 1 for v in doc["crossplay"].values())
+    assert doc["crossplay"].keys() == first.keys()  # `crossplay` played the same matrix again from the stored runs
