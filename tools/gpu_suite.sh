@@ -12,18 +12,24 @@ python3 -m warp_drive.utils.device | tee -a "$OUT/gpu.txt"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 kexpr="${1:-}"
 shift $(( $# > 0 ? 1 : 0 ))
+paths=("$@")
+[ "${#paths[@]}" -eq 0 ] && paths=(tests/gpu)
 parallel=()
 if [ "$ngpu" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then
   export WARP_DRIVE_TEST_GPUS=$ngpu
   parallel=(-n "$ngpu" --dist loadfile)
+  # the xdist workers on the GPU machine did not see $PYTHONPATH (pycuda and the staged wheels went
+  # missing there): hand its entries to every interpreter through a .pth file
+  site=$(python3 -c "import site; print(site.getsitepackages()[0])")
+  [ -n "${PYTHONPATH:-}" ] && tr ':' '\n' <<<"$PYTHONPATH" > "$site/warp_drive_gpu_suite.pth"
 fi
 start=$(date +%s)
 python3 -m pytest -m gpu -v -rs --durations=30 "${parallel[@]}" --junitxml="$OUT/gpu-junit.xml" \
-  ${kexpr:+-k "$kexpr"} "$@" 2>&1 | tee "$OUT/gpu-tests.log"
+  ${kexpr:+-k "$kexpr"} "${paths[@]}" 2>&1 | tee "$OUT/gpu-tests.log"
 rc=${PIPESTATUS[0]}
 if [ "${#parallel[@]}" -gt 0 ]; then  # the workers saw one GPU each: the two-GPU tests skipped there
   unset WARP_DRIVE_TEST_GPUS
-  python3 -m pytest -m gpu -v -rs -k "two_gpu${kexpr:+ and ($kexpr)}" "$@" 2>&1 \
+  python3 -m pytest -m gpu -v -rs -k "two_gpu${kexpr:+ and ($kexpr)}" "${paths[@]}" 2>&1 \
     | tee "$OUT/gpu-tests-multi.log"
   r2=${PIPESTATUS[0]}
   [ "$r2" -ne 0 ] && [ "$r2" -ne 5 ] && rc=$r2
