@@ -53,6 +53,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/learning_side_by_side\.py (reference|ours|crossplay)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
+    (r"bash tools/count_lines\.sh|python tools/count_code_lines\.py", "test_line_count_commands_run"),
     (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),
 ]
 
@@ -315,3 +316,18 @@ def test_stage_reference_tests_command_runs(tmp_path):
     assert (dest / "tests" / "wd_training" / "pycuda_tests" / "test_env_training.py").is_file()
     assert not (dest / "warp_drive" / "__init__.py").exists()  # the reference's package is never staged
     assert len((dest / "REFERENCE_COMMIT").read_text().strip()) == 40
+
+
+def test_line_count_commands_run():
+    """architecture.md's line figures of issue 25: both commands count the same Python lines of
+    warp_drive/ (without SAC), and code lines are fewer than all lines."""
+    commands = commands_for("test_line_count_commands_run")
+    assert sorted(c.split()[0] for c in commands) == ["bash", "python"]
+    counts = {}
+    for command in commands:
+        argv = shlex.split(command) if command.startswith("bash") else python_argv(command)
+        counts[command.split()[0]] = run_ok(argv, cwd=ROOT).stdout.strip()
+    total = int(counts["bash"])
+    m = re.fullmatch(r"all lines (\d+), code lines (\d+), files (\d+)", counts["python"])
+    assert m and int(m.group(1)) == total and 0 < int(m.group(2)) < total
+
