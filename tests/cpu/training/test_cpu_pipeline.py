@@ -29,7 +29,7 @@ from gymnasium import spaces
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
-from tests.helpers.training_state import trainer_state
+from tests.helpers.training_state import same_to_float_rounding, trainer_state
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import SamplerError
 from warp_drive.training import cpu_pipeline
@@ -37,13 +37,6 @@ from warp_drive.training.cpu_pipeline import SEPARABLE, why_not_parts
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Exactly equal, or (floating tensors) within float32 rounding: see the module docstring."""
-    if a.is_floating_point() and a.shape == b.shape:
-        return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
-    return torch.equal(a, b)
 
 
 @pytest.fixture(autouse=True)
@@ -133,13 +126,13 @@ def test_parts_rollout_equals_the_plain_loop(tmp_path, monkeypatch, name):
         last_parts, last_plain = parts.generate_rollout(), plain.generate_rollout()
         assert last_parts.keys() == last_plain.keys()
         for tag in last_parts:
-            assert _same(last_parts[tag], last_plain[tag]), tag
+            assert same_to_float_rounding(last_parts[tag], last_plain[tag]), tag
         parts.update(last_parts)
         plain.update(last_plain)
     assert seen == [2, 2, 2]
     a, b = trainer_state(parts), trainer_state(plain)
     assert a.keys() == b.keys()
-    differ = [k for k in a if not _same(a[k], b[k])]
+    differ = [k for k in a if not same_to_float_rounding(a[k], b[k])]
     assert not differ
     done = plain.rollout.shared.done
     assert done.any() and (done == 0).any()  # the rollouts did reset envs
@@ -159,7 +152,7 @@ def test_a_timed_rollout_runs_in_parts_and_times_its_phases(tmp_path):
     phases = timer.totals()
     assert set(phases) == {"policy", "sampling", "env_step"} and all(v > 0 for v in phases.values())
     a, b = trainer_state(timed), trainer_state(plain)
-    assert not [k for k in a if not _same(a[k], b[k])]
+    assert not [k for k in a if not same_to_float_rounding(a[k], b[k])]
 
 
 def test_why_not_parts_names_the_reason(tmp_path):

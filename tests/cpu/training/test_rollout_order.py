@@ -28,7 +28,7 @@ from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.cpu.training.test_cpu_pipeline import DriftLine, PooledLine, _policy, _separable
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
-from tests.helpers.training_state import trainer_state
+from tests.helpers.training_state import same_to_float_rounding, trainer_state
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
 from warp_drive.training import cpu_pipeline
@@ -118,16 +118,9 @@ def _train(t: Trainer, iterations: int = 3) -> list[dict[str, torch.Tensor]]:
 
 
 def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], float_rounding: bool = False) -> None:
-    """Equal bit for bit; with ``float_rounding``, floating tensors within float32 rounding (the env
-    parts' one-thread GEMMs against the plain loop's two-thread GEMM: 1 ulp apart on AVX-512 MKL,
-    see tests/cpu/training/test_cpu_pipeline.py)."""
+    """Equal bit for bit; with ``float_rounding``, as :func:`same_to_float_rounding` says."""
     assert a.keys() == b.keys()
-
-    def same(x: torch.Tensor, y: torch.Tensor) -> bool:
-        if float_rounding and x.is_floating_point() and x.shape == y.shape:
-            return torch.allclose(x, y, rtol=1e-5, atol=1e-6)
-        return torch.equal(x, y)
-
+    same = same_to_float_rounding if float_rounding else torch.equal
     differ = [k for k in a if not same(a[k], b[k])]
     assert not differ
 
