@@ -64,7 +64,8 @@ class TrainerConfig(chk.PlainDict):
         bootstrap_at_time_limit: Treat an episode cut by ``episode_length`` as truncated and
             bootstrap from the value of its final observation (gymnasium semantics); False
             treats the time limit as a true end (fixed-horizon games such as Tag).
-        use_cuda_graph: Capture the rollout in a CUDA graph and replay it (pycuda backend).
+        use_cuda_graph: Capture the rollout, and each actor-critic policy's minibatch gradient
+            step, in CUDA graphs and replay them (pycuda backend).
         tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
         update_precision: ``"fp32"`` or ``"bf16"``: the update's forward and backward run under
             bfloat16 autocast (weights, optimizer state and losses stay float32).

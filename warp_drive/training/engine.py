@@ -329,7 +329,8 @@ class Engine:
                     self.generator, self.config.trainer.train_batch_size,
                     optimizers=given if given is None or isinstance(given, Mapping) else dict.fromkeys(p.optimizers(), given),
                     backward=backward, clip_gradients=clip_gradients, track_grad_norm=track_grad_norm,
-                    chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype)
+                    chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype,
+                    cuda_graph=self.config.trainer.use_cuda_graph and self.device.type == "cuda")
                 out[p.tag] = p.update(batches[p.tag], context)
             if timer is not None:
                 timer.stop()

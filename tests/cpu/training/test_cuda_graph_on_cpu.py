@@ -33,6 +33,7 @@ def test_cuda_graph_is_ignored_on_cpu_without_a_warning(trainer, tmp_path, caplo
     assert t.config.trainer.use_cuda_graph is True
     t.train(1)
     assert t.graphed_rollout is None and t.iteration == 1  # ran eagerly
+    assert all(p.graphed is None for p in t.policies.values())  # and so did the update
     mentions = [r for r in caplog.records if "use_cuda_graph" in r.getMessage()]
     assert mentions and all(r.levelno == logging.DEBUG for r in mentions)
     assert "running eagerly" in mentions[0].getMessage()

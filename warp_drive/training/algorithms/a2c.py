@@ -71,8 +71,8 @@ def a2c_loss(
     advantages: Tensor,
     value_targets: Tensor,
     *,
-    vf_loss_coeff: float,
-    entropy_coeff: float,
+    vf_loss_coeff: float | Tensor,
+    entropy_coeff: float | Tensor,
     normalize_advantage: bool = False,
     advantage_stats: tuple[Tensor, Tensor] | None = None,
 ) -> tuple[Tensor, Metrics]:
@@ -254,6 +254,7 @@ class A2C:
         old_log_probs: Tensor | None = None,
         old_values: Tensor | None = None,
         advantage_stats: tuple[Tensor, Tensor] | None = None,
+        coefficients: tuple[Tensor, Tensor] | None = None,
     ) -> tuple[Tensor, Metrics]:
         """Loss and metrics on a (mini)batch. ``old_*`` are accepted and ignored by A2C.
 
@@ -268,13 +269,14 @@ class A2C:
             old_values: Unused (PPO interface).
             advantage_stats: ``(mean, std)`` of the advantages of the whole minibatch when this
                 call sees one chunk of it (with ``normalize_advantage``); None: this batch's own.
+            coefficients: ``(vf_loss_coeff, entropy_coeff)`` (0-d tensors) to use instead of the
+                schedules' values at ``timestep``.
 
         Shapes:
             values, advantages, returns: (N...), e.g. (B, E, A); actions: (N..., n_columns).
         """
         log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
-        c_vf = self.vf_loss_coeff.get_param_value(timestep)
-        c_ent = self.entropy_coeff.get_param_value(timestep)
+        c_vf, c_ent = self.coefficients(timestep) if coefficients is None else coefficients
         targets = self.value_targets(returns)
         loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values,
                                    advantage_stats)
@@ -283,10 +285,14 @@ class A2C:
             "mean_return": returns.detach().mean(),
             "mean_value": self.values_in_reward_units(values.detach()).mean(),
             "explained_variance": explained_variance(values, targets),
-            "vf_loss_coeff": loss.new_full((), c_vf).detach(),
-            "entropy_coeff": loss.new_full((), c_ent).detach(),
+            "vf_loss_coeff": torch.as_tensor(c_vf, dtype=loss.dtype, device=loss.device).detach(),
+            "entropy_coeff": torch.as_tensor(c_ent, dtype=loss.dtype, device=loss.device).detach(),
         })
         return loss, metrics
+
+    def coefficients(self, timestep: int) -> tuple[float, float]:
+        """``(vf_loss_coeff, entropy_coeff)``: the schedules' values at env timestep ``timestep``."""
+        return self.vf_loss_coeff.get_param_value(timestep), self.entropy_coeff.get_param_value(timestep)
 
     def _loss(
         self,
@@ -295,8 +301,8 @@ class A2C:
         values: Tensor,
         advantages: Tensor,
         targets: Tensor,
-        c_vf: float,
-        c_ent: float,
+        c_vf: float | Tensor,
+        c_ent: float | Tensor,
         old_log_probs: Tensor | None,
         old_values: Tensor | None,
         advantage_stats: tuple[Tensor, Tensor] | None = None,

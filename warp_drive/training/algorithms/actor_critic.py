@@ -19,6 +19,7 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
+from warp_drive.training.algorithms.graphed_update import GraphedUpdate, portable_optimizer_state
 from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
 from warp_drive.training.distributed import unwrap
@@ -57,6 +58,7 @@ class ActorCriticPolicy(Policy):
     stats: EpisodeStats | None = None
     train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
     obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
+    graphed: GraphedUpdate | None = None  # the captured minibatch step, once an update replays one
 
     def finalize(self, last_values: Any, bootstrap: bool) -> None:
         """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
@@ -78,6 +80,12 @@ class ActorCriticPolicy(Policy):
         max_norm = pc.max_grad_norm if pc.clip_grad_norm else None
         optimizer = context.optimizer(self.optimizer, OPTIMIZER)
         set_optimizer_lr(self.optimizer, self.lr_schedule.get_param_value(self.timestep))
+        if self._graphable(batch, context):
+            if self.graphed is None:
+                self.graphed = GraphedUpdate(self.model, self.optimizer, self.algorithm, batch,
+                                             num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
+                                             autocast_dtype=context.autocast_dtype)
+            return self.graphed.run(timestep=self.timestep, num_epochs=pc.num_epochs, generator=context.generator)
         hook = context.clip_gradients
         clip = None if hook is None else (lambda o=optimizer, m=max_norm: hook(o, m))
         return update_policy(
@@ -86,6 +94,17 @@ class ActorCriticPolicy(Policy):
             generator=context.generator, backward=context.backward, clip_gradients=clip,
             track_grad_norm=context.track_grad_norm, chunk_rows=context.chunk_rows,
             autocast_dtype=context.autocast_dtype)
+
+    def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:
+        """Whether this update replays a captured step (:mod:`.graphed_update`): asked for, on CUDA,
+        on this policy's own buffers, with no driver hooks, one process's gradients and whole
+        minibatches (no chunks)."""
+        b = self.buffers
+        rows = b.advantages.shape[0] * b.advantages.shape[1] // self.config.num_minibatches
+        return (context.cuda_graph and b.advantages.is_cuda and isinstance(batch, RolloutBatch)
+                and batch.advantages is b.advantages and batch.obs is b.obs
+                and context.optimizers is None and context.backward is None and context.clip_gradients is None
+                and self.train_model is self.model and (context.chunk_rows is None or context.chunk_rows >= rows))
 
     def running_statistics(self) -> list[Any]:
         return list(self.algorithm.running_statistics())
@@ -98,12 +117,13 @@ class ActorCriticPolicy(Policy):
 
     def state_dict(self) -> dict[str, Any]:
         """``{model, optimizer, algorithm, timestep, agent_ids}``."""
-        return {"model": unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
+        return {"model": unwrap(self.model).state_dict(), "optimizer": portable_optimizer_state(self.optimizer.state_dict()),
                 "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         unwrap(self.model).load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.graphed = None  # new optimizer state tensors: the next update captures its step again
         self.algorithm.load_state_dict(state["algorithm"])
         self.timestep = int(state["timestep"])
 

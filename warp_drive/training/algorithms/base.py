@@ -108,6 +108,8 @@ class UpdateContext:
         track_grad_norm: report ``grad_norm`` when ``clip_gradients`` is given.
         chunk_rows: rows ((time, env) samples) per forward + backward chunk, or None (whole).
         autocast_dtype: autocast dtype of the forward and backward (``trainer.update_precision``).
+        cuda_graph: a policy may capture its minibatch step in a CUDA graph and replay it
+            (``trainer.use_cuda_graph`` on a CUDA device).
     """
 
     generator: torch.Generator
@@ -118,6 +120,7 @@ class UpdateContext:
     track_grad_norm: bool = True
     chunk_rows: int | None = None
     autocast_dtype: torch.dtype | None = None
+    cuda_graph: bool = False
 
     def optimizer(self, own: Any, name: str) -> Any:
         """The optimizer to step for the policy's optimizer ``name`` (``own`` unless a driver's)."""

@@ -107,7 +107,7 @@ def update_policy(
                 metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
                                                backward=backward, autocast_dtype=autocast_dtype)
             else:
-                loss, metrics, _ = _loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype)
+                loss, metrics, _ = minibatch_loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype)
                 (backward or Tensor.backward)(loss)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
@@ -119,10 +119,17 @@ def update_policy(
             for key, value in metrics.items():
                 totals[key] = totals[key] + value if key in totals else value
             steps += 1
-    update_obs_normalizer = getattr(getattr(model, "module", model), "update_obs_normalizer", None)
-    if update_obs_normalizer is not None:  # after the steps: this iteration's rollout and update saw the same statistics
-        update_obs_normalizer(batch.obs)
+    update_obs_statistics(model, batch.obs)
     return {key: value / steps for key, value in totals.items()}
+
+
+def update_obs_statistics(model: nn.Module, obs: Any) -> None:
+    """Merges a batch's observations into the model's running observation statistics, if it keeps
+    any (``update_obs_normalizer``); called after the gradient steps, so this iteration's rollout
+    and update saw the same statistics."""
+    update_obs_normalizer = getattr(getattr(model, "module", model), "update_obs_normalizer", None)
+    if update_obs_normalizer is not None:
+        update_obs_normalizer(obs)
 
 
 #: Metrics that are not means over samples: a chunked minibatch reports them as computed on the
@@ -167,7 +174,7 @@ def accumulate_gradients(
         weight = (stop - start) / rows
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
-            loss, last, values = _loss(model, algorithm, chunk, timestep, stats, autocast_dtype)
+            loss, last, values = minibatch_loss(model, algorithm, chunk, timestep, stats, autocast_dtype)
             (backward or Tensor.backward)(loss * weight)
         if values_seen is None:
             values_seen = values.new_empty((rows, *values.shape[1:]))
@@ -184,16 +191,20 @@ def accumulate_gradients(
     return out
 
 
-def _loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
-          advantage_stats: tuple[Tensor, Tensor] | None = None,
-          autocast_dtype: torch.dtype | None = None) -> tuple[Tensor, Metrics, Tensor]:
+def minibatch_loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
+                   advantage_stats: tuple[Tensor, Tensor] | None = None,
+                   autocast_dtype: torch.dtype | None = None,
+                   coefficients: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Metrics, Tensor]:
     """The model's forward on ``batch`` (under autocast to ``autocast_dtype`` if given, outputs
-    back in float32) and the algorithm's loss: ``(loss, metrics, values)``."""
+    back in float32) and the algorithm's loss: ``(loss, metrics, values)``. ``coefficients``:
+    ``(vf_loss_coeff, entropy_coeff)`` as 0-d tensors instead of the schedules' values at
+    ``timestep`` (a captured step reads them from fixed addresses)."""
     if autocast_dtype is None:
         head_outputs, values = model(batch.obs)
     else:
         device_type = next(model.parameters()).device.type
-        with torch.autocast(device_type, dtype=autocast_dtype):
+        # no cast cache: a CUDA graph must not capture casts cached from an earlier region
+        with torch.autocast(device_type, dtype=autocast_dtype, cache_enabled=False):
             head_outputs, values = model(batch.obs)
         head_outputs, values = _float32(head_outputs), _float32(values)
     loss, metrics = algorithm.compute_loss(
@@ -205,6 +216,7 @@ def _loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
         timestep=timestep,
         old_log_probs=batch.old_log_probs,
         old_values=batch.old_values,
+        coefficients=coefficients,
         **({} if advantage_stats is None else {"advantage_stats": advantage_stats}),
     )
     return loss, metrics, values

@@ -90,9 +90,13 @@ class ParamScheduler:
 
 
 def set_optimizer_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
-    """Sets ``lr`` in every parameter group of ``optimizer``."""
+    """Sets ``lr`` in every parameter group of ``optimizer`` (in place where the group's learning
+    rate is a tensor, as a CUDA-graph-captured Adam reads it)."""
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(lr)
+        else:
+            group["lr"] = lr
 
 
 class LRScheduler(torch.optim.lr_scheduler.LRScheduler):
