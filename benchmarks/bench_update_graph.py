@@ -15,10 +15,13 @@ Results: ``benchmarks/results/update_graph_<GPU>.json``.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # warp_drive and example_envs from this tree
 from common import write_results
 from learning_side_by_side import build_trainer, ours_config, release
 
