@@ -44,28 +44,29 @@ def _weights(t):
 
 @pytest.mark.parametrize("k,signum", [(20, signal.SIGINT), (70, signal.SIGTERM)])
 def test_signal_in_an_update_then_resume_equals_uninterrupted_on_the_gpu(tmp_path, monkeypatch, k, signum):
-    """The rollout is a CUDA graph replay (no Python to interrupt), so the signal arrives in an
-    optimizer step; the trainer finishes the iteration, checkpoints and raises."""
+    """The rollout and each minibatch step are CUDA graph replays: the signal arrives between the
+    runner's k-th and (k+1)-th minibatch step; the trainer finishes the iteration, checkpoints and
+    raises."""
     from warp_drive.training.interrupt import TrainingInterrupted
 
     ref = _trainer(tmp_path, "ref")
     ref.train()
     expected = _weights(ref)
     t = _trainer(tmp_path, "run")
-    opt = t.policies["runner"].optimizer
-    original, calls = opt.step, {"n": 0}
+    runner_policy, replay, calls = t.policies["runner"], torch.cuda.CUDAGraph.replay, {"n": 0}
 
-    def step(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == k:
-            os.kill(os.getpid(), signum)
-        return original(*args, **kwargs)
+    def counted_replay(graph):
+        replay(graph)
+        if runner_policy.graphed is not None and graph is runner_policy.graphed.graph:
+            calls["n"] += 1
+            if calls["n"] == k:
+                os.kill(os.getpid(), signum)
 
-    monkeypatch.setattr(opt, "step", step)
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", counted_replay)
     with pytest.raises(TrainingInterrupted) as info:
         t.train()
     monkeypatch.undo()
-    # the bundled config's runner takes num_epochs x num_minibatches optimizer steps per iteration
+    # the bundled config's runner takes num_epochs x num_minibatches minibatch steps per iteration
     runner = t.config.policy["runner"]
     steps = (runner.num_epochs or 1) * runner.num_minibatches
     stopped = (k - 1) // steps + 1

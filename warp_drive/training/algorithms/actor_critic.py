@@ -19,7 +19,7 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
-from warp_drive.training.algorithms.graphed_update import GraphedUpdate, portable_optimizer_state
+from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
 from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
 from warp_drive.training.distributed import unwrap
@@ -79,6 +79,7 @@ class ActorCriticPolicy(Policy):
         pc = self.config
         max_norm = pc.max_grad_norm if pc.clip_grad_norm else None
         optimizer = context.optimizer(self.optimizer, OPTIMIZER)
+        match_device_form(self.optimizer)  # on CUDA the captured step's Adam arithmetic, graphed or not
         set_optimizer_lr(self.optimizer, self.lr_schedule.get_param_value(self.timestep))
         if self._graphable(batch, context):
             if self.graphed is None:

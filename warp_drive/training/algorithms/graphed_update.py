@@ -39,6 +39,24 @@ Tensor = torch.Tensor
 WARMUP_STEPS = 2
 
 
+def match_device_form(optimizer: torch.optim.Optimizer) -> None:
+    """Puts an Adam-family optimizer in its ``capturable`` form (step counts on the device) where its
+    parameters are on CUDA, and in its eager form (float rates, CPU step counts) elsewhere, whatever
+    form a loaded state came in. On CUDA every update then runs the arithmetic a captured step runs:
+    a run's weights do not depend on ``trainer.use_cuda_graph`` or on the driver (Trainer, Lightning)."""
+    for group in optimizer.param_groups:
+        on_cuda = group["params"][0].device.type == "cuda"
+        group["capturable"] = on_cuda
+        if not on_cuda and isinstance(group["lr"], Tensor):
+            group["lr"] = float(group["lr"])
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            step = state.get("step") if state else None
+            target = p.device if on_cuda else torch.device("cpu")
+            if isinstance(step, Tensor) and step.device != target:
+                state["step"] = step.to(device=target, dtype=torch.float32)
+
+
 def make_capturable(optimizer: torch.optim.Optimizer) -> None:
     """Switches an Adam-family optimizer to its CUDA-graph-safe form in place: ``capturable``, the
     learning rate a 0-d device tensor (:func:`~warp_drive.training.utils.param_scheduler.set_optimizer_lr`
