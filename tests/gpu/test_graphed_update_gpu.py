@@ -43,7 +43,7 @@ def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3)):
 
 
 def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4):
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, make_capturable
+    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
     from warp_drive.training.algorithms.update import update_policy
     from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
@@ -51,7 +51,7 @@ def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4):
     twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
-    make_capturable(opt)  # the same Adam arithmetic on both sides
+    match_device_form(opt)  # the same Adam arithmetic on both sides
     gen_a = torch.Generator("cuda").manual_seed(3)
     gen_b = torch.Generator("cuda").manual_seed(3)
     graphed = None
@@ -96,14 +96,14 @@ def test_graphed_step_trains_the_eager_weights_bf16(cuda_fp32):
 def test_graphed_step_one_minibatch_a2c(cuda_fp32):
     """One minibatch per pass (no gather) and A2C's loss."""
     from warp_drive.training.algorithms.a2c import A2C
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, make_capturable
+    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
     from warp_drive.training.algorithms.update import update_policy
 
     model, _, batch = _setup(seed=1)
     algorithm = A2C(vf_loss_coeff=1.0, entropy_coeff=0.01)
     twin = copy.deepcopy(model)
     opt, twin_opt = torch.optim.Adam(model.parameters(), lr=3e-3), torch.optim.Adam(twin.parameters(), lr=3e-3)
-    make_capturable(opt)
+    match_device_form(opt)
     graphed = GraphedUpdate(twin, twin_opt, algorithm, batch, num_minibatches=1, max_grad_norm=None, autocast_dtype=None)
     for _ in range(3):
         eager = update_policy(model, opt, algorithm, batch, timestep=0)

@@ -7,7 +7,7 @@ import copy
 
 import torch
 
-from warp_drive.training.algorithms.graphed_update import make_capturable, portable_optimizer_state
+from warp_drive.training.algorithms.graphed_update import match_device_form, portable_optimizer_state
 from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
 
@@ -20,14 +20,32 @@ def _stepped_adam():
     return params, opt
 
 
-def test_make_capturable_turns_the_rate_into_a_tensor_that_schedules_write_in_place():
+def _graph_form(opt):
+    """The form a captured step's optimizer has on CUDA (match_device_form there), built on CPU tensors."""
+    for group in opt.param_groups:
+        group["capturable"] = True
+        group["lr"] = torch.tensor(float(group["lr"]))
+
+
+def test_schedules_write_a_tensor_rate_in_place():
     _, opt = _stepped_adam()
-    make_capturable(opt)
-    group = opt.param_groups[0]
-    rate = group["lr"]
-    assert group["capturable"] is True and isinstance(rate, torch.Tensor) and abs(float(rate) - 0.01) < 1e-9
+    _graph_form(opt)
+    rate = opt.param_groups[0]["lr"]
     set_optimizer_lr(opt, 0.003)
-    assert group["lr"] is rate and abs(float(rate) - 0.003) < 1e-9
+    assert opt.param_groups[0]["lr"] is rate and abs(float(rate) - 0.003) < 1e-9
+
+
+def test_match_device_form_gives_cpu_parameters_the_eager_form():
+    """A state saved in the graph form (e.g. a Lightning checkpoint of a GPU run) steps on the CPU."""
+    params, opt = _stepped_adam()
+    _graph_form(opt)
+    match_device_form(opt)
+    group = opt.param_groups[0]
+    assert group["capturable"] is False and isinstance(group["lr"], float) and abs(group["lr"] - 0.01) < 1e-9
+    for p in params:
+        p.grad = torch.ones_like(p)
+    opt.step()
+    assert float(opt.state[params[0]]["step"]) == 2.0
 
 
 def test_set_optimizer_lr_assigns_a_float_rate():
@@ -38,7 +56,7 @@ def test_set_optimizer_lr_assigns_a_float_rate():
 
 def test_portable_state_loads_into_an_eager_adam_and_leaves_the_live_state_alone():
     params, opt = _stepped_adam()
-    make_capturable(opt)
+    _graph_form(opt)
     live = opt.state_dict()
     before = copy.deepcopy(live)
     portable = portable_optimizer_state(live)

@@ -40,14 +40,19 @@ WARMUP_STEPS = 2
 
 
 def match_device_form(optimizer: torch.optim.Optimizer) -> None:
-    """Puts an Adam-family optimizer in its ``capturable`` form (step counts on the device) where its
-    parameters are on CUDA, and in its eager form (float rates, CPU step counts) elsewhere, whatever
+    """Puts an Adam-family optimizer, in place, in its CUDA-graph-safe form where its parameters are
+    on CUDA (``capturable``, the learning rate a 0-d device tensor that
+    :func:`~warp_drive.training.utils.param_scheduler.set_optimizer_lr` writes in place, step
+    counts on the device) and in its eager form elsewhere (float rates, CPU step counts), whatever
     form a loaded state came in. On CUDA every update then runs the arithmetic a captured step runs:
     a run's weights do not depend on ``trainer.use_cuda_graph`` or on the driver (Trainer, Lightning)."""
     for group in optimizer.param_groups:
-        on_cuda = group["params"][0].device.type == "cuda"
+        device = group["params"][0].device
+        on_cuda = device.type == "cuda"
         group["capturable"] = on_cuda
-        if not on_cuda and isinstance(group["lr"], Tensor):
+        if on_cuda and not isinstance(group["lr"], Tensor):
+            group["lr"] = torch.tensor(float(group["lr"]), dtype=torch.float32, device=device)
+        elif not on_cuda and isinstance(group["lr"], Tensor):
             group["lr"] = float(group["lr"])
         for p in group["params"]:
             state = optimizer.state.get(p)
@@ -55,21 +60,6 @@ def match_device_form(optimizer: torch.optim.Optimizer) -> None:
             target = p.device if on_cuda else torch.device("cpu")
             if isinstance(step, Tensor) and step.device != target:
                 state["step"] = step.to(device=target, dtype=torch.float32)
-
-
-def make_capturable(optimizer: torch.optim.Optimizer) -> None:
-    """Switches an Adam-family optimizer to its CUDA-graph-safe form in place: ``capturable``, the
-    learning rate a 0-d device tensor (:func:`~warp_drive.training.utils.param_scheduler.set_optimizer_lr`
-    then writes it in place), the step counts on the device."""
-    for group in optimizer.param_groups:
-        device = group["params"][0].device
-        group["capturable"] = True
-        if not isinstance(group["lr"], Tensor):
-            group["lr"] = torch.tensor(float(group["lr"]), dtype=torch.float32, device=device)
-        for p in group["params"]:
-            state = optimizer.state.get(p)
-            if state and isinstance(state.get("step"), Tensor):
-                state["step"] = state["step"].to(device=p.device, dtype=torch.float32)
 
 
 def portable_optimizer_state(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,7 +82,7 @@ class GraphedUpdate:
 
     Args:
         model: the policy's model (not wrapped for distributed training).
-        optimizer: its Adam; switched to :func:`make_capturable` form.
+        optimizer: its Adam (in its :func:`match_device_form`, capturable, form).
         algorithm: :class:`~warp_drive.training.algorithms.a2c.A2C` or PPO.
         batch: the policy's rollout batch (views of buffers that live for the run).
         num_minibatches: gradient steps per pass over the batch.
@@ -117,7 +107,7 @@ class GraphedUpdate:
         self.index = torch.arange(self.num_samples // num_minibatches, device=self.device)
         self.coefficients = torch.zeros(2, dtype=torch.float32, device=self.device)  # vf_loss_coeff, entropy_coeff
         self.params = [p for p in model.parameters() if p.requires_grad]
-        make_capturable(optimizer)
+        match_device_form(optimizer)
         self.keys: list[str] = []
         self.totals = torch.zeros(0, device=self.device)
         self.graph = self._capture()
