@@ -9,7 +9,7 @@ per second::
 
     python benchmarks/bench_update_graph.py [--iters 30]
 
-Results: ``benchmarks/results/update_graph_<GPU>.json``.
+Results: ``benchmarks/results/update_graph_<GPU>.json`` (``$WARP_DRIVE_BENCH_RESULTS`` instead, if set).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # warp_drive and example_envs from this tree
 from common import write_results
-from learning_side_by_side import build_trainer, ours_config, release
+from learning_side_by_side import RESULTS, build_trainer, ours_config, release
 
 VARIANTS = {
     "chosen-4x4": [],
@@ -70,7 +70,8 @@ def main() -> None:
                       "update_speedup": round(eager["update_ms_per_iter"] / graphed["update_ms_per_iter"], 2),
                       "end_to_end_speedup": round(graphed["env_steps_per_s"] / eager["env_steps_per_s"], 2)}
         print(name, rows[name], flush=True)
-    print("written", write_results("update_graph", {"config": "published Tag config, ours_config()", "variants": rows}))
+    print("written", write_results("update_graph", {"config": "published Tag config, ours_config()", "variants": rows},
+                                   RESULTS))
 
 
 if __name__ == "__main__":

@@ -74,3 +74,18 @@ def test_learning_side_by_side_commands_run(tmp_path):
     doc = json.loads((tmp_path / "out" / "learning_side_by_side.json").read_text())
     assert len(doc["crossplay"]) == 36 and all(0 <= v["mean"] <= 1 for v in doc["crossplay"].values())
     assert doc["crossplay"].keys() == first.keys()  # `crossplay` played the same matrix again from the stored runs
+
+
+def test_update_graph_benchmark_command_runs(tmp_path):
+    """README's side-by-side of the eager and the CUDA-graph-captured update, with 2 iterations per
+    measurement: every variant measured both ways, the graphed side replaying both policies' steps."""
+    (command,) = commands_for("gpu:test_update_graph_benchmark_command_runs")
+    argv = python_argv(command)
+    res = run_ok(argv[:argv.index("--iters")] + ["--iters", "2"], cwd=ROOT, timeout=600,
+                 WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
+    assert "written" in res.stdout
+    doc = json.loads((tmp_path / "out" / "update_graph.json").read_text())
+    assert set(doc["variants"]) == {"chosen-4x4", "tagger-8x16"}
+    for row in doc["variants"].values():
+        assert row["eager"]["update_graphs"] == [] and row["graphed"]["update_graphs"] == ["runner", "tagger"]
+        assert row["update_speedup"] > 0 and row["graphed"]["env_steps_per_s"] > 0
