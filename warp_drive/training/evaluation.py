@@ -1,14 +1,10 @@
 """Evaluation: roll out whole episodes with an engine's current policies and report their returns.
 
-:func:`evaluate` (``Trainer.evaluate``) plays at least :data:`DEFAULT_EVAL_EPISODES` episodes in
-total, spread over the env replicas, from fresh start states where the env has them
-(``EnvWrapper.fresh_start_states``); it reports each policy's mean episode return with its 95%
-Student t interval over episodes (:mod:`warp_drive.training.statistics`) and the same for the
-uniform-random policy (:mod:`warp_drive.training.random_policy`) over as many fresh-start
-episodes. :func:`compare_with_random` gives the end-of-run learning summary's numbers and
-:func:`comparison_table` its text. Every function plays inside :meth:`Engine.evaluation_episodes
-<warp_drive.training.engine.Engine.evaluation_episodes>`: the envs are force-reset before and
-after, so training continues from fresh episodes.
+:func:`evaluate` (``Trainer.evaluate``) reports each policy's mean episode return and that of the
+uniform-random policy with 95% Student t intervals; :func:`compare_with_random` and
+:func:`comparison_table` give the end-of-run learning summary. Every function plays inside
+:meth:`Engine.evaluation_episodes <warp_drive.training.engine.Engine.evaluation_episodes>`: the envs
+are force-reset before and after, so training continues from fresh episodes.
 """
 
 from __future__ import annotations

@@ -106,11 +106,8 @@ class Trainer(TrainerAPI271):
         rank: distributed rank (default ``device_id``).
         tensorboard: also write TensorBoard scalars.
 
-    The engine is ``trainer.engine``; the trainer reads its policies, counters and settings through
-    the attributes below. On the cpu backend every policy forward of the rollout and the update's forward + backward run
-    on chunks of about ``cpu_chunk_samples`` agent-samples (attribute, default
-    :data:`CPU_CHUNK_SAMPLES`; gradients are accumulated over the chunks), so memory is the rollout
-    buffers plus one chunk's activations. On a GPU nothing is chunked.
+    The engine is ``trainer.engine``; the trainer reads its policies, counters and settings (cpu
+    chunks: :class:`~warp_drive.training.engine.Engine`) through the attributes below.
     """
 
     def __init__(
@@ -415,15 +412,8 @@ class Trainer(TrainerAPI271):
     def evaluate(self, deterministic: bool = True, num_episodes: int | None = None, *,
                  total_episodes: int = 100, random_baseline: bool = True,
                  fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
-        """Play episodes from fresh start states with the current policies (no training) and with
-        the uniform-random policy; report both with 95% Student t intervals over episodes.
-
-        ``num_episodes`` per env replica, default: at least ``total_episodes`` in total;
-        ``fresh_starts=False`` plays the start states as the wrapper is set. Returns
-        ``{tag: {"episode_return", "episode_length", "num_episodes", "return_interval",
-        "random_episode_return", "random_return_interval", ...}}``; see
-        :func:`warp_drive.training.evaluation.evaluate`.
-        """
+        """Play episodes with the current policies (no training) and with the uniform-random policy;
+        arguments and returned ``{tag: {...}}``: :func:`warp_drive.training.evaluation.evaluate`."""
         from warp_drive.training.evaluation import evaluate
 
         return evaluate(self.engine, deterministic=deterministic, num_episodes=num_episodes,

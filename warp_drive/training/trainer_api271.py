@@ -97,18 +97,6 @@ class TrainerAPI271:
         """
         return self.engine.update_policies(self.engine.batches())
 
-    def _files_to_load(self, ckpts_dict: Mapping[str, Any] | None, expected: str) -> dict[str, Any]:
-        """``ckpts_dict`` checked (a mapping over this engine's policy tags), or (None) each
-        policy's ``model.model_ckpt_filepath``: what ``load_model_checkpoint`` loads."""
-        if ckpts_dict is None:
-            return {tag: getattr(p.config.model, "model_ckpt_filepath", "") for tag, p in self.policies.items()}
-        if not isinstance(ckpts_dict, Mapping):
-            raise ConfigError(f"ckpts_dict must map policy tags to {expected}; got {type(ckpts_dict).__name__}")
-        for tag in ckpts_dict:
-            if tag not in self.policies:
-                raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(self.policies)}")
-        return dict(ckpts_dict)
-
     def load_model_checkpoint(self, ckpts_dict: Mapping[str, Any] | None = None) -> None:
         """Load policy weights: ``{tag: path}`` (or ``{tag: {role: path}}`` for policies of several
         networks, e.g. DDPG's ``{"actor": path, "critic": path}``), or (None) each policy's
@@ -126,7 +114,14 @@ class TrainerAPI271:
         """
         from warp_drive.training import checkpoint_files as ckpt
 
-        for tag, paths in self._files_to_load(ckpts_dict, "file paths").items():
+        if ckpts_dict is None:
+            ckpts_dict = {tag: getattr(p.config.model, "model_ckpt_filepath", "") for tag, p in self.policies.items()}
+        if not isinstance(ckpts_dict, Mapping):
+            raise ConfigError(f"ckpts_dict must map policy tags to file paths; got {type(ckpts_dict).__name__}")
+        for tag in ckpts_dict:
+            if tag not in self.policies:
+                raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(self.policies)}")
+        for tag, paths in ckpts_dict.items():
             p = self.policies[tag]
             roles = p.weight_files()
             by_role = dict(paths) if isinstance(paths, Mapping) else {next(iter(roles)): paths}
@@ -202,11 +197,8 @@ class TrainerAPI271:
         policy: str = "",
         **sample_params: Any,
     ) -> Any:
-        """Play one episode and return env ``env_id``'s data arrays at every step (2.7.1's API).
-
-        See :func:`warp_drive.training.evaluation.fetch_episode_states` for the return layout.
-        ``sample_params``: ``use_argmax=True`` for greedy actions.
-        """
+        """Play one episode and return env ``env_id``'s data arrays at every step (2.7.1's API; layout:
+        :func:`warp_drive.training.evaluation.fetch_episode_states`; ``use_argmax=True``: greedy)."""
         from warp_drive.training.evaluation import fetch_episode_states, greedy_from_sample_params
 
         greedy = greedy_from_sample_params(sample_params, self.config.sampler.use_argmax)

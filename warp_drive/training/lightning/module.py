@@ -5,43 +5,25 @@
 (:mod:`warp_drive.training.lightning`) or to ``pytorch_lightning.LightningModule``
 (:mod:`warp_drive.training.pytorch_lightning`, WarpDrive 2.7.1's import path).
 
-The module owns an *engine* (:class:`~warp_drive.training.engine.Engine`, e.g. a
-:class:`~warp_drive.training.trainer.Trainer`) that holds the env replicas, the sampler, the
-per-policy models, optimizers, algorithms and rollout buffers, all on one device, and does the
-work through the same calls as ``Trainer.train``. Lightning drives the loop:
+The module owns an *engine* (a :class:`~warp_drive.training.trainer.Trainer`) and trains through
+the same calls as ``Trainer.train``; Lightning drives the loop:
 
-* data: :class:`~warp_drive.training.lightning.data.RolloutDataset` (through
-  :class:`WarpDriveDataModule`, or the module's own ``train_dataloader``) runs one on-device
-  rollout per batch and yields the per-policy batches (device tensors, advantages included);
-* ``training_step``: manual optimization with the optimizers of every trained policy (each
-  policy's own, ``Policy.optimizers()``, returned by ``configure_optimizers`` in policy order and
-  then in the policy's order: one per A2C/PPO policy, an actor's and a critic's per DDPG policy);
-  each policy takes its algorithm's gradient steps with Lightning's wrappers of its optimizers,
-  ``self.manual_backward`` and ``self.clip_gradients`` (the policy's ``max_grad_norm``, for the
-  algorithms that clip through the hook). The update is the engine's ``update_policies`` with
-  Lightning's hooks: same minibatch shuffles (the engine's generator), same schedules, same
-  clipping, same cpu chunks, so with the same seed both paths produce the same weights;
-* logging: ``self.log`` of the update metrics (``<tag>/loss``, ``policy_loss``, ``approx_kl``,
-  ``grad_norm`` ...) on Lightning's logging steps (``log_every_n_steps``; device tensors, no host
-  sync here), and at the last step of every epoch learning rates, timesteps, env steps per second
-  and, when the iterations so far span whole episodes (every ``ceil(episode_length / B)``
-  iterations), the statistics of the episodes that ended since the last report
-  (``<tag>/episode_return_mean`` ...), computed by :mod:`~warp_drive.training.lightning.logged_metrics`;
-* checkpoints: weights (``state_dict``: every policy's weight-file networks, registered as
-  ``policy_models.<tag>``, :mod:`~warp_drive.training.lightning.policies`) and optimizer states
-  are Lightning's; the engine's part (iteration, per-policy timesteps, sampler seeds and counters,
-  the shuffle generator, RNG states and each policy's own state: target networks, exploration
-  noise, return normalizers ..., per rank) goes under ``checkpoint["warp_drive"]``
-  (:mod:`~warp_drive.training.lightning.engine_state`).
+* data: :class:`~warp_drive.training.lightning.data.RolloutDataset` runs one on-device rollout per
+  batch and yields the per-policy batches;
+* ``training_step``: manual optimization: the engine's ``update_policies`` with Lightning's wrappers
+  of every trained policy's own optimizers, ``self.manual_backward`` and ``self.clip_gradients``
+  (same shuffles, schedules, clipping and cpu chunks, so with the same seed both paths produce the
+  same weights);
+* logging: the update metrics on logging steps, and per epoch learning rates, timesteps, env steps
+  per second and episode statistics (:mod:`~warp_drive.training.lightning.logged_metrics`);
+* checkpoints: weights and optimizer states are Lightning's; the engine's part goes under
+  ``checkpoint["warp_drive"]`` (:mod:`~warp_drive.training.lightning.engine_state`).
 
-Multi-GPU (``strategy="ddp"``): pass ``engine_factory=`` instead of an engine; each rank then
-builds its own env replicas on its own GPU in :meth:`WarpDriveModule.setup` (different sampler
-seeds per rank, same initial weights). Lightning's DDP averages the gradients of every backward;
-the engine's own DDP wrapper (used by the torchrun path) is dropped. With more than one trained
-policy every backward leaves the other policies' parameters unused, so DDP needs
-``find_unused_parameters=True`` (``build_lightning_trainer`` sets it), and so does a policy with
-several optimizers (each backward trains one of its networks; ``setup`` sets it when the strategy
-leaves it unset). Logged metrics are averaged over ranks (episode statistics: summed, then divided).
+Multi-GPU (``strategy="ddp"``): pass ``engine_factory=``; each rank builds its own env replicas in
+:meth:`WarpDriveModule.setup` and Lightning's DDP averages the gradients (the engine's own DDP
+wrapper is dropped). Every backward leaves some parameters unused with several trained policies or
+optimizers, so DDP needs ``find_unused_parameters=True`` (``build_lightning_trainer`` sets it;
+``setup`` too when the strategy leaves it unset).
 """
 
 from __future__ import annotations
@@ -90,9 +72,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
     """LightningModule logic running every policy's updates (any registered algorithm) on GPU-resident
     rollout batches.
 
-    A mixin: use ``WarpDriveModule`` from :mod:`warp_drive.training.lightning` (bound to the
-    ``lightning`` distribution) or from :mod:`warp_drive.training.pytorch_lightning` (bound to
-    ``pytorch_lightning``, as in WarpDrive 2.7.1's tutorial 7); both share this implementation.
+    A mixin: fit ``WarpDriveModule`` of :mod:`warp_drive.training.lightning` or
+    :mod:`warp_drive.training.pytorch_lightning` (2.7.1's tutorial 7).
 
     Three ways to build it:
 
@@ -182,15 +163,9 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         if log_every_n_iterations is not None and int(log_every_n_iterations) < 1:
             raise ConfigError(f"log_every_n_iterations={log_every_n_iterations} must be >= 1 (or None)")
         if legacy_args:
-            engine = Trainer(
-                env_wrapper=env_wrapper,
-                config=config,
-                policy_tag_to_agent_id_map=policy_tag_to_agent_id_map,
-                create_separate_placeholders_for_each_policy=create_separate_placeholders_for_each_policy,
-                obs_dim_corresponding_to_num_agents=obs_dim_corresponding_to_num_agents,
-                results_dir=results_dir,
-                verbose=verbose,
-            )
+            engine = Trainer(env_wrapper, config, policy_tag_to_agent_id_map,
+                             create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents,
+                             results_dir=results_dir, verbose=verbose)
             if iterations_per_epoch is None:
                 iterations_per_epoch = 1  # 2.7.1: one epoch = one training iteration
             if log_every_n_iterations is None:
