@@ -37,9 +37,12 @@ def signal_exit_code(signum: int) -> int:
 
 
 class SignalExit:
-    """Mixin of the exceptions a signal causes: :attr:`signum` and :attr:`exit_code`."""
+    """Mixin of the exceptions a signal causes: :attr:`signum` and :attr:`exit_code`
+    (:func:`signal_exit_code`)."""
 
-    signum: int
+    def __init__(self, signum: int, message: str) -> None:
+        self.signum = int(signum)
+        super().__init__(message)
 
     @property
     def exit_code(self) -> int:
@@ -55,15 +58,13 @@ class TrainingInterrupted(SignalExit, KeyboardInterrupt):
         signum: the signal received.
         iteration: iterations completed (the checkpoint's iteration).
         checkpoint: the checkpoint written (``None`` on ranks that write none).
-        exit_code: the shell's code for death by that signal, ``128 + signum`` (130 for SIGINT,
-            143 for SIGTERM).
+        exit_code: the shell's code for death by that signal (:func:`signal_exit_code`).
     """
 
     def __init__(self, signum: int, iteration: int, checkpoint: Any = None) -> None:
-        self.signum = int(signum)
         self.iteration = int(iteration)
         self.checkpoint = checkpoint
-        super().__init__(f"{signal_name(signum)} received: stopped after iteration {iteration}"
+        super().__init__(signum, f"{signal_name(signum)} received: stopped after iteration {iteration}"
                          + (f", checkpoint {checkpoint}" if checkpoint else ""))
 
 
@@ -77,18 +78,15 @@ class IterationAborted(SignalExit, BaseException):
     would end the process with exit code 1."""
 
     def __init__(self, signum: int) -> None:
-        self.signum = int(signum)
-        super().__init__(f"{signal_name(signum)} received inside an iteration")
+        super().__init__(signum, f"{signal_name(signum)} received inside an iteration")
 
 
 class AbortedBySignal(SignalExit, KeyboardInterrupt):
     """A second SIGINT or SIGTERM: the run aborts at once, without a checkpoint (the files on disk stay
-    intact: every write is atomic). The command-line scripts exit with :attr:`exit_code`, the code of
-    the signal received (``128 + signum``: 130 for SIGINT, 143 for SIGTERM)."""
+    intact: every write is atomic). The command-line scripts exit with :attr:`exit_code`."""
 
     def __init__(self, signum: int) -> None:
-        self.signum = int(signum)
-        super().__init__(f"{signal_name(signum)} received again: aborted without a checkpoint")
+        super().__init__(signum, f"{signal_name(signum)} received again: aborted without a checkpoint")
 
 
 def exit_code_of(interrupt: KeyboardInterrupt) -> int:

@@ -49,8 +49,7 @@ class SignalAbort(SignalExit, BaseException):
     """A second SIGINT/SIGTERM: abort now (no new checkpoint); ``exit_code`` is ``128 + signum``."""
 
     def __init__(self, signum: int) -> None:
-        self.signum = int(signum)
-        super().__init__(f"{signal_name(signum)} received again: aborted")
+        super().__init__(signum, f"{signal_name(signum)} received again: aborted")
 
 
 class LightningStop(StopRequest):
