@@ -39,7 +39,7 @@ setup(
         "interop": ["pettingzoo>=1.24"],
         # the API reference: python -m sphinx -W --keep-going -b html docs docs/_build/html
         "docs": ["sphinx>=7.2", "myst-parser>=2.0"],
-        "dev": ["pytest>=7.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0",
+        "dev": ["pytest>=7.0", "pytest-xdist>=3.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0",
                 "pytorch_lightning>=2.0", "nbformat>=5.7",
                 # a third-party trainer run through the Gymnasium adapter in the tests (skrl 2.1 needs Python >= 3.10)
                 "skrl>=2.1; python_version >= '3.10'"],

@@ -22,10 +22,10 @@ def test_readme_quick_start_runs():
 
 def test_readme_names_the_commands_ci_runs():
     text = README.read_text()
-    assert 'python -m pytest -m "not gpu"' in text
+    assert 'python -m pytest -m "not gpu" -n auto --maxprocesses 4 --dist loadfile' in text
     assert "python -m warp_drive.training.example_training_script --env tag_continuous" in text
     ci = (README.parent / ".ci" / "run").read_text()
-    assert 'pytest -m "not gpu"' in ci and 'pip install -q ".[dev]"' in ci
+    assert 'pytest -m "not gpu" -n auto --maxprocesses 4 --dist loadfile' in ci and 'pip install -q ".[dev]"' in ci
 
 
 def test_readme_describes_the_cpu_sized_main_job():
