@@ -99,13 +99,15 @@ class ActorCriticPolicy(Policy):
     def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:
         """Whether this update replays a captured step (:mod:`.graphed_update`): asked for, on CUDA,
         on this policy's own buffers, with no driver hooks, one process's gradients and whole
-        minibatches (no chunks)."""
+        minibatches that fit twice in the update's memory budget (the capture's warm-up and the
+        graph's own pool each hold one minibatch's activations; bigger ones run eagerly, in chunks
+        where needed)."""
         b = self.buffers
         rows = b.advantages.shape[0] * b.advantages.shape[1] // self.config.num_minibatches
         return (context.cuda_graph and b.advantages.is_cuda and isinstance(batch, RolloutBatch)
                 and batch.advantages is b.advantages and batch.obs is b.obs
                 and context.optimizers is None and context.backward is None and context.clip_gradients is None
-                and self.train_model is self.model and (context.chunk_rows is None or context.chunk_rows >= rows))
+                and self.train_model is self.model and (context.chunk_rows is None or context.chunk_rows >= 2 * rows))
 
     def running_statistics(self) -> list[Any]:
         return list(self.algorithm.running_statistics())

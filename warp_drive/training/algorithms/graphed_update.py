@@ -151,6 +151,7 @@ class GraphedUpdate:
         with torch.cuda.graph(graph):
             metrics = self._step()
             self.totals.add_(torch.stack([metrics[k].float() for k in self.keys]))
+        torch.cuda.empty_cache()  # the warm-up's blocks, cached for the side stream, go back to the device
         return graph
 
     def run(self, *, timestep: int, num_epochs: int, generator: torch.Generator | None) -> Metrics:
