@@ -8,16 +8,6 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture
-def no_tf32():
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = before
-
-
 def _plain(model, x):
     probs, values = model._heads(model.trunk(x))
     return [torch.softmax(p, -1) for p in probs], values

@@ -11,16 +11,6 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture
-def cuda_fp32():
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = before
-
-
 def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3)):
     from warp_drive.training.algorithms.ppo import PPO
     from warp_drive.training.buffers import RolloutBatch
@@ -71,7 +61,7 @@ def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4):
     return model, twin, metrics
 
 
-def test_graphed_step_trains_the_eager_weights_fp32(cuda_fp32):
+def test_graphed_step_trains_the_eager_weights_fp32(no_tf32):
     model, twin, metrics = _eager_and_graphed()
     for a, b in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
@@ -85,7 +75,7 @@ def test_graphed_step_trains_the_eager_weights_fp32(cuda_fp32):
     assert [round(float(r["entropy_coeff"]), 6) for _, r in metrics] == [0.05, 0.025, 0.0]
 
 
-def test_graphed_step_trains_the_eager_weights_bf16(cuda_fp32):
+def test_graphed_step_trains_the_eager_weights_bf16(no_tf32):
     model, twin, metrics = _eager_and_graphed(autocast_dtype=torch.bfloat16)
     for a, b in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
@@ -93,7 +83,7 @@ def test_graphed_step_trains_the_eager_weights_bf16(cuda_fp32):
         torch.testing.assert_close(replayed["loss"], eager["loss"], rtol=1e-4, atol=1e-5)
 
 
-def test_graphed_step_one_minibatch_a2c(cuda_fp32):
+def test_graphed_step_one_minibatch_a2c(no_tf32):
     """One minibatch per pass (no gather) and A2C's loss."""
     from warp_drive.training.algorithms.a2c import A2C
     from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form

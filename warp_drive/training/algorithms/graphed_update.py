@@ -30,7 +30,8 @@ from torch import nn
 from warp_drive.training.algorithms.a2c import A2C, Metrics
 from warp_drive.training.algorithms.update import grad_norm_and_clip, minibatch_loss, update_obs_statistics
 from warp_drive.training.buffers import RolloutBatch
-from warp_drive.training.utils.minibatch import flatten_leading, index_tree, map_tensors, minibatch_indices
+from warp_drive.training.utils.minibatch import (check_minibatches, flatten_leading, index_tree, map_tensors,
+                                                  minibatch_indices)
 
 Tensor = torch.Tensor
 
@@ -103,14 +104,12 @@ class GraphedUpdate:
         leaves: list[Tensor] = []
         map_tensors(leaves.append, self.flat)
         self.num_samples, self.device = leaves[0].shape[0], leaves[0].device
-        minibatch_indices(self.num_samples, num_minibatches)  # raises unless it divides
+        check_minibatches(self.num_samples, num_minibatches)
         self.index = torch.arange(self.num_samples // num_minibatches, device=self.device)
         self.coefficients = torch.zeros(2, dtype=torch.float32, device=self.device)  # vf_loss_coeff, entropy_coeff
         self.params = [p for p in model.parameters() if p.requires_grad]
         match_device_form(optimizer)
-        self.keys: list[str] = []
-        self.totals = torch.zeros(0, device=self.device)
-        self.graph = self._capture()
+        self.graph, self.keys, self.totals = self._capture()
 
     def _step(self) -> Metrics:
         """One eager minibatch step on the rows ``self.index`` (all rows with one minibatch)."""
@@ -123,7 +122,8 @@ class GraphedUpdate:
         self.optimizer.step()
         return metrics
 
-    def _capture(self) -> torch.cuda.CUDAGraph:
+    def _capture(self) -> tuple[torch.cuda.CUDAGraph, list[str], Tensor]:
+        """Warm-up (undone), then the captured step: ``(graph, metric keys, the metrics' sums)``."""
         saved_params = [p.detach().clone() for p in self.params]
         saved_state = {p: {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.optimizer.state[p].items()}
                        for p in self.params if self.optimizer.state.get(p)}
@@ -144,15 +144,15 @@ class GraphedUpdate:
                         value.copy_(before[key])
                     elif isinstance(value, Tensor):
                         value.zero_()  # a fresh Adam state is zeros
-        self.keys = list(metrics)
-        self.totals = torch.zeros(len(self.keys), dtype=torch.float32, device=self.device)
+        keys = list(metrics)
+        totals = torch.zeros(len(keys), dtype=torch.float32, device=self.device)
         self.optimizer.zero_grad(set_to_none=True)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             metrics = self._step()
-            self.totals.add_(torch.stack([metrics[k].float() for k in self.keys]))
+            totals.add_(torch.stack([metrics[k].float() for k in keys]))
         torch.cuda.empty_cache()  # the warm-up's blocks, cached for the side stream, go back to the device
-        return graph
+        return graph, keys, totals
 
     def run(self, *, timestep: int, num_epochs: int, generator: torch.Generator | None) -> Metrics:
         """``num_epochs`` passes of replayed minibatch steps; the metrics' means (0-d tensors)."""

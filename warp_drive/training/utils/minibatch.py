@@ -45,6 +45,14 @@ def slice_rows(tree: Any, start: int, stop: int) -> Any:
     return map_tensors(lambda t: t[start:stop], tree)
 
 
+def check_minibatches(num_samples: int, num_minibatches: int) -> None:
+    """Raises :class:`~warp_drive.errors.DataShapeError` unless ``num_minibatches`` divides ``num_samples``."""
+    if num_minibatches < 1 or num_samples % num_minibatches != 0:
+        raise DataShapeError(
+            f"num_minibatches={num_minibatches} must divide the {num_samples} samples."
+        )
+
+
 def minibatch_indices(
     num_samples: int,
     num_minibatches: int,
@@ -60,10 +68,7 @@ def minibatch_indices(
     Shapes:
         each output: (num_samples // num_minibatches,) int64 on ``device``.
     """
-    if num_minibatches < 1 or num_samples % num_minibatches != 0:
-        raise DataShapeError(
-            f"num_minibatches={num_minibatches} must divide the {num_samples} samples."
-        )
+    check_minibatches(num_samples, num_minibatches)
     return torch.randperm(num_samples, device=device, generator=generator).chunk(num_minibatches)
 
 
