@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+
 @pytest.fixture
 def no_tf32():
     """A CUDA device with float32 matrix products in full float32 (TF32 off for the test)."""
