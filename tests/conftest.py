@@ -8,10 +8,13 @@ import tempfile
 import pytest
 
 # Several GPUs (tools/gpu_suite.sh runs pytest-xdist with one worker per GPU): each worker sees one
-# GPU, chosen before anything creates a CUDA context; subprocesses of its tests inherit it.
+# GPU, chosen before anything creates a CUDA context (among $CUDA_VISIBLE_DEVICES where it is set);
+# subprocesses of its tests inherit it.
 if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("WARP_DRIVE_TEST_GPUS"):
     _worker = int(os.environ["PYTEST_XDIST_WORKER"].lstrip("gw"))
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(_worker % int(os.environ["WARP_DRIVE_TEST_GPUS"]))
+    _gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    _gpus = _gpus or [str(i) for i in range(int(os.environ["WARP_DRIVE_TEST_GPUS"]))]
+    os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[_worker % len(_gpus)]
 
 # Kernels compiled by tests go to a throwaway cache unless the caller chose one.
 os.environ.setdefault("WARP_DRIVE_CACHE_DIR", os.path.join(tempfile.gettempdir(), "warp_drive_test_cache"))

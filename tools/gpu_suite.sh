@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run on the GPU machine (after `source .device/setup.sh`): every GPU test. Logs and JUnit XML go
 # to $OUT (or ./gpu_results). With several GPUs the files are spread over one pytest-xdist worker
-# per GPU (each worker sees one GPU), then the tests that need two GPUs run once more on all of them.
+# per GPU (each worker sees one GPU; only those in $CUDA_VISIBLE_DEVICES where it is set), then the
+# tests that need two GPUs run once more on all of them.
 #   bash tools/gpu_suite.sh [pytest -k expression] [test paths...]
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu_results}"
@@ -10,6 +11,9 @@ export WARP_DRIVE_CACHE_DIR="${WARP_DRIVE_CACHE_DIR:-/tmp/warp_drive_kernels}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 python3 -m warp_drive.utils.device | tee -a "$OUT/gpu.txt"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then  # a share of the machine: only the GPUs it names
+  ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+fi
 kexpr="${1:-}"
 shift $(( $# > 0 ? 1 : 0 ))
 paths=("$@")
