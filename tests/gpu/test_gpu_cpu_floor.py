@@ -26,15 +26,15 @@ def _trainer(overrides, tmp_path, backend):
 
 
 def test_gpu_trainer_runs_whole_forwards_and_backwards(tmp_path, monkeypatch):
-    import warp_drive.training.algorithms.update as update_module
+    import warp_drive.training.algorithms.actor_critic as actor_critic  # where the update is looked up
 
     t = _trainer(["trainer.num_envs=20", "trainer.train_batch_size=200", "trainer.seed=1"], tmp_path, "pycuda")
     t.cpu_chunk_samples = 1  # would chunk everything on the cpu backend
     assert all(t.rollout.chunk_envs(p) is None for p in t.policies.values())
     assert t.cpu_chunk_rows(100) is None
     seen = []
-    real = update_module.update_policy
-    monkeypatch.setattr(update_module, "update_policy", lambda *a, **k: seen.append(k["chunk_rows"]) or real(*a, **k))
+    real = actor_critic.update_policy
+    monkeypatch.setattr(actor_critic, "update_policy", lambda *a, **k: seen.append(k["chunk_rows"]) or real(*a, **k))
     t.train(1)
     # on a GPU the update's chunk size is a memory cap (update_memory.py): far above this minibatch's
     # 10 steps x 20 envs rows, so both policies' forwards and backwards run whole
