@@ -27,9 +27,6 @@ def _config(tmp_path, envs, steps, iters, seed=1):
     return cfg
 
 
-@pytest.mark.xfail(strict=False, reason="measured on an H100 at 41fe7a5: -1450 -> -1204 after 600 iterations "
-                   "(gain 246, below the 300 this test asks; the CPU learning test passes): DDPG's GPU settings "
-                   "are not tuned yet")
 def test_ddpg_pendulum_short_run_improves_on_the_gpu(tmp_path):
     from warp_drive.training.ddpg import TrainerDDPG
 
