@@ -1,0 +1,55 @@
+"""benchmarks/tag_sweep.py's pure parts: the job plan, the commands it runs, and the summary and
+the mean and spread over seeds of the runs' scores (the runs themselves need a GPU: tests/gpu)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture()
+def sweep(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import tag_sweep
+
+    yield tag_sweep
+    sys.modules.pop("tag_sweep", None)
+
+
+def _run(taggers: float, published: float, steps: int = 1000) -> dict:
+    """A run.json as learning_side_by_side.py writes it, with one curve point per budget."""
+    score = {"taggers_vs_published_runners": {"mean": taggers, "ci95": 0.01, "n": 800},
+             "published_taggers_vs_runners": {"mean": published, "ci95": 0.01, "n": 800}}
+    return {"curve": [{"mark_s": m, "elapsed_s": m, "env_steps": steps * m, **score} for m in (20, 40)],
+            "versus_published_fresh_starts": {"20": score, "40": score}}
+
+
+def test_plan_crosses_candidates_and_seeds_and_names_unknown_ones(sweep):
+    assert sweep.plan(["chosen", "runner-lr3e-4"], [1, 2]) == [("chosen", 1), ("chosen", 2),
+                                                               ("runner-lr3e-4", 1), ("runner-lr3e-4", 2)]
+    with pytest.raises(SystemExit, match="tagger-huge"):
+        sweep.plan(["chosen", "tagger-huge"], [1])
+
+
+def test_command_seeds_the_trainer_and_passes_the_candidates_overrides(sweep):
+    argv = sweep.command("runner-lr3e-4", 7, [20, 40])
+    assert argv[1].endswith("learning_side_by_side.py") and argv[2] == "ours"
+    assert argv[argv.index("--budgets") + 1:argv.index("--budgets") + 3] == ["20", "40"]
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "--override"]
+    assert overrides == ["trainer.seed=7", "policy.runner.lr=0.0003"]
+
+
+def test_aggregate_gives_mean_and_spread_over_seeds(sweep):
+    runs = {"chosen": {1: sweep.summary(_run(0.70, 0.40)), 2: sweep.summary(_run(0.74, 0.44)), 3: None},
+            "single": {1: sweep.summary(_run(0.5, 0.9, steps=10))}}
+    out = sweep.aggregate(runs, budget=40)
+    row = out["chosen"]
+    assert row["seeds"] == 2  # the failed run (None) is left out
+    assert row["published_start:taggers_vs_published_runners"]["mean"] == pytest.approx(0.72)
+    assert row["fresh:published_taggers_vs_runners"]["std"] == pytest.approx(0.04 / 2 ** 0.5)
+    assert row["env_steps"] == 40000
+    assert out["single"]["fresh:taggers_vs_published_runners"] == {"mean": 0.5, "std": None}
