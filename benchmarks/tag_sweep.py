@@ -62,7 +62,8 @@ def summary(run: dict) -> dict:
     fresh-start scores at each budget."""
     return {"curve": [{"mark_s": c["mark_s"], "env_steps": c["env_steps"], **{k: c[k]["mean"] for k in SCORES}}
                       for c in run["curve"]],
-            "fresh_starts": {b: {k: v[k]["mean"] for k in SCORES} for b, v in run["versus_published_fresh_starts"].items()}}
+            "fresh_starts": {b: {k: v[k]["mean"] for k in SCORES}
+                             for b, v in run["versus_published_fresh_starts"].items()}}
 
 
 def aggregate(runs: dict[str, dict[int, dict]], budget: int = 300) -> dict:
@@ -73,7 +74,8 @@ def aggregate(runs: dict[str, dict[int, dict]], budget: int = 300) -> dict:
         if not rows:
             continue
         stat = {}
-        for where, pick in (("published_start", lambda r: r["curve"][-1]), ("fresh", lambda r: r["fresh_starts"][str(budget)])):
+        picks = {"published_start": lambda r: r["curve"][-1], "fresh": lambda r: r["fresh_starts"][str(budget)]}
+        for where, pick in picks.items():
             for k in SCORES:
                 x = np.array([pick(r)[k] for r in rows])
                 stat[f"{where}:{k}"] = {"mean": float(x.mean()), "std": float(x.std(ddof=1)) if len(x) > 1 else None}
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("candidates", nargs="+", help=f"some of: {', '.join(CANDIDATES)}")
     parser.add_argument("--gpus", type=int, default=1, help="GPUs to spread the jobs over (one job each)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1234], help="trainer seeds (each candidate runs each)")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[120, 300], help="snapshot seconds (default: 120 300)")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[120, 300],
+                        help="snapshot seconds (default: 120 300)")
     args = parser.parse_args(argv)
     jobs = plan(args.candidates, args.seeds)
     runs = run_jobs(jobs, args.gpus, args.budgets, Path(tempfile.mkdtemp(prefix="tag_sweep_")))

@@ -3,6 +3,7 @@ the mean and spread over seeds of the runs' scores (the runs themselves need a G
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -53,3 +54,25 @@ def test_aggregate_gives_mean_and_spread_over_seeds(sweep):
     assert row["fresh:published_taggers_vs_runners"]["std"] == pytest.approx(0.04 / 2 ** 0.5)
     assert row["env_steps"] == 40000
     assert out["single"]["fresh:taggers_vs_published_runners"] == {"mean": 0.5, "std": None}
+
+
+def test_run_jobs_gives_each_job_a_gpu_and_gathers_runs_and_failures(sweep, tmp_path, monkeypatch):
+    """The jobs' command stood in for by a script that writes a run.json (or fails, for seed 3) and
+    records the GPU it was given."""
+    script = (
+        "import json, os, sys, pathlib\n"
+        "seed = int(sys.argv[1])\n"
+        "if seed == 3: sys.exit(1)\n"
+        "out = pathlib.Path(os.environ['WARP_DRIVE_BENCH_RESULTS']) / 'side_by_side' / 'ours'\n"
+        "out.mkdir(parents=True)\n"
+        f"run = {_run(0.7, 0.4)!r}\n"
+        "run['gpu'] = os.environ['CUDA_VISIBLE_DEVICES']\n"
+        "(out / 'run.json').write_text(json.dumps(run))\n")
+    monkeypatch.setattr(sweep, "command", lambda cand, seed, budgets: [sys.executable, "-c", script, str(seed)])
+    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    runs = sweep.run_jobs(sweep.plan(["chosen"], [1, 2, 3]), 2, [20, 40], tmp_path)
+    assert set(runs["chosen"]) == {1, 2, 3} and runs["chosen"][3] is None
+    assert runs["chosen"][1]["curve"][-1]["taggers_vs_published_runners"] == 0.7
+    written = [tmp_path / f"chosen@{s}" / "side_by_side" / "ours" / "run.json" for s in (1, 2)]
+    gpus = {json.loads(p.read_text())["gpu"] for p in written}
+    assert gpus == {"0", "1"}  # the first two jobs started together, one on each GPU
