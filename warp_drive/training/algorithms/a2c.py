@@ -96,20 +96,25 @@ def a2c_loss(
     Shapes:
         all inputs: (N...) identical, e.g. (B, E, A) or a minibatch (M, A); loss: ().
     """
+    policy_loss = -(log_prob * loss_advantages(advantages, normalize_advantage, advantage_stats)).mean()
+    return combine_losses(policy_loss, value_loss(values, value_targets.detach()), entropy, advantages,
+                          vf_loss_coeff, entropy_coeff)
+
+
+def loss_advantages(advantages: Tensor, normalize: bool, stats: tuple[Tensor, Tensor] | None) -> Tensor:
+    """The advantages as the policy loss weighs them: constants, standardized when ``normalize``."""
     adv = advantages.detach()
-    if normalize_advantage:
-        adv = standardize(adv, stats=advantage_stats)
-    policy_loss = -(log_prob * adv).mean()
-    vf_loss = value_loss(values, value_targets.detach())
+    return standardize(adv, stats=stats) if normalize else adv
+
+
+def combine_losses(policy_loss: Tensor, vf_loss: Tensor, entropy: Tensor, advantages: Tensor,
+                   vf_loss_coeff: float | Tensor, entropy_coeff: float | Tensor) -> tuple[Tensor, Metrics]:
+    """``policy_loss + c_vf * vf_loss - c_ent * mean(entropy)`` and the metrics A2C and PPO share:
+    policy_loss, value_loss, entropy, mean_advantage."""
     mean_entropy = entropy.mean()
     loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
-    metrics = {
-        "policy_loss": policy_loss.detach(),
-        "value_loss": vf_loss.detach(),
-        "entropy": mean_entropy.detach(),
-        "mean_advantage": advantages.detach().mean(),
-    }
-    return loss, metrics
+    return loss, {"policy_loss": policy_loss.detach(), "value_loss": vf_loss.detach(),
+                  "entropy": mean_entropy.detach(), "mean_advantage": advantages.detach().mean()}
 
 
 class A2C:

@@ -61,9 +61,9 @@ def mlp_trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
     return fc, width
 
 
-def init_linear_layers(module: nn.Module, init_method: str) -> None:
+def init_linear_layers(module: nn.Module, init_method: str, gains: Mapping[nn.Module, float] | None = None) -> None:
     """Re-initializes every ``nn.Linear`` of ``module``: ``default`` (PyTorch's, unchanged), ``xavier``
-    or ``orthogonal`` (gain sqrt 2, zero bias)."""
+    or ``orthogonal`` (gain ``gains[layer]``, by default sqrt 2; zero bias)."""
     if init_method == "default":
         return
     if init_method not in ("xavier", "orthogonal"):
@@ -73,7 +73,7 @@ def init_linear_layers(module: nn.Module, init_method: str) -> None:
             if init_method == "xavier":
                 nn.init.xavier_uniform_(m.weight)
             else:
-                nn.init.orthogonal_(m.weight, gain=math.sqrt(2.0))
+                nn.init.orthogonal_(m.weight, gain=(gains or {}).get(m, math.sqrt(2.0)))
                 nn.init.zeros_(m.bias)
 
 
