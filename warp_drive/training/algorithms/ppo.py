@@ -105,40 +105,16 @@ class PPO(A2C):
         kwargs["vf_clip_param"] = policy_config.vf_clip_param
         return kwargs
 
-    def _loss(
-        self,
-        log_prob: Tensor,
-        entropy: Tensor,
-        values: Tensor,
-        advantages: Tensor,
-        targets: Tensor,
-        c_vf: float | Tensor,
-        c_ent: float | Tensor,
-        old_log_probs: Tensor | None,
-        old_values: Tensor | None,
-        advantage_stats: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, Metrics]:
+    def _loss(self, log_prob: Tensor, old_log_probs: Tensor | None, old_values: Tensor | None, *tensors: Tensor,
+              **terms: Any) -> tuple[Tensor, Metrics]:
         """Clipped surrogate with the rollout's stored log-probabilities (``old_log_probs``)."""
         if old_log_probs is None:
             raise UsageError(
                 "PPO.compute_loss needs `old_log_probs`: the joint log-probabilities of the "
                 "actions under the policy that sampled them, stored at rollout time."
             )
-        return ppo_loss(
-            log_prob,
-            old_log_probs,
-            entropy,
-            values,
-            advantages,
-            targets,
-            clip_param=self.clip_param,
-            vf_loss_coeff=c_vf,
-            entropy_coeff=c_ent,
-            normalize_advantage=self.normalize_advantage,
-            old_values=old_values,
-            vf_clip_param=self.vf_clip_param,
-            advantage_stats=advantage_stats,
-        )
+        return ppo_loss(log_prob, old_log_probs, *tensors, clip_param=self.clip_param, old_values=old_values,
+                        vf_clip_param=self.vf_clip_param, **terms)
 
 
 def make_algorithm(policy_config: Any) -> A2C:
