@@ -84,8 +84,6 @@ def a2c_loss(
         values: Value-head output (with gradient), in the units of ``value_targets``.
         advantages: Advantages (treated as constants).
         value_targets: Value targets (treated as constants).
-        vf_loss_coeff: Value-loss coefficient.
-        entropy_coeff: Entropy-bonus coefficient.
         normalize_advantage: Standardize advantages over the given samples first.
         advantage_stats: ``(mean, std)`` for that standardization instead of the given samples'
             own (the whole batch's, when the batch is processed in chunks).

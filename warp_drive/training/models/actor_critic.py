@@ -118,11 +118,7 @@ class FullyConnectedActor(nn.Module):
 class FullyConnectedActionValueCritic(nn.Module):
     """Action value ``Q(s, a)``: an MLP over ``concat(flat obs, action)`` and a scalar head.
 
-    Args:
-        obs_dims: Feature shape of one observation.
-        action_spec: An :class:`ActionSpec` with a Gaussian (Box) dimension d, or d itself.
-        fc_dims: Hidden widths.
-        init_method: ``default``, ``xavier`` or ``orthogonal``.
+    Args: as :class:`FullyConnectedActor`'s first four.
 
     Shapes:
         obs: (*lead, *obs_dims); action: (*lead, d) or a list of (*lead, 1) (2.7.1's per-dim heads)
