@@ -84,8 +84,6 @@ def a2c_loss(
         values: Value-head output (with gradient), in the units of ``value_targets``.
         advantages: Advantages (treated as constants).
         value_targets: Value targets (treated as constants).
-        vf_loss_coeff: Value-loss coefficient.
-        entropy_coeff: Entropy-bonus coefficient.
         normalize_advantage: Standardize advantages over the given samples first.
         advantage_stats: ``(mean, std)`` for that standardization instead of the given samples'
             own (the whole batch's, when the batch is processed in chunks).
@@ -96,20 +94,25 @@ def a2c_loss(
     Shapes:
         all inputs: (N...) identical, e.g. (B, E, A) or a minibatch (M, A); loss: ().
     """
+    policy_loss = -(log_prob * loss_advantages(advantages, normalize_advantage, advantage_stats)).mean()
+    return combine_losses(policy_loss, value_loss(values, value_targets.detach()), entropy, advantages,
+                          vf_loss_coeff, entropy_coeff)
+
+
+def loss_advantages(advantages: Tensor, normalize: bool, stats: tuple[Tensor, Tensor] | None) -> Tensor:
+    """The advantages as the policy loss weighs them: constants, standardized when ``normalize``."""
     adv = advantages.detach()
-    if normalize_advantage:
-        adv = standardize(adv, stats=advantage_stats)
-    policy_loss = -(log_prob * adv).mean()
-    vf_loss = value_loss(values, value_targets.detach())
+    return standardize(adv, stats=stats) if normalize else adv
+
+
+def combine_losses(policy_loss: Tensor, vf_loss: Tensor, entropy: Tensor, advantages: Tensor,
+                   vf_loss_coeff: float | Tensor, entropy_coeff: float | Tensor) -> tuple[Tensor, Metrics]:
+    """``policy_loss + c_vf * vf_loss - c_ent * mean(entropy)`` and the metrics A2C and PPO share:
+    policy_loss, value_loss, entropy, mean_advantage."""
     mean_entropy = entropy.mean()
     loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
-    metrics = {
-        "policy_loss": policy_loss.detach(),
-        "value_loss": vf_loss.detach(),
-        "entropy": mean_entropy.detach(),
-        "mean_advantage": advantages.detach().mean(),
-    }
-    return loss, metrics
+    return loss, {"policy_loss": policy_loss.detach(), "value_loss": vf_loss.detach(),
+                  "entropy": mean_entropy.detach(), "mean_advantage": advantages.detach().mean()}
 
 
 class A2C:
@@ -152,15 +155,9 @@ class A2C:
     @classmethod
     def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
         """Constructor kwargs read from a :class:`~warp_drive.config.PolicyConfig`."""
-        return {
-            "gamma": policy_config.gamma,
-            "gae_lambda": policy_config.gae_lambda,
-            "vf_loss_coeff": policy_config.vf_loss_coeff,
-            "entropy_coeff": policy_config.entropy_coeff,
-            "normalize_advantage": policy_config.normalize_advantage,
-            "normalize_return": policy_config.normalize_return,
-            "normalize_reward": policy_config.normalize_reward,
-        }
+        names = ("gamma", "gae_lambda", "vf_loss_coeff", "entropy_coeff", "normalize_advantage", "normalize_return",
+                 "normalize_reward")
+        return {name: getattr(policy_config, name) for name in names}
 
     @classmethod
     def from_config(cls, policy_config: Any) -> A2C:
@@ -278,8 +275,9 @@ class A2C:
         log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
         c_vf, c_ent = self.coefficients(timestep) if coefficients is None else coefficients
         targets = self.value_targets(returns)
-        loss, metrics = self._loss(log_prob, entropy, values, advantages, targets, c_vf, c_ent, old_log_probs, old_values,
-                                   advantage_stats)
+        loss, metrics = self._loss(log_prob, old_log_probs, old_values, entropy, values, advantages, targets,
+                                   vf_loss_coeff=c_vf, entropy_coeff=c_ent, normalize_advantage=self.normalize_advantage,
+                                   advantage_stats=advantage_stats)
         metrics.update({
             "loss": loss.detach(),
             "mean_return": returns.detach().mean(),
@@ -294,19 +292,9 @@ class A2C:
         """``(vf_loss_coeff, entropy_coeff)``: the schedules' values at env timestep ``timestep``."""
         return self.vf_loss_coeff.get_param_value(timestep), self.entropy_coeff.get_param_value(timestep)
 
-    def _loss(
-        self,
-        log_prob: Tensor,
-        entropy: Tensor,
-        values: Tensor,
-        advantages: Tensor,
-        targets: Tensor,
-        c_vf: float | Tensor,
-        c_ent: float | Tensor,
-        old_log_probs: Tensor | None,
-        old_values: Tensor | None,
-        advantage_stats: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, Metrics]:
-        """The algorithm's loss from per-sample quantities (A2C: the plain policy gradient)."""
-        return a2c_loss(log_prob, entropy, values, advantages, targets, vf_loss_coeff=c_vf, entropy_coeff=c_ent,
-                        normalize_advantage=self.normalize_advantage, advantage_stats=advantage_stats)
+    def _loss(self, log_prob: Tensor, old_log_probs: Tensor | None, old_values: Tensor | None, *tensors: Tensor,
+              **terms: Any) -> tuple[Tensor, Metrics]:
+        """The algorithm's loss from per-sample quantities: ``tensors`` (entropy, values, advantages,
+        value targets) and ``terms`` are :func:`a2c_loss`'s (A2C, the plain policy gradient, ignores
+        the ``old_*``)."""
+        return a2c_loss(log_prob, *tensors, **terms)

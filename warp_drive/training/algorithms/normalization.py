@@ -66,8 +66,6 @@ class ValueNormalizer(_RunningMoments):
     standardized each batch's returns per time step instead, which leaves the value head chasing
     a different scale every batch.)
 
-    The statistics are float64 buffers (saved in ``state_dict``) on the module's device.
-
     Args:
         eps: Added to the variance before the square root.
     """
@@ -103,8 +101,6 @@ class ObsNormalizer(_RunningMoments):
     per iteration, after its gradient steps, with the batch's observations, so the rollout and the
     update of one iteration see the same normalization (PPO's stored log-probabilities stay valid).
     The update writes the buffers in place, so a captured CUDA graph reads the current statistics.
-
-    The statistics are float64 buffers (saved in ``state_dict``).
 
     Args:
         size: Number of features.

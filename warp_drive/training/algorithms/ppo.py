@@ -15,9 +15,7 @@ from typing import Any
 import torch
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.algorithms.a2c import A2C, Metrics, value_loss
-from warp_drive.training.algorithms.normalization import standardize
-from warp_drive.training.utils.param_scheduler import ScheduleLike
+from warp_drive.training.algorithms.a2c import A2C, Metrics, combine_losses, loss_advantages, value_loss
 
 Tensor = torch.Tensor
 
@@ -45,50 +43,31 @@ def ppo_loss(
     ``old_values`` when ``vf_clip_param`` is set); loss = policy + c_vf * value - c_ent * entropy.
 
     Args:
-        log_prob: Joint log pi_theta(a|s) (with gradient).
         old_log_prob: Joint log pi_old(a|s) stored at sampling time (constant).
-        entropy: Joint entropy (with gradient).
-        values: Value-head output (with gradient), in the units of ``value_targets``.
-        advantages: Advantages (constant).
-        value_targets: Value targets (constant).
         clip_param: Ratio clip epsilon.
-        vf_loss_coeff: Value-loss coefficient.
-        entropy_coeff: Entropy-bonus coefficient.
-        normalize_advantage: Standardize advantages over the given samples first.
         old_values: Rollout-time value outputs, needed for value clipping.
         vf_clip_param: Value clip range, or None for no value clipping (default).
-        advantage_stats: ``(mean, std)`` for the advantage standardization instead of the given
-            samples' own (the whole batch's, when the batch is processed in chunks).
+        others: as for :func:`~warp_drive.training.algorithms.a2c.a2c_loss`.
 
     Returns:
-        ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage,
+        ``(loss, metrics)``; metrics: :func:`~warp_drive.training.algorithms.a2c.a2c_loss`'s, plus
         approx_kl (``mean((r - 1) - log r)``), clip_fraction (share of ``|r - 1| > eps``),
         mean_ratio.
 
     Shapes:
         all tensor inputs: (N...) identical; loss: ().
     """
-    adv = advantages.detach()
-    if normalize_advantage:
-        adv = standardize(adv, stats=advantage_stats)
+    adv = loss_advantages(advantages, normalize_advantage, advantage_stats)
     log_ratio = log_prob - old_log_prob.detach()
     ratio = torch.exp(log_ratio)
     surrogate = torch.minimum(ratio * adv, ratio.clamp(1.0 - clip_param, 1.0 + clip_param) * adv)
-    policy_loss = -surrogate.mean()
     old_v = None if old_values is None else old_values.detach()
     vf_loss = value_loss(values, value_targets.detach(), old_v, vf_clip_param)
-    mean_entropy = entropy.mean()
-    loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
+    loss, metrics = combine_losses(-surrogate.mean(), vf_loss, entropy, advantages, vf_loss_coeff, entropy_coeff)
     with torch.no_grad():
-        metrics = {
-            "policy_loss": policy_loss.detach(),
-            "value_loss": vf_loss.detach(),
-            "entropy": mean_entropy.detach(),
-            "mean_advantage": advantages.detach().mean(),
-            "approx_kl": ((ratio - 1.0) - log_ratio).mean(),
-            "clip_fraction": ((ratio - 1.0).abs() > clip_param).to(ratio.dtype).mean(),
-            "mean_ratio": ratio.mean(),
-        }
+        metrics["approx_kl"] = ((ratio - 1.0) - log_ratio).mean()
+        metrics["clip_fraction"] = ((ratio - 1.0).abs() > clip_param).to(ratio.dtype).mean()
+        metrics["mean_ratio"] = ratio.mean()
     return loss, metrics
 
 
@@ -108,23 +87,9 @@ class PPO(A2C):
         *,
         clip_param: float = 0.2,
         vf_clip_param: float | None = None,
-        gamma: float = 0.98,
-        gae_lambda: float = 1.0,
-        vf_loss_coeff: ScheduleLike = 0.01,
-        entropy_coeff: ScheduleLike = 0.05,
-        normalize_advantage: bool = False,
-        normalize_return: bool = False,
-        normalize_reward: bool = False,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            vf_loss_coeff=vf_loss_coeff,
-            entropy_coeff=entropy_coeff,
-            normalize_advantage=normalize_advantage,
-            normalize_return=normalize_return,
-            normalize_reward=normalize_reward,
-        )
+        super().__init__(**kwargs)
         if clip_param <= 0:
             raise ConfigError(f"clip_param={clip_param} must be > 0 (e.g. 0.2).")
         if vf_clip_param is not None and vf_clip_param <= 0:
@@ -140,40 +105,16 @@ class PPO(A2C):
         kwargs["vf_clip_param"] = policy_config.vf_clip_param
         return kwargs
 
-    def _loss(
-        self,
-        log_prob: Tensor,
-        entropy: Tensor,
-        values: Tensor,
-        advantages: Tensor,
-        targets: Tensor,
-        c_vf: float | Tensor,
-        c_ent: float | Tensor,
-        old_log_probs: Tensor | None,
-        old_values: Tensor | None,
-        advantage_stats: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, Metrics]:
+    def _loss(self, log_prob: Tensor, old_log_probs: Tensor | None, old_values: Tensor | None, *tensors: Tensor,
+              **terms: Any) -> tuple[Tensor, Metrics]:
         """Clipped surrogate with the rollout's stored log-probabilities (``old_log_probs``)."""
         if old_log_probs is None:
             raise UsageError(
                 "PPO.compute_loss needs `old_log_probs`: the joint log-probabilities of the "
                 "actions under the policy that sampled them, stored at rollout time."
             )
-        return ppo_loss(
-            log_prob,
-            old_log_probs,
-            entropy,
-            values,
-            advantages,
-            targets,
-            clip_param=self.clip_param,
-            vf_loss_coeff=c_vf,
-            entropy_coeff=c_ent,
-            normalize_advantage=self.normalize_advantage,
-            old_values=old_values,
-            vf_clip_param=self.vf_clip_param,
-            advantage_stats=advantage_stats,
-        )
+        return ppo_loss(log_prob, old_log_probs, *tensors, clip_param=self.clip_param, old_values=old_values,
+                        vf_clip_param=self.vf_clip_param, **terms)
 
 
 def make_algorithm(policy_config: Any) -> A2C:

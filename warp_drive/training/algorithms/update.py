@@ -75,9 +75,8 @@ def update_policy(
             ``clip_gradients``); the gradient norm is then measured before it is called.
         track_grad_norm: report ``grad_norm`` (always measured when this function clips).
         chunk_rows: run each minibatch's forward and backward in chunks of at most this many
-            (time, env) rows, accumulating the gradients (see :func:`accumulate_gradients`): the
-            same gradient step up to float rounding, with activations sized by the chunk instead
-            of the minibatch. None: the whole minibatch at once.
+            (time, env) rows (:func:`accumulate_gradients`: the same step up to float rounding, with
+            activations sized by the chunk). None: the whole minibatch at once.
         autocast_dtype: run the model's forward (and so its backward) under autocast to this
             dtype (``torch.bfloat16``: ``trainer.update_precision: bf16``); its outputs are cast
             back to float32 before the loss, and weights, gradients and optimizer state stay

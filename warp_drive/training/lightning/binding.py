@@ -1,9 +1,6 @@
-"""Bind the shared Lightning implementation to one Lightning distribution.
-
-``lightning.Trainer`` accepts only ``lightning`` base classes and ``pytorch_lightning.Trainer`` only
-``pytorch_lightning`` ones. Each class here is a mixin holding all the logic (module, data module,
-callbacks) on top of the matching base class of the chosen distribution; the classes are created
-once per distribution and named as if defined in the module that asks for them (so they pickle).
+"""Bind the shared Lightning implementation (mixins) to one Lightning distribution's base classes
+(why: :mod:`~warp_drive.training.lightning._compat`). The classes are created once per distribution
+and named as if defined in the module that asks for them (so they pickle).
 """
 
 from __future__ import annotations

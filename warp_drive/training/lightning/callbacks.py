@@ -1,11 +1,9 @@
 """Callbacks for :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` runs: throughput,
 2.7.1's ``CUDACallback``, episode returns and rollout renders (one class each).
 
-These are mixins without a Lightning base; the callbacks users pass to a Trainer
-(``PerfStatsCallback``, ``CUDACallback``, ...) are bound to ``lightning.Callback`` in
-:mod:`warp_drive.training.lightning` and to ``pytorch_lightning.Callback`` in
-:mod:`warp_drive.training.pytorch_lightning`. Each is also an example of a user callback: it reads
-the engine through ``pl_module.engine`` and logs through ``pl_module.log``.
+Mixins, bound to each distribution's ``Callback`` by :mod:`~warp_drive.training.lightning.binding`.
+Each is also an example of a user callback: it reads the engine through ``pl_module.engine`` and
+logs through ``pl_module.log``.
 """
 
 from __future__ import annotations

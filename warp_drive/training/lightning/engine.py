@@ -6,10 +6,6 @@ an *engine factory*, called in ``setup`` as ``factory(rank=..., world_size=..., 
 :class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory` builds engines for envs
 found by name in a registrar (by default the bundled example envs); any callable with that signature
 works for custom envs.
-
-:func:`engine_source` sorts out which of its three ways to get an engine the module was given, and
-:func:`check_placement` and :func:`check_unused_parameters` check in ``setup`` that the engine fits
-the devices and the strategy Lightning chose for the rank.
 """
 
 from __future__ import annotations

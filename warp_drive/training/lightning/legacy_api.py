@@ -3,8 +3,6 @@
 2.7.1's tutorial 7 and scripts read ``module.training_batch_size`` and ``module.num_iters`` to size
 the Lightning run, reach the env through ``module.cuda_envs``, and call ``fetch_episode_states``,
 ``load_model_checkpoint``, ``save_model_checkpoint`` and ``graceful_close`` on the module.
-:class:`LegacyModuleAPI` holds these names: each reads or delegates to the engine of the
-:class:`~warp_drive.training.lightning.module.WarpDriveModuleBase` it is mixed into.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """WarpDrive training as a LightningModule (for either Lightning distribution).
 
-:class:`WarpDriveModuleBase` holds the whole implementation and imports no Lightning; the
-``WarpDriveModule`` classes users fit are that mixin bound to ``lightning.LightningModule``
-(:mod:`warp_drive.training.lightning`) or to ``pytorch_lightning.LightningModule``
-(:mod:`warp_drive.training.pytorch_lightning`, WarpDrive 2.7.1's import path).
-
 The module owns an *engine* (a :class:`~warp_drive.training.trainer.Trainer`) and trains through
 the same calls as ``Trainer.train``; Lightning drives the loop:
 

@@ -1,22 +1,14 @@
 """What the Lightning module asks of each policy of its engine, naming no algorithm.
 
-Every policy answers through the algorithm seam (:class:`~warp_drive.training.algorithms.base.Policy`):
-
-* :func:`policy_networks`: the networks the module registers as its submodules
-  (``policy_models.<tag>``), the policy's weight-file networks (``Policy.weight_files()``). One
-  network is registered as itself (``policy_models.<tag>.*``: an A2C/PPO model, the layout of every
-  checkpoint written before), several as a ``ModuleDict`` by role (``policy_models.<tag>.<role>.*``:
-  DDPG's actor and critic). Lightning saves their weights; the rest of the policy's state (target
-  networks, exploration noise, normalizers, a replay) travels in the engine entry of the checkpoint
-  (:mod:`~warp_drive.training.lightning.engine_state`).
-* :func:`loose_parameters`: the parameters a policy's optimizers step that none of its networks
-  holds (SAC's learned temperature), registered as ``policy_parameters.<tag>.<i>``: Lightning then
-  saves them and, under DDP, averages their gradients too.
-* :func:`optimizer_keys`: ``(tag, name)`` of every optimizer of the trained policies, in policy
-  order and then in the order of ``Policy.optimizers()``: the order of ``configure_optimizers``
-  and of a checkpoint's ``optimizer_states``.
-* :func:`optimizers_by_policy`: Lightning's optimizer wrappers, in that order, back as
-  ``{tag: {name: wrapper}}`` for :meth:`Engine.update_policies <warp_drive.training.engine.Engine.update_policies>`.
+Every policy answers through the algorithm seam (:class:`~warp_drive.training.algorithms.base.Policy`).
+The module registers a policy's weight-file networks (``Policy.weight_files()``, :func:`policy_networks`)
+as its submodules: one network as itself (``policy_models.<tag>.*``: an A2C/PPO model, the layout of
+every checkpoint written before), several as a ``ModuleDict`` by role (``policy_models.<tag>.<role>.*``:
+DDPG's actor and critic). Lightning saves their weights; the rest of the policy's state (target
+networks, exploration noise, normalizers, a replay) travels in the engine entry of the checkpoint
+(:mod:`~warp_drive.training.lightning.engine_state`). Parameters a policy's optimizers step outside
+its networks (SAC's learned temperature, :func:`loose_parameters`) are registered as
+``policy_parameters.<tag>.<i>``: Lightning then saves them and, under DDP, averages their gradients too.
 """
 
 from __future__ import annotations
@@ -71,7 +63,8 @@ def loose_parameters(policy: Any, networks: nn.Module) -> list[nn.Parameter]:
 
 def optimizer_keys(engine: Engine, trained: Sequence[str]) -> list[tuple[str, str]]:
     """``(tag, name)`` of every optimizer of the ``trained`` policies: policy order, then the
-    order of each policy's ``optimizers()``.
+    order of each policy's ``optimizers()`` (the order of ``configure_optimizers`` and of a
+    checkpoint's ``optimizer_states``).
 
     Raises:
         ConfigError: a trained policy has no optimizer.
@@ -91,8 +84,8 @@ def engine_optimizers(engine: Engine, keys: Sequence[tuple[str, str]]) -> list[t
 
 
 def optimizers_by_policy(keys: Sequence[tuple[str, str]], optimizers: Any) -> dict[str, dict[str, Any]]:
-    """``{tag: {name: optimizer}}`` from one optimizer per key (Lightning's ``self.optimizers()``:
-    a list, or the optimizer itself when there is one).
+    """``{tag: {name: optimizer}}`` (for ``Engine.update_policies``) from one optimizer per key
+    (Lightning's ``self.optimizers()``: a list, or the optimizer itself when there is one).
 
     Raises:
         ConfigError: not one optimizer per key.

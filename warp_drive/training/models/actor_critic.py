@@ -61,9 +61,9 @@ def mlp_trunk(width: int, fc_dims: Sequence[int]) -> tuple[nn.ModuleDict, int]:
     return fc, width
 
 
-def init_linear_layers(module: nn.Module, init_method: str) -> None:
+def init_linear_layers(module: nn.Module, init_method: str, gains: Mapping[nn.Module, float] | None = None) -> None:
     """Re-initializes every ``nn.Linear`` of ``module``: ``default`` (PyTorch's, unchanged), ``xavier``
-    or ``orthogonal`` (gain sqrt 2, zero bias)."""
+    or ``orthogonal`` (gain ``gains[layer]``, by default sqrt 2; zero bias)."""
     if init_method == "default":
         return
     if init_method not in ("xavier", "orthogonal"):
@@ -73,7 +73,7 @@ def init_linear_layers(module: nn.Module, init_method: str) -> None:
             if init_method == "xavier":
                 nn.init.xavier_uniform_(m.weight)
             else:
-                nn.init.orthogonal_(m.weight, gain=math.sqrt(2.0))
+                nn.init.orthogonal_(m.weight, gain=(gains or {}).get(m, math.sqrt(2.0)))
                 nn.init.zeros_(m.bias)
 
 
@@ -118,11 +118,7 @@ class FullyConnectedActor(nn.Module):
 class FullyConnectedActionValueCritic(nn.Module):
     """Action value ``Q(s, a)``: an MLP over ``concat(flat obs, action)`` and a scalar head.
 
-    Args:
-        obs_dims: Feature shape of one observation.
-        action_spec: An :class:`ActionSpec` with a Gaussian (Box) dimension d, or d itself.
-        fc_dims: Hidden widths.
-        init_method: ``default``, ``xavier`` or ``orthogonal``.
+    Args: as :class:`FullyConnectedActor`'s first four.
 
     Shapes:
         obs: (*lead, *obs_dims); action: (*lead, d) or a list of (*lead, 1) (2.7.1's per-dim heads)

@@ -16,6 +16,7 @@ from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.distributions import HeadOutput
 from warp_drive.training.algorithms.normalization import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
+from warp_drive.training.models.actor_critic import init_linear_layers
 from warp_drive.training.models.fused_linear import linear_relu
 
 Tensor = torch.Tensor
@@ -121,7 +122,7 @@ class FullyConnected(nn.Module):
             self.log_std = None
         self.value_head = nn.Linear(width, 1)
         self._head_weights: tuple[Tensor, Tensor] | None = None  # see cache_head_weights
-        self._initialize(init_method)
+        init_linear_layers(self, init_method, {**{head: 0.01 for head in self.policy_heads}, self.value_head: 1.0})
 
     @classmethod
     def from_config(
@@ -143,28 +144,6 @@ class FullyConnected(nn.Module):
         if is_reference_state_dict(state_dict):
             state_dict = from_reference_state_dict(state_dict)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
-
-    def _initialize(self, init_method: str) -> None:
-        if init_method == "default":
-            return
-        if init_method not in ("xavier", "orthogonal"):
-            raise ConfigError(
-                f"init_method={init_method!r} is unknown; expected default, xavier or orthogonal."
-            )
-        for module in self.modules():
-            if not isinstance(module, nn.Linear):
-                continue
-            if init_method == "xavier":
-                nn.init.xavier_uniform_(module.weight)
-                continue
-            if any(module is head for head in self.policy_heads):
-                gain = 0.01
-            elif module is self.value_head:
-                gain = 1.0
-            else:
-                gain = math.sqrt(2.0)
-            nn.init.orthogonal_(module.weight, gain=gain)
-            nn.init.zeros_(module.bias)
 
     def flatten_obs(self, obs: Tensor | Mapping[str, Tensor]) -> tuple[Tensor, Tensor | None]:
         """Flattens observations to ``(*lead, obs_size)`` and extracts an ``action_mask`` key.

@@ -45,7 +45,6 @@ def hard_update(target: nn.Module, source: nn.Module) -> None:
         t.copy_(s)
 
 
-# --------------------------------------------------------------------------- OU noise
 class OUNoise:
     """Ornstein-Uhlenbeck exploration noise, one state per row, on the device.
 
@@ -77,7 +76,6 @@ class OUNoise:
         return mu + float(scale) * self.step(damping, stddev)
 
 
-# --------------------------------------------------------------------------- n-step targets
 def nstep_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor, gamma: float, n: int) -> tuple[Tensor, Tensor, Tensor]:
     """The reward part, bootstrap step and bootstrap coefficient of every step's n-step target.
 
@@ -118,7 +116,6 @@ def nstep_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor, gamma:
     return R, last, coef
 
 
-# --------------------------------------------------------------------------- one gradient step
 def ddpg_update(nets: "DDPGNets", obs: Tensor, actions: Tensor, targets: Tensor, tau: float,
                 max_grad_norm: float | None, *, actor_optimizer: torch.optim.Optimizer | None = None,
                 critic_optimizer: torch.optim.Optimizer | None = None,
