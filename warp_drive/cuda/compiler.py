@@ -299,7 +299,7 @@ def compile_cubin(
         if trusted_cache_entry(target) and entry_intact(target):
             logger.debug("kernel cache hit %s (built by another process)", target)
             return target
-        _nvcc(nvcc, source, arch, dirs, options, out_dir, target)
+        _nvcc(nvcc, source, arch, dirs, options, target)
         last_build_compiled = True
     return target
 
@@ -308,7 +308,7 @@ def compile_cubin(
 last_build_compiled = False
 
 
-def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str], out_dir: Path, target: Path) -> None:
+def _nvcc(nvcc: str, source: str, arch: str, dirs: list, options: Sequence[str], target: Path) -> None:
     """Run nvcc in a temporary directory and move the cubin atomically to ``target``."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="warp_drive_nvcc_") as tmp:

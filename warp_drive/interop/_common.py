@@ -112,10 +112,8 @@ def agent_ids(env: Any) -> list[Any]:
 
 # ----------------------------------------------------------------------------- seeding
 def reseed_env(env: Any, seed: int, method: str = "reseed") -> None:
-    """Re-seed an env through the env contract (:class:`~warp_drive.env.context.CUDAEnvironmentContext`):
-    ``env.reseed(seed)``, everything random, as if the env had been built with ``seed`` (data drawn
-    once per env, such as Tag's roles and reset pools, and what ``reset()`` draws); with
-    ``method="reseed_start_states"`` only what ``reset()`` draws. An env without the method is left as is."""
+    """``env.reseed(seed)`` (:meth:`~warp_drive.env.context.CUDAEnvironmentContext.reseed`), or ``env.<method>(seed)``
+    such as ``reseed_start_states``; an env without the method is left as is."""
     hook = getattr(env, method, None)
     if callable(hook):
         hook(seed)

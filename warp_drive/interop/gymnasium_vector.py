@@ -153,11 +153,7 @@ class WarpDriveVectorEnv(VectorEnv):
             for Gymnasium's vector wrappers and NumPy-based trainers).
         autoreset_mode: ``AutoresetMode.SAME_STEP`` (default), ``NEXT_STEP`` or ``DISABLED`` (or
             their string values, e.g. ``"NextStep"``); see the module docstring.
-        redraw_start_states: ``reset()`` without a seed draws new initial states on the host (True)
-            or only restores the saved ones on the device (False).
-        invalid_actions: ``"raise"`` (default) refuses actions outside the action space with
-            :class:`~warp_drive.errors.InvalidActionError`; ``"clip"`` clips them into it (module
-            docstring).
+        redraw_start_states, invalid_actions: see the module docstring (Seeding, Invalid actions).
         device_id: CUDA device of the pycuda backend.
         env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
         blocks_per_env: CUDA blocks per env.

@@ -100,14 +100,11 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         device_id: CUDA device of the pycuda backend (default: the current device).
         blocks_per_env: CUDA blocks per env (default: enough for the env's agents).
         render_mode: None or ``"ansi"`` (``render()`` returns a text summary of the replica).
-        redraw_start_states: ``reset()`` without a seed draws a new initial state on the host (True)
-            or restores the saved one on the device (False).
+        redraw_start_states: see the module docstring (Seeding).
         active_flag: data name of a per-agent ``(1, N)`` int flag that is 0 once an agent left the
             game; ``"auto"`` uses the env's ``active_agent_flag`` when present, None disables.
         env_registrar: where ``env`` names are looked up (default: :data:`warp_drive.env.env_registrar`).
-        invalid_actions: ``"raise"`` (default) refuses actions outside the action space with
-            :class:`~warp_drive.errors.InvalidActionError`; ``"clip"`` clips them into it (module
-            docstring).
+        invalid_actions: ``"raise"`` (default) or ``"clip"`` (see the module docstring).
 
     Raises:
         ConfigError: bad arguments, an EnvWrapper with several replicas, an unknown active flag,

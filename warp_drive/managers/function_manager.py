@@ -75,7 +75,7 @@ class FunctionManager:
         num_agents: agents per env (N).
         num_envs: env replicas (E).
         blocks_per_env: CUDA blocks per env; each holds ceil(N / blocks_per_env) threads.
-        process_id: rank of this process (for logging).
+        process_id: rank of this process (2.7.1's argument; not used here).
     """
 
     has_kernels = False  # True when functions are compiled CUDA kernels
@@ -88,7 +88,6 @@ class FunctionManager:
             raise GeometryError(
                 f"blocks_per_env={blocks_per_env} exceeds num_agents={num_agents}; use at most one block per agent"
             )
-        self._process_id = process_id
         self._block = (threads_per_block(self._num_agents, self._blocks_per_env), 1, 1)
         self._grid = (self._num_envs * self._blocks_per_env, 1)
         self._functions: dict[str, Any] = {}
