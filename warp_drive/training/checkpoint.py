@@ -31,11 +31,9 @@ import torch
 
 from warp_drive.errors import CheckpointError
 from warp_drive.training.checkpoint_files import (  # noqa: F401  (the names callers know checkpoint's files by)
-    FORMAT_VERSION,
     READABLE_VERSIONS,
     atomic_save,
     checkpoint_error,
-    first_line,
     load_state_dict_file,
     policy_file_state,
     safe_load,
