@@ -1,12 +1,10 @@
 """Trainer: WarpDrive 2.7.1's trainer over an :class:`~warp_drive.training.engine.Engine`.
 
-The engine holds the env replicas, sampler, policies and buffers and does the work (collect a
-rollout, update the policies, the per-iteration bookkeeping, its state); the Trainer *has* an
-engine (``trainer.engine``) and adds the run folder, the loop of :meth:`Trainer.train` (metric
-files, progress lines, the checkpoint schedule, stopping on SIGINT/SIGTERM), checkpoints,
-evaluation and WarpDrive 2.7.1's constructor, names and methods
-(:class:`~warp_drive.training.trainer_api271.TrainerAPI271`). Every algorithm trains through this
-one loop. The same code runs on the cpu backend.
+The Trainer *has* an engine (``trainer.engine``, which does the work) and adds the run folder, the
+loop of :meth:`Trainer.train` (metric files, progress lines, the checkpoint schedule, stopping on
+SIGINT/SIGTERM), checkpoints, evaluation and WarpDrive 2.7.1's constructor, names and methods
+(:class:`~warp_drive.training.trainer_api271.TrainerAPI271`). Every algorithm, on either backend,
+trains through this one loop.
 """
 
 from __future__ import annotations
@@ -105,9 +103,6 @@ class Trainer(TrainerAPI271):
         model_factory: where model types are looked up (custom models: ``factory.add``).
         rank: distributed rank (default ``device_id``).
         tensorboard: also write TensorBoard scalars.
-
-    The engine is ``trainer.engine``; the trainer reads its policies, counters and settings (cpu
-    chunks: :class:`~warp_drive.training.engine.Engine`) through the attributes below.
     """
 
     def __init__(
