@@ -129,7 +129,6 @@ def gpu_free_bytes(device: int | None = None) -> int:
     return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
 
 
-
 def perform_auto_vertical_scaling(setup_trainer_and_train: Callable[..., object], config: dict,
                                   num_iters: int = 2) -> dict:
     """2.7.1's auto-scaling entry point: ``num_envs`` and ``train_batch_size`` for one GPU.

@@ -65,17 +65,11 @@ def build_trainer(
     policy_map: Mapping[str, Sequence[int]] | None = None,
 ) -> Any:
     """A :class:`~warp_drive.training.trainer.Trainer` (``TrainerDDPG`` for DDPG policies) for a
-    validated run config.
+    validated :class:`~warp_drive.config.RunConfig` whose ``env`` section builds ``env_cls``.
 
-    Args:
-        config: the :class:`~warp_drive.config.RunConfig`.
-        env_cls: the env class the config's ``env`` section builds.
-        backend: ``"pycuda"`` or ``"cpu"``.
-        rank, world_size: this process among those training together.
-        device_id: the GPU of the env replicas (None: the default one).
-        results_dir: the run folder (see :func:`~warp_drive.training.engine.run_directory`).
-        verbose, tensorboard: as for the Trainer.
-        policy_map: ``{tag: [agent ids]}``; default: :func:`default_policy_map`.
+    ``backend``: ``"pycuda"`` or ``"cpu"``; ``device_id``: the GPU of the env replicas (None: the
+    default one); ``results_dir``: the run folder (:func:`~warp_drive.training.trainer.run_directory`);
+    ``policy_map``: default :func:`default_policy_map`; the rest as for the Trainer.
     """
     from warp_drive.training.ddpg import trainer_class_for
 

@@ -2,14 +2,12 @@
 
 A checkpoint is written at an iteration boundary only (by :meth:`Trainer.train`, or by a call of
 :meth:`Trainer.save_checkpoint` between iterations), so its counters, weights, optimizer states,
-env replicas and the metric rows on disk describe the same moment. Files are written to a
-temporary name, flushed to disk and renamed into place: a crash leaves the previous file intact.
+env replicas and the metric rows on disk describe the same moment.
 
-Each file is written and read by :mod:`warp_drive.training.checkpoint_files` (atomic writes,
-CRC-32 checked, ``weights_only`` reads that refuse anything but tensors and plain data, typed
-:class:`~warp_drive.errors.CheckpointError`); its names are importable from here too. This
-module decides which checkpoint of a run folder to resume from (a corrupt one falls back to the
-previous intact one) and whether it fits the run.
+Each file is written and read by :mod:`warp_drive.training.checkpoint_files` (atomic, checksummed,
+weights-only; its names are importable from here too). This module decides which checkpoint of a
+run folder to resume from (a corrupt one falls back to the previous intact one) and whether it
+fits the run.
 
 Layout of a run folder: ``checkpoint_<iteration:08d>.pt`` per checkpoint, ``checkpoint_latest.pt``
 (a copy of the newest), ``<tag>_<timestep>.state_dict`` policy files (2.7.1's format) and, for
@@ -31,11 +29,9 @@ import torch
 
 from warp_drive.errors import CheckpointError
 from warp_drive.training.checkpoint_files import (  # noqa: F401  (the names callers know checkpoint's files by)
-    FORMAT_VERSION,
     READABLE_VERSIONS,
     atomic_save,
     checkpoint_error,
-    first_line,
     load_state_dict_file,
     policy_file_state,
     safe_load,

@@ -122,9 +122,8 @@ def _stateful_layer(model: torch.nn.Module) -> str | None:
     for name, m in model.named_modules():
         if not m.training:
             continue
-        if isinstance(m, torch.nn.modules.batchnorm._NormBase) and m.track_running_stats:
-            return f"a {type(m).__name__} layer '{name}'"
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+        if ((isinstance(m, torch.nn.modules.batchnorm._NormBase) and m.track_running_stats)
+                or (isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0)):
             return f"a {type(m).__name__} layer '{name}'"
     return None
 

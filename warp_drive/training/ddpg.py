@@ -60,13 +60,6 @@ class TrainerDDPG(Trainer):
     target_actor_models = property(lambda self: self._networks("target_actor"), doc="``{tag: target actor}``")
     target_critic_models = property(lambda self: self._networks("target_critic"), doc="``{tag: target critic}``")
 
-    def noise_params(self) -> dict[str, float]:
-        """damping, stddev, scale at the first policy's timestep (scale 0 when acting greedily)."""
-        out = next(iter(self.policies.values())).noise_params()
-        if self.deterministic:
-            out["scale"] = 0.0
-        return out
-
     def evaluate_episodes(self, **sample_params: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """2.7.1's evaluator: one episode per env; ``scale=0`` (or ``use_argmax=True``) plays ``mu(s)``,
         anything else the exploring actor.

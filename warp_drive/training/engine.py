@@ -228,11 +228,7 @@ class Engine:
         """One on-device rollout of every env, then the training batch of every trained policy.
 
         ``timer`` (:attr:`timer`, on the iterations a driver times) splits the rollout into its
-        phases; the rollout then runs eagerly even with a CUDA graph.
-
-        Returns:
-            ``{tag: batch}``, device tensors (views of the rollout buffers unless
-            ``trainer.neg_pos_env_ratio`` keeps a subset of envs): see :meth:`batches`.
+        phases; the rollout then runs eagerly even with a CUDA graph. Returns :meth:`batches`.
         """
         with self.counters.timed("rollout"):
             self.generate_rollout(timer)

@@ -20,9 +20,7 @@ def env_subset(positive: Tensor, ratio: float, minibatch_rows: Sequence[tuple[in
     Args:
         positive: (E,) bool, the envs whose rollout holds a success
             (:meth:`SharedBuffers.envs_ending <warp_drive.training.buffers.SharedBuffers.envs_ending>` ``(2)``).
-        ratio: ``trainer.neg_pos_env_ratio``.
         minibatch_rows: ``(rows per env, num_minibatches)`` of every trained policy.
-        generator: draws the other envs.
     """
     num_pos = int(positive.sum())
     E = positive.shape[0]

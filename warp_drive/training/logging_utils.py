@@ -27,18 +27,10 @@ def gather_metrics(
 ) -> dict[str, float]:
     """``{"<policy>/<metric>": value, "perf/<metric>": value}`` for one logging iteration.
 
-    Tensor metrics of every policy (its episode statistics, popped, and ``update_metrics``) are
-    stacked, averaged over ranks and copied to the host at once.
-
-    Args:
-        policies: ``{tag: policy state}`` (``stats``, ``lr_schedule``, ``timestep``).
-        update_metrics: ``{tag: {name: 0-d tensor}}`` of the last update.
-        device: where the tensors are stacked.
-        perf: the run's counters (``steps``, ``total`` seconds).
-        world_size: processes training together (throughput is summed over them).
-        num_agents: agents per env.
-        train_batch_size: env steps per iteration.
-        phases: seconds per rollout phase of the timed iteration (may be empty).
+    Tensor metrics of every policy (its episode statistics, popped, and ``update_metrics``
+    ``{tag: {name: 0-d tensor}}``) are stacked on ``device``, averaged over ranks and copied to the
+    host at once. Throughput is summed over the ``world_size`` processes; ``phases``: seconds per
+    rollout phase of the timed iteration (may be empty).
     """
     names: list[str] = []
     tensors: list[torch.Tensor] = []
@@ -66,13 +58,8 @@ def gather_metrics(
 
 class MetricsLog:
     """The metric files of a run folder (:class:`~warp_drive.training.metrics.MetricsWriter`),
-    opened at the first row; nothing is written when not ``enabled`` (ranks other than 0).
-
-    Args:
-        save_dir: the run folder.
-        tensorboard: also write TensorBoard scalars.
-        enabled: write at all.
-    """
+    opened at the first row (``tensorboard``: TensorBoard scalars too); nothing is written when not
+    ``enabled`` (ranks other than 0)."""
 
     def __init__(self, save_dir: str | Path, *, tensorboard: bool = False, enabled: bool = True) -> None:
         self.save_dir = Path(save_dir)

@@ -81,17 +81,9 @@ def format_number(value: Number) -> str:
 
 
 def format_table(iteration: int, timestep: int, metrics: Mapping[str, Number]) -> str:
-    """Renders one row of metrics as a console table grouped by the key prefix before "/".
-
-    Args:
-        iteration: training iteration.
-        timestep: environment steps so far.
-        metrics: metric values (Python numbers or 0-d tensors).
-
-    Returns:
-        A multi-line string: a header line, then one block per group (in first-seen order, keys
-        without a "/" under ``"misc"``) with names left-aligned and values right-aligned.
-    """
+    """One row of metrics (numbers or 0-d tensors) as a console table: a header line, then one block
+    per key prefix before "/" (in first-seen order, keys without a "/" under ``"misc"``) with names
+    left-aligned and values right-aligned."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for key, value in _to_numbers(metrics).items():
         group, _, name = key.partition("/") if "/" in key else ("misc", "", key)
@@ -117,13 +109,8 @@ def _parse_csv_value(text: str) -> Number:
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Number]]:
-    """Reads metric rows back from a ``.jsonl`` or ``.csv`` file (or a directory holding one).
-
-    Args:
-        path: ``metrics.jsonl``, ``metrics.csv``, or the directory that holds them (JSONL first).
-
-    Returns:
-        One dict per row; CSV cells left empty (keys the row did not have) are omitted.
+    """Metric rows, one dict each, from ``metrics.jsonl``, ``metrics.csv`` or the directory that holds
+    them (JSONL first); CSV cells left empty (keys the row did not have) are omitted.
 
     Raises:
         ConfigError: the file is missing or its suffix is neither ``.jsonl`` nor ``.csv``.
@@ -238,8 +225,8 @@ class MetricsWriter:
     """Appends one row of metrics per call to JSONL/CSV files, TensorBoard and the log.
 
     Files are opened in append mode, so a resumed run continues the same files. Each row goes to
-    each file in one ``write`` call (a kill leaves a row whole or absent; nothing waits in a buffer). With ``enabled=False`` (non-zero ranks) nothing is created,
-    written or logged.
+    each file in one ``write`` call (a kill leaves a row whole or absent; nothing waits in a buffer).
+    With ``enabled=False`` (non-zero ranks) nothing is created, written or logged.
 
     Example:
         >>> with MetricsWriter("runs/exp1") as writer:
@@ -260,10 +247,8 @@ class MetricsWriter:
 
         Args:
             save_dir: directory of ``metrics.jsonl``, ``metrics.csv`` and ``tensorboard/``.
-            formats: any of ``"csv"``, ``"jsonl"``.
             tensorboard: also log scalars with ``torch.utils.tensorboard.SummaryWriter``.
             console_every: log the table every this many writes; ``None`` or 0 for never.
-            enabled: ``False`` makes every method a no-op.
             purge_step: TensorBoard drops its events at timesteps >= this (a resumed run; see
                 :func:`truncate_metrics` for the CSV and JSONL files).
 
@@ -318,13 +303,9 @@ class MetricsWriter:
         return None
 
     def write(self, iteration: int, timestep: int, metrics: Mapping[str, Any]) -> None:
-        """Appends one row to every sink.
-
-        Args:
-            iteration: training iteration.
-            timestep: environment steps so far (the x axis of TensorBoard and plots).
-            metrics: ``{"group/name": value}``; values are numbers or one-element tensors,
-                fetched to the host with one ``torch.stack(...).cpu()`` per device.
+        """Appends one row to every sink; ``timestep`` is the x axis of TensorBoard and plots, and
+        ``metrics`` ``{"group/name": value}`` holds numbers or one-element tensors, fetched to the
+        host with one ``torch.stack(...).cpu()`` per device.
 
         Raises:
             WarpDriveError: the writer is closed.

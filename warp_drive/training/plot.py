@@ -30,28 +30,16 @@ DEFAULT_PNG_NAME = "learning_curves.png"
 
 
 def default_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Every key ending in ``episode_return_mean`` (first-seen order), then the throughput.
-
-    Args:
-        rows: metric rows as returned by :func:`read_metrics`.
-
-    Returns:
-        The keys to plot by default; ``"perf/env_steps_per_s"`` is last when present.
-    """
+    """The keys to plot by default: every key of ``rows`` (:func:`read_metrics`'s) ending in
+    ``episode_return_mean`` (first-seen order), then ``perf/env_steps_per_s`` when present."""
     seen = list(dict.fromkeys(k for row in rows for k in row))
     keys = [k for k in seen if k.endswith(RETURN_SUFFIX)]
     return keys + ([THROUGHPUT_KEY] if THROUGHPUT_KEY in seen else [])
 
 
 def make_figure(rows: Sequence[dict[str, Any]], keys: Sequence[str] | None = None) -> Figure:
-    """Draws one subplot per key against ``timestep``.
-
-    Args:
-        rows: metric rows (each with a ``"timestep"``).
-        keys: metric keys to draw; ``None`` for :func:`default_keys`.
-
-    Returns:
-        A matplotlib ``Figure`` on an Agg canvas with exactly ``len(keys)`` axes.
+    """A matplotlib ``Figure`` on an Agg canvas with one subplot per key (default:
+    :func:`default_keys`) against ``timestep``: exactly ``len(keys)`` axes.
 
     Raises:
         ConfigError: matplotlib is missing, no key to plot, or a requested key is absent.
@@ -92,16 +80,9 @@ def plot_learning_curves(
     out_path: str | Path | None = None,
     keys: Sequence[str] | None = None,
 ) -> Path:
-    """Reads a run's metrics and saves its learning curves as a PNG.
-
-    Args:
-        metrics_path: ``metrics.jsonl``, ``metrics.csv``, or the run directory holding one.
-        out_path: PNG to write; default ``learning_curves.png`` next to the metrics file.
-        keys: metric keys, one subplot each; default every ``*episode_return_mean`` key plus
-            ``perf/env_steps_per_s`` when present.
-
-    Returns:
-        The path of the PNG written.
+    """Reads a run's metrics (``metrics.jsonl``, ``metrics.csv``, or the run directory holding one)
+    and saves its learning curves (:func:`make_figure`) as a PNG; returns its path (default:
+    ``learning_curves.png`` next to the metrics file).
 
     Raises:
         ConfigError: missing/unreadable metrics file, matplotlib missing, or bad ``keys``.
@@ -119,14 +100,8 @@ def plot_learning_curves(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point: plots the curves and prints the PNG path.
-
-    Args:
-        argv: command-line arguments without the program name; ``None`` for ``sys.argv[1:]``.
-
-    Returns:
-        The exit status: 0 on success, 2 on a bad metrics file or key.
-    """
+    """CLI entry point: plots the curves and prints the PNG path; exit status 0, or 2 on a bad
+    metrics file or key."""
     parser = argparse.ArgumentParser(
         prog="python -m warp_drive.training.plot",
         description="Plot learning curves of a warp_drive run against timestep.",

@@ -8,8 +8,8 @@ command-line scripts is reported by :meth:`RunFailures.call` on at most four lin
     resume: python -m warp_drive.training.example_training_script --resume /runs/x
     traceback: /runs/x/error.log (--debug prints it)
 
-and the process exits with the code of its class (:data:`EXIT_CODES`, the table "Exit codes" of
-``docs/config_reference.md``). The full traceback is appended to ``<run folder>/error.log`` (or, when
+and the process exits with the code of its class (the ``EXIT_*`` constants, the table "Exit codes"
+of ``docs/config_reference.md``). The full traceback is appended to ``<run folder>/error.log`` (or, when
 the folder is gone or unwritable, to a file in the system's temporary folder).
 """
 
@@ -34,11 +34,6 @@ EXIT_IO = 3  #: disk full, run folder gone or unwritable, another OS-level read/
 EXIT_CHECKPOINT = 4  #: a corrupt, truncated, foreign or unsafe checkpoint
 EXIT_NONFINITE = 5  #: a NaN or infinity stopped training (NonFiniteError)
 EXIT_DEVICE = 6  #: a CUDA / device error (out of GPU memory, illegal address, driver error, no device)
-
-#: What each code means (the docs' table lists the same).
-EXIT_CODES = {EXIT_OTHER: "unexpected error", EXIT_USAGE: "config or usage error", EXIT_IO: "I/O failure",
-              EXIT_CHECKPOINT: "corrupt or foreign checkpoint", EXIT_NONFINITE: "non-finite values",
-              EXIT_DEVICE: "CUDA or device error"}
 
 ERROR_LOG = "error.log"
 

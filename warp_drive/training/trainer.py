@@ -1,12 +1,10 @@
 """Trainer: WarpDrive 2.7.1's trainer over an :class:`~warp_drive.training.engine.Engine`.
 
-The engine holds the env replicas, sampler, policies and buffers and does the work (collect a
-rollout, update the policies, the per-iteration bookkeeping, its state); the Trainer *has* an
-engine (``trainer.engine``) and adds the run folder, the loop of :meth:`Trainer.train` (metric
-files, progress lines, the checkpoint schedule, stopping on SIGINT/SIGTERM), checkpoints,
-evaluation and WarpDrive 2.7.1's constructor, names and methods
-(:class:`~warp_drive.training.trainer_api271.TrainerAPI271`). Every algorithm trains through this
-one loop. The same code runs on the cpu backend.
+The Trainer *has* an engine (``trainer.engine``, which does the work) and adds the run folder, the
+loop of :meth:`Trainer.train` (metric files, progress lines, the checkpoint schedule, stopping on
+SIGINT/SIGTERM), checkpoints, evaluation and WarpDrive 2.7.1's constructor, names and methods
+(:class:`~warp_drive.training.trainer_api271.TrainerAPI271`). Every algorithm, on either backend,
+trains through this one loop.
 """
 
 from __future__ import annotations
@@ -105,9 +103,6 @@ class Trainer(TrainerAPI271):
         model_factory: where model types are looked up (custom models: ``factory.add``).
         rank: distributed rank (default ``device_id``).
         tensorboard: also write TensorBoard scalars.
-
-    The engine is ``trainer.engine``; the trainer reads its policies, counters and settings (cpu
-    chunks: :class:`~warp_drive.training.engine.Engine`) through the attributes below.
     """
 
     def __init__(
@@ -254,7 +249,7 @@ class Trainer(TrainerAPI271):
                 check_iteration(self.iteration, (self.policies, self.rollout.shared.rewards, self.sampler, update_metrics))
                 if self._is_log_iteration(last):  # iteration boundary: metrics, checkpoints, a requested stop
                     metrics = self._log(update_metrics, progress)
-                signum, path = self._checkpoint_if_due(last, stop.signum)
+                signum, path = self._checkpoint_if_due(stop.signum)
                 if signum:
                     raise TrainingInterrupted(signum, self.iteration, path if self.rank == 0 else None)
         return metrics
@@ -311,7 +306,7 @@ class Trainer(TrainerAPI271):
         if first and self.rank == 0 and torch.device(self.device).type == "cpu":
             long_runs.log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
 
-    def _checkpoint_if_due(self, last: int, signum: int | None) -> tuple[int, Path | None]:
+    def _checkpoint_if_due(self, signum: int | None) -> tuple[int, Path | None]:
         """Save at the save frequency, every ``checkpoint_every_seconds`` and on a stop request;
         every rank agrees on both. Returns ``(signal number or 0, checkpoint written or None)``."""
         from warp_drive.training.interrupt import agree_across_ranks
@@ -319,8 +314,9 @@ class Trainer(TrainerAPI271):
         every_s = self.config.saving.checkpoint_every_seconds
         timed = every_s > 0 and time.monotonic() - (self._last_checkpoint_time or 0.0) >= every_s
         signum, timed = agree_across_ranks([signum or 0, int(timed)], self.device)  # ranks act together
-        path = self.save_checkpoint() if signum or timed or self._is_save_iteration(last) else None
-        return signum, path
+        it = self.iteration  # every rank saves its part
+        due = it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters
+        return signum, self.save_checkpoint() if signum or timed or due else None
 
     def _is_log_iteration(self, last: int, ahead: int = 0) -> bool:
         """The first iteration, every ``metrics_log_freq``, at least every tenth of the run, and the last.
@@ -331,10 +327,6 @@ class Trainer(TrainerAPI271):
 
         it = self.iteration + ahead
         return it == 1 or it == last or it % self.config.saving.metrics_log_freq == 0 or it % progress_every(self.num_iters) == 0
-
-    def _is_save_iteration(self, last: int) -> bool:
-        it = self.iteration
-        return it % self.config.saving.model_params_save_freq == 0 or it == self.num_iters  # every rank saves its part
 
     def _add_test_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> None:
         """``trainer.evaluator``: one greedy episode per env, logged as ``<tag>/test_episode_*``."""
