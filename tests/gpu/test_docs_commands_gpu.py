@@ -30,15 +30,6 @@ def test_gpu_docs_placeholder():
     """Selected by test_gpu_suite_commands_run: a GPU test that needs nothing."""
 
 
-def test_reference_tutorials_command_runs(tmp_path):
-    """Needs WarpDrive 2.7.1's notebooks and assets in .device/ (see the script's header)."""
-    if not (ROOT / ".device" / "wdref_tutorials").is_dir():
-        pytest.skip("needs .device/wdref_tutorials (2.7.1's notebooks) on the GPU machine")
-    (command,) = set(commands_for("gpu:test_reference_tutorials_command_runs"))
-    run_ok(shlex.split(command), cwd=ROOT, timeout=3600, OUT=str(tmp_path))
-    assert json.loads((tmp_path / "notebooks" / "summary.json").read_text())
-
-
 def test_reference_tests_command_runs(tmp_path):
     """WarpDrive 2.7.1's own pycuda test suite (tools/run_reference_tests.py); needs the staged
     reference tests (bash tools/stage_reference_tests.sh) in .device/reference_repo. The result
