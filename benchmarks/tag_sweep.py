@@ -88,8 +88,17 @@ def aggregate(runs: dict[str, dict[int, dict]], budget: int = 300) -> dict:
     return out
 
 
+def gpu_ids(gpus: int) -> list[str]:
+    """The devices the jobs go to: the first ``gpus`` of ``$CUDA_VISIBLE_DEVICES`` where it is set
+    (a share of the machine), else 0 .. gpus - 1."""
+    visible = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if visible and gpus > len(visible):
+        raise SystemExit(f"--gpus {gpus} but CUDA_VISIBLE_DEVICES names {len(visible)}: ask for at most {len(visible)}")
+    return visible[:gpus] if visible else [str(i) for i in range(gpus)]
+
+
 def run_jobs(jobs: list[tuple[str, int]], gpus: int, budgets: list[int], work: Path) -> dict[str, dict[int, dict]]:
-    free, running, results = list(range(gpus)), {}, {}
+    free, running, results = gpu_ids(gpus), {}, {}
     pending = list(jobs)
     while pending or running:
         while pending and free:
@@ -97,7 +106,7 @@ def run_jobs(jobs: list[tuple[str, int]], gpus: int, budgets: list[int], work: P
             gpu, folder = free.pop(0), work / f"{cand}@{seed}"
             folder.mkdir(parents=True, exist_ok=True)
             env = {k: v for k, v in os.environ.items() if k != "OUT"}
-            env.update(CUDA_VISIBLE_DEVICES=str(gpu), WARP_DRIVE_BENCH_RESULTS=str(folder))
+            env.update(CUDA_VISIBLE_DEVICES=gpu, WARP_DRIVE_BENCH_RESULTS=str(folder))
             log = open(folder / "log.txt", "w")
             running[(cand, seed)] = (gpu, log, subprocess.Popen(command(cand, seed, budgets), env=env, stdout=log,
                                                                 stderr=subprocess.STDOUT, cwd=HERE.parent))

@@ -70,9 +70,19 @@ def test_run_jobs_gives_each_job_a_gpu_and_gathers_runs_and_failures(sweep, tmp_
         "(out / 'run.json').write_text(json.dumps(run))\n")
     monkeypatch.setattr(sweep, "command", lambda cand, seed, budgets: [sys.executable, "-c", script, str(seed)])
     monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     runs = sweep.run_jobs(sweep.plan(["chosen"], [1, 2, 3]), 2, [20, 40], tmp_path)
     assert set(runs["chosen"]) == {1, 2, 3} and runs["chosen"][3] is None
     assert runs["chosen"][1]["curve"][-1]["taggers_vs_published_runners"] == 0.7
     written = [tmp_path / f"chosen@{s}" / "side_by_side" / "ours" / "run.json" for s in (1, 2)]
     gpus = {json.loads(p.read_text())["gpu"] for p in written}
     assert gpus == {"0", "1"}  # the first two jobs started together, one on each GPU
+
+
+def test_jobs_go_to_the_gpus_cuda_visible_devices_names(sweep, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert sweep.gpu_ids(2) == ["2", "3"] and sweep.gpu_ids(1) == ["2"]
+    with pytest.raises(SystemExit, match="at most 2"):
+        sweep.gpu_ids(4)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert sweep.gpu_ids(3) == ["0", "1", "2"]
