@@ -185,3 +185,20 @@ def test_crossplay_command_plays_the_stored_runs_again(lsbs, monkeypatch, tmp_pa
     fresh = ("ours-2s", "reference-2s", "published-1e9", "random")  # each framework at the longest budget
     assert doc["fresh_sources"] == list(fresh)
     assert set(doc["crossplay_fresh_starts"]) == {f"{t} | {r}" for t in fresh for r in fresh}
+
+
+def test_policy_entropy_of_a_uniform_tagger_is_log_n(lsbs):
+    """benchmarks/policy_entropy.py: the zero-head ("random") tagger's heads are uniform, so each
+    head's entropy is log(n) and its largest probability 1/n; the model's forward is restored."""
+    import policy_entropy
+
+    ev = lsbs.Evaluator(num_envs=4, fresh=True)
+    model = ev.trainer.policies["tagger"].model
+    sizes = [head.out_features for head in model.policy_heads]
+    heads = policy_entropy.head_stats(ev, "random")
+    assert [h["entropy"] for h in heads] == pytest.approx([np.log(n) for n in sizes], rel=1e-5)
+    assert [h["max_prob"] for h in heads] == pytest.approx([1 / n for n in sizes], rel=1e-5)
+    published = policy_entropy.head_stats(ev, "published-1e9")
+    assert all(0 <= h["entropy"] <= np.log(n) + 1e-5 for h, n in zip(published, sizes))
+    assert "forward" not in vars(model)
+    sys.modules.pop("policy_entropy", None)
