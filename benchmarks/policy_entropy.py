@@ -7,8 +7,9 @@ actions, as the cross-play scores them), on the cpu backend (no GPU needed)::
 Session 12 (40 envs, one episode each; heads: acceleration, turn; 11 actions each on the published
 config, uniform: 2.40 nats): the published taggers 2.04 / 1.27 nats, this project's defaults after 5
 minutes (``side_by_side/ours``) 1.73 / 1.01, and a tagger trained with entropy coefficient 0.001
-instead of 0.01 (sweep round 5's E, ``sweep_round5/E/300s_tagger.state_dict``) 0.00 / 0.14: it had collapsed to almost deterministic actions
-and tags 67.9% of the published runners, the defaults 72.1%.
+instead of 0.01 (sweep round 5's E, ``sweep_round5/E/300s_tagger.state_dict``) 0.00 / 0.14: it had
+collapsed to almost deterministic actions and tags 67.9% of the published runners, the defaults
+72.1%.
 """
 
 from __future__ import annotations
