@@ -16,7 +16,6 @@ import re
 import shutil
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch

@@ -123,8 +123,6 @@ def test_classic_control_fresh_starts_match_numpy(name):
 
 
 def test_fresh_starts_differ_across_replicas_on_the_gpu():
-    import numpy as np
-
     from warp_drive.env_wrapper import EnvWrapper
 
     env = get_example_env_class("tag_continuous")(**dict(TAG, num_taggers=2, num_runners=8, fresh_start_states=True))

@@ -373,7 +373,7 @@ class Trainer(TrainerAPI271):
         return path
 
     # ------------------------------------------------------------------ metrics and run files
-    def log_metrics(self, update_metrics: dict[str, dict[str, Tensor]]) -> dict[str, float]:
+    def log_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> dict[str, float]:
         """Collect metrics (one host sync), write them (rank 0), return them as floats."""
         from warp_drive.training.logging_utils import gather_metrics
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pickle
 
-import pytest
 import yaml
 
 from warp_drive.errors import ConfigError
