@@ -254,7 +254,8 @@ class Evaluator:
         self.trainer = build_trainer(published_config(), num_envs, fresh=fresh)
         self.published = pretrained_dir()
 
-    def _load(self, tag: str, source: str | Path) -> None:
+    def load(self, tag: str, source: str | Path) -> None:
+        """Puts ``source`` (a snapshot path, ``published-1e9`` or ``random``) into policy ``tag``."""
         import torch
 
         path = self.published / FILES[tag] if source in ("random", "published-1e9") else Path(source)
@@ -267,8 +268,8 @@ class Evaluator:
 
     def tagged(self, tagger: str | Path, runner: str | Path, episodes: int = EVAL_EPISODES) -> dict:
         """Fraction of runners tagged per env-episode: mean, 95% half-width, n."""
-        self._load("tagger", tagger)
-        self._load("runner", runner)
+        self.load("tagger", tagger)
+        self.load("runner", runner)
         ret = self.trainer.evaluate(deterministic=False, num_episodes=episodes, random_baseline=False,
                                     fresh_starts=self.fresh)["runner"]["episode_return"]
         frac = (END_REWARD - np.asarray(ret, np.float64)) / (END_REWARD - TAG_PENALTY)

@@ -39,8 +39,8 @@ def head_stats(ev: side.Evaluator, tagger: str | Path) -> list[dict[str, float]]
                      for p in probs])
         return out
 
-    ev._load("tagger", tagger)
-    ev._load("runner", "published-1e9")
+    ev.load("tagger", tagger)
+    ev.load("runner", "published-1e9")
     model.forward = recording
     try:
         ev.trainer.evaluate(deterministic=False, num_episodes=1, random_baseline=False, fresh_starts=ev.fresh)
