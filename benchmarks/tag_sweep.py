@@ -5,7 +5,7 @@ start state and from fresh starts; one JSON gathers every run and the mean and s
 
 On the GPU machine (after ``source .device/setup.sh``)::
 
-    python benchmarks/tag_sweep.py --gpus 4 --seeds 1234 4321 chosen runner-lr3e-4
+    python benchmarks/tag_sweep.py chosen runner-lr3e-4 --gpus 4 --seeds 1234 4321
 
 Jobs beyond the GPU count wait for a free GPU (each takes about 6 minutes). Name ``chosen`` (no
 override) among the candidates: compare candidates only with a baseline trained in the same run.
@@ -44,6 +44,7 @@ CANDIDATES: dict[str, list[str]] = {
     "tagger-lambda0.98": ["policy.tagger.gae_lambda=0.98"],  # less biased advantages for the sparse tag reward
     "tagger-vf1": ["policy.tagger.vf_loss_coeff=1.0"],  # the published taggers' value weight
     "runner-2epochs": ["policy.runner.num_epochs=2"],  # 1.5x the env steps (round 5: taggers as good)
+    "runner-1epoch": ["policy.runner.num_epochs=1"],  # further along: more env steps for the taggers
     "slow-runners": ["policy.runner.lr=0.0003", "policy.runner.num_epochs=2"],  # both of the above
     # round 3's 250 envs (twice the updates per env step) was launch-bound then; the captured update is not
     "250envs": ["trainer.num_envs=250", "trainer.train_batch_size=10000"],
