@@ -29,9 +29,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 #: Overrides on top of the chosen Tag settings (``learning_side_by_side.ours_config``). Round 5
-#: (learning_sweep_round5_H200.json) found tagger entropy 0.01 best among 0-0.1 and runner 2 epochs
-#: neutral; these are the next levers on the taggers' side. No candidate changes a model's shape:
-#: the scoring plays every snapshot against the published policies in one trainer of their shape.
+#: (learning_sweep_round5_H200.json) found tagger entropy 0.01 best among 0-0.1; round 6 (round6 file)
+#: found that fewer runner epochs (more env steps in the same time) lift the taggers: 1 epoch is now
+#: chosen. Round 6 measured the lr and 250-env candidates against round 3's 4-epoch runners. No
+#: candidate changes a model's shape: the scoring plays every snapshot against the published policies
+#: in one trainer of their shape.
 CANDIDATES: dict[str, list[str]] = {
     "chosen": [],
     # our runners outgrow the published ones (the published taggers tag 44% of ours, 78% of theirs):
@@ -43,8 +45,10 @@ CANDIDATES: dict[str, list[str]] = {
     "tagger-lr2e-3": ["policy.tagger.lr=0.002"],
     "tagger-lambda0.98": ["policy.tagger.gae_lambda=0.98"],  # less biased advantages for the sparse tag reward
     "tagger-vf1": ["policy.tagger.vf_loss_coeff=1.0"],  # the published taggers' value weight
-    "runner-2epochs": ["policy.runner.num_epochs=2"],  # 1.5x the env steps (round 5: taggers as good)
-    "runner-1epoch": ["policy.runner.num_epochs=1"],  # further along: more env steps for the taggers
+    # round 6 (learning_sweep_round6_H200.json) made the runners' 1 epoch the default (chosen); these
+    # measure the runners' epochs against it: round 3's 4 epochs (68 M env steps in 300 s) and 2 (104 M)
+    "runner-4epochs": ["policy.runner.num_epochs=4"],
+    "runner-2epochs": ["policy.runner.num_epochs=2"],
     "slow-runners": ["policy.runner.lr=0.0003", "policy.runner.num_epochs=2"],  # both of the above
     # round 3's 250 envs (twice the updates per env step) was launch-bound then; the captured update is not
     "250envs": ["trainer.num_envs=250", "trainer.train_batch_size=10000"],
@@ -134,14 +138,18 @@ def run_jobs(jobs: list[tuple[str, int]], gpus: int, budgets: list[int], work: P
     return results
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("candidates", nargs="+", help=f"some of: {', '.join(CANDIDATES)}")
     parser.add_argument("--gpus", type=int, default=1, help="GPUs to spread the jobs over (one job each)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1234], help="trainer seeds (each candidate runs each)")
     parser.add_argument("--budgets", type=int, nargs="+", default=[120, 300],
                         help="snapshot seconds (default: 120 300)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     jobs = plan(args.candidates, args.seeds)
     runs = run_jobs(jobs, args.gpus, args.budgets, Path(tempfile.mkdtemp(prefix="tag_sweep_")))
     sys.path.insert(0, str(HERE))

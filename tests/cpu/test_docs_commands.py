@@ -54,6 +54,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/learning_side_by_side\.py (reference|ours|crossplay)", "gpu:test_learning_side_by_side_commands_run"),
     (r"python benchmarks/learning_side_by_side\.py plot", "test_learning_plot_command_runs"),
     (r"python benchmarks/bench_update_graph\.py --iters 20", "gpu:test_update_graph_benchmark_command_runs"),
+    (r"python benchmarks/tag_sweep\.py [\w .-]+", "gpu:test_tag_sweep_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
     (r"python tools/count_code_lines\.py", "test_line_count_commands_run"),
     (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),

@@ -4,6 +4,7 @@ the mean and spread over seeds of the runs' scores (the runs themselves need a G
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -86,3 +87,16 @@ def test_jobs_go_to_the_gpus_cuda_visible_devices_names(sweep, monkeypatch):
         sweep.gpu_ids(4)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert sweep.gpu_ids(3) == ["0", "1", "2"]
+
+
+def test_the_documented_commands_parse(sweep):
+    """README's and the docstring's commands name known candidates and integer seeds (``--seeds``
+    takes every number after it, so the candidates come first)."""
+    from tests.cpu.test_docs_commands import commands_for
+
+    documented = [line.strip() for line in sweep.__doc__.splitlines() if "tag_sweep.py" in line and "python" in line]
+    documented += commands_for("gpu:test_tag_sweep_command_runs")
+    assert len(documented) == 2
+    for command in documented:
+        args = sweep.parse_args(shlex.split(command)[2:])
+        assert sweep.plan(args.candidates, args.seeds) and args.gpus == 4 and args.seeds == [1234, 4321]

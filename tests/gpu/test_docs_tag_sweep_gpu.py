@@ -1,24 +1,25 @@
-"""benchmarks/tag_sweep.py end to end on one GPU, shortened: two seeds of the chosen settings train
-20 and 40 s each, one after the other, and one JSON gathers both runs and their mean and spread."""
+"""README's ``benchmarks/tag_sweep.py`` command end to end on one GPU, shortened: two seeds of the
+chosen settings train 20 and 40 s each, one after the other, and one JSON gathers both runs and their
+mean and spread."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from tests.cpu.test_docs_commands import ROOT, run_ok
+from tests.cpu.test_docs_commands import ROOT, commands_for, python_argv, run_ok
 
 pytestmark = pytest.mark.gpu
 
 
-def test_tag_sweep_runs_seeds_and_gathers_them(tmp_path):
+def test_tag_sweep_command_runs(tmp_path):
     if not (ROOT / ".device" / "anchor" / "pretrained").is_dir():
         pytest.skip("needs .device/anchor/pretrained (the published Tag policies) on the GPU machine")
-    res = run_ok([sys.executable, "benchmarks/tag_sweep.py", "--gpus", "1", "--seeds", "1", "2", "chosen",
-                  "--budgets", "20", "40"], cwd=ROOT, timeout=600, WARP_DRIVE_BENCH_RESULTS=str(tmp_path),
-                 OUT=str(tmp_path / "out"))
+    (command,) = commands_for("gpu:test_tag_sweep_command_runs")
+    script = python_argv(command)[:2]  # the documented script with one candidate, one GPU, two seeds, short budgets
+    res = run_ok([*script, "chosen", "--gpus", "1", "--seeds", "1", "2", "--budgets", "20", "40"], cwd=ROOT,
+                 timeout=600, WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
     assert "written" in res.stdout
     doc = json.loads((tmp_path / "out" / "learning_sweep_tag.json").read_text())
     runs = doc["runs"]["chosen"]
