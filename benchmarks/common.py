@@ -43,7 +43,8 @@ def environment() -> dict[str, Any]:
                              capture_output=True, text=True, check=False).stdout.strip()
     except OSError:
         drv = ""
-    info.update(nvidia_driver=drv, commit=commit(), date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    info.update(nvidia_driver=drv.splitlines()[0] if drv else "",  # one line per GPU: the first
+                commit=commit(), date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     return info
 
 
