@@ -25,11 +25,9 @@ def env_subset(positive: Tensor, ratio: float, minibatch_rows: Sequence[tuple[in
     num_pos = int(positive.sum())
     E = positive.shape[0]
     keep = num_pos + int(num_pos * ratio)
-    if num_pos == 0 or keep >= E:
-        return None
     while keep < E and any((rows * keep) % minibatches for rows, minibatches in minibatch_rows):
         keep += 1
-    if keep >= E:
+    if num_pos == 0 or keep >= E:
         return None
     order = torch.randperm(E, device=positive.device, generator=generator)
     shuffled = order[torch.argsort((~positive[order]).int(), stable=True)]  # positives first, others shuffled

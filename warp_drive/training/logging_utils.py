@@ -35,10 +35,7 @@ def gather_metrics(
     names: list[str] = []
     tensors: list[torch.Tensor] = []
     for tag, p in policies.items():
-        for key, value in p.stats.pop().items():
-            names.append(f"{tag}/{key}")
-            tensors.append(value.float().reshape(()))
-        for key, value in update_metrics.get(tag, {}).items():
+        for key, value in [*p.stats.pop().items(), *update_metrics.get(tag, {}).items()]:
             names.append(f"{tag}/{key}")
             tensors.append(value.detach().float().reshape(()).to(device))
     values = all_reduce_mean(torch.stack(tensors)).cpu().tolist() if tensors else []  # mean over ranks

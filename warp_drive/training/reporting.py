@@ -31,6 +31,15 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else math.nan
 
 
+def _print_table(title: str, rows: Iterable[str]) -> None:
+    """2.7.1's 40-column table: ``title`` between two rules, then one line per row."""
+    print(_RULE)
+    print(title)
+    print(_RULE)
+    for row in rows:
+        print(row)
+
+
 @dataclass
 class PerfStats:
     """Throughput counters of a training run (seconds, env steps summed over replicas).
@@ -52,9 +61,7 @@ class PerfStats:
         """Mean milliseconds per iteration and env steps per second, per phase and in total."""
         phases = (("policy eval", self.policy_eval_time), ("action sample", self.action_sample_time),
                   ("env. step", self.env_step_time), ("training", self.training_time), ("total", self.total_time))
-        out = {}
-        for name, seconds in phases:
-            out[f"Mean {name} time per iter (ms)"] = _ratio(seconds * 1000, self.iters)
+        out = {f"Mean {name} time per iter (ms)": _ratio(seconds * 1000, self.iters) for name, seconds in phases}
         for name, seconds in phases:
             out[f"Mean steps per sec ({'training time' if name == 'training' else name})"] = _ratio(self.steps, seconds)
         return out
@@ -62,11 +69,7 @@ class PerfStats:
     @staticmethod
     def pretty_print(stats: Mapping[str, float]) -> None:
         """Prints the stats of :meth:`get_perf_stats` as a table."""
-        print(_RULE)
-        print("Speed performance stats")
-        print(_RULE)
-        for key, value in stats.items():
-            print(f"{key:40}: {value:10.2f}")
+        _print_table("Speed performance stats", (f"{key:40}: {value:10.2f}" for key, value in stats.items()))
 
 
 class Metrics:
@@ -76,11 +79,8 @@ class Metrics:
         if not isinstance(metrics, Mapping):
             raise ConfigError(f"metrics must be a dict {{policy: {{name: value}}}}; got {type(metrics).__name__}")
         for policy, values in metrics.items():
-            print(_RULE)
-            print(f"Metrics for policy '{policy}'")
-            print(_RULE)
-            for key, value in values.items():
-                print(f"{key:40}: {value:10.5f}")
+            _print_table(f"Metrics for policy '{policy}'",
+                         (f"{key:40}: {value:10.5f}" for key, value in values.items()))
 
 
 class SamplerParamsLog:
@@ -89,10 +89,5 @@ class SamplerParamsLog:
     def pretty_print(self, params: Mapping[str, float]) -> None:
         if not isinstance(params, Mapping):
             raise ConfigError(f"sampler params must be a dict {{name: value}}; got {type(params).__name__}")
-        if not params:
-            return
-        print(_RULE)
-        print("Parameters for sampler")
-        print(_RULE)
-        for key, value in params.items():
-            print(f"{key:40}: {float(value):10.5f}")
+        if params:
+            _print_table("Parameters for sampler", (f"{key:40}: {float(value):10.5f}" for key, value in params.items()))

@@ -84,11 +84,8 @@ def claim_run_folder(folder: Path, *, default_name: bool, resume: bool) -> Path:
         ConfigError: the folder holds a run and ``resume`` is false, or it cannot be created.
     """
     try:
-        if resume:
-            folder.mkdir(parents=True, exist_ok=True)
-            return folder
-        if not default_name:
-            if holds_run(folder):
+        if resume or not default_name:
+            if not resume and holds_run(folder):
                 raise ConfigError(f"run folder {folder} already holds a run; continue it with --resume {folder}, "
                                   f"or start a new one in a fresh folder (e.g. --results_dir {fresh_name(folder)})")
             folder.mkdir(parents=True, exist_ok=True)
