@@ -107,14 +107,13 @@ def search(trial: Trial, free_bytes: int, start_envs: int, steps_per_env: int) -
             best_envs, best = envs, got
             break
         envs = max(1, int(envs * 0.75))
-    num_envs = best_envs
-    # step 2: the fastest rollout length that fits with num_envs
-    choice = Choice(num_envs, steps_per_env, best[0], trials)
-    per_step_env = best[1] / (num_envs * steps_per_env)
+    # step 2: the fastest rollout length that fits with best_envs
+    choice = Choice(best_envs, steps_per_env, best[0], trials)
+    per_step_env = best[1] / (best_envs * steps_per_env)
     for steps in STEP_CANDIDATES:
-        if steps == steps_per_env or per_step_env * num_envs * steps > budget:
+        if steps == steps_per_env or per_step_env * best_envs * steps > budget:
             continue
-        got = run(num_envs, steps)
+        got = run(best_envs, steps)
         if got is not None and got[1] <= budget and got[0] > choice.env_steps_per_s:
             choice.steps_per_env, choice.env_steps_per_s = steps, got[0]
     logger.info("auto-scaling:\n%s", choice.table())

@@ -77,12 +77,8 @@ def rank_path(path: Path, rank: int) -> Path:
 
 def numbered_checkpoints(folder: Path) -> list[tuple[int, Path]]:
     """``[(iteration, path)]`` of the ``checkpoint_<iteration>.pt`` files in ``folder``, newest first."""
-    found = []
-    for p in Path(folder).glob("checkpoint_*.pt"):
-        m = _NUMBERED.match(p.name)
-        if m:
-            found.append((int(m.group(1)), p))
-    return sorted(found, reverse=True)
+    matches = ((_NUMBERED.match(p.name), p) for p in Path(folder).glob("checkpoint_*.pt"))
+    return sorted(((int(m.group(1)), p) for m, p in matches if m), reverse=True)
 
 
 # ----------------------------------------------------------------------------- saving
@@ -157,15 +153,12 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
             return None
 
     chosen: tuple[Path, dict] | None = None
-    if latest.is_file():
-        state = attempt(latest)
-        if state is not None:
-            chosen = (latest, state)
+    if latest.is_file() and (state := attempt(latest)) is not None:
+        chosen = (latest, state)
     for iteration, candidate in numbered:
         if chosen is not None and iteration <= int(chosen[1]["iteration"]):
             break  # checkpoint_latest.pt is at least as new
-        state = attempt(candidate)
-        if state is not None:
+        if (state := attempt(candidate)) is not None:
             chosen = (candidate, state)
             break
     if chosen is None:

@@ -249,19 +249,15 @@ def comparison_table(comparisons: dict[str, Comparison]) -> str:
     """The learning summary as a small text table and one verdict line (what the CLI prints)."""
     several = len(comparisons) > 1
     mode = "greedy" if all(c.greedy for c in comparisons.values()) else "sampled"
-    if several:
-        rows = [("policy", "opponents", f"trained ({mode})", "uniform random", "episodes", "better than random")]
-        for c in comparisons.values():
-            rows.append((c.tag, "random", _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
-                         "yes" if c.better_vs_random_others else "no"))
-            if c.game is not None and c.random_in_game is not None:
-                rows.append(("", "trained", _cell(c.game), _cell(c.random_in_game),
-                             f"{c.game.n} / {c.random_in_game.n}", "yes" if c.better_vs_trained_others else "no"))
-    else:
-        rows = [("policy", f"trained ({mode})", "uniform random", "episodes", "better than random")]
-        for c in comparisons.values():
-            rows.append((c.tag, _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
-                         "yes" if c.better else "no"))
+    rows = [("policy", "opponents", f"trained ({mode})", "uniform random", "episodes", "better than random")]
+    for c in comparisons.values():
+        rows.append((c.tag, "random", _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
+                     "yes" if (c.better_vs_random_others if several else c.better) else "no"))
+        if several and c.game is not None and c.random_in_game is not None:
+            rows.append(("", "trained", _cell(c.game), _cell(c.random_in_game),
+                         f"{c.game.n} / {c.random_in_game.n}", "yes" if c.better_vs_trained_others else "no"))
+    if not several:  # one policy: no opponents column
+        rows = [row[:1] + row[2:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

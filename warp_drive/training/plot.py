@@ -94,8 +94,7 @@ def plot_learning_curves(
         out_path = run_dir / DEFAULT_PNG_NAME
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig = make_figure(rows, keys)
-    fig.savefig(out_path, format="png", dpi=100)
+    make_figure(rows, keys).savefig(out_path, format="png", dpi=100)
     return out_path
 
 

@@ -62,5 +62,4 @@ class UniformRandomActions:
         if self.policy.contiguous_all and self.spec.num_columns == self.placeholder.shape[2]:
             self.placeholder.copy_(a)
         else:
-            columns = self.placeholder[..., : self.spec.num_columns]
-            columns.index_copy_(1, self.policy.agent_index, a)
+            self.placeholder[..., : self.spec.num_columns].index_copy_(1, self.policy.agent_index, a)
