@@ -335,28 +335,21 @@ class MetricsWriter:
 
     def _write_csv(self, fd: int, row: dict[str, Number]) -> int:
         new_keys = [k for k in row if k not in self._csv_header]
-        new_file = bool(new_keys) and not self._csv_header
-        if new_keys and self._csv_header:  # rewrite the file under the union header
-            path = self.save_dir / CSV_NAME
-            os.close(fd)
-            old_rows = read_metrics(path)
-            self._csv_header += new_keys
-            tmp = path.with_name(path.name + ".tmp")
-            with tmp.open("w", newline="", encoding="utf-8") as out:
-                writer = csv.DictWriter(out, fieldnames=self._csv_header, restval="")
-                writer.writeheader()
-                writer.writerows({k: repr(v) for k, v in r.items()} for r in old_rows)
-            os.replace(tmp, path)
-            fd = _open_append(path)
-        elif new_file:
-            self._csv_header = list(new_keys)
+        rewrite = bool(new_keys and self._csv_header)  # the whole file again, under the union header
+        path = self.save_dir / CSV_NAME
+        old_rows = read_metrics(path) if rewrite else []
+        self._csv_header += new_keys
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=self._csv_header, restval="")
-        if new_file:
+        if new_keys:  # a new file's header goes with its first row
             writer.writeheader()
-        writer.writerow({k: repr(v) for k, v in row.items()})
-        _append_line(fd, buf.getvalue())  # a new file's header and first row together
-        return fd
+        writer.writerows({k: repr(v) for k, v in r.items()} for r in [*old_rows, row])
+        if not rewrite:
+            _append_line(fd, buf.getvalue())
+            return fd
+        os.close(fd)
+        _atomic_write_text(path, buf.getvalue())
+        return _open_append(path)
 
     def close(self) -> None:
         """Flushes and closes every sink; calling it again does nothing."""
