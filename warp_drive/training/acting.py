@@ -124,5 +124,4 @@ def where_done(done: Tensor, a: Any, b: Any) -> Any:
         return None
     if isinstance(a, (list, tuple)):
         return type(a)(where_done(done, x, y) for x, y in zip(a, b))
-    mask = done.view(-1, *([1] * (a.dim() - 1)))
-    return torch.where(mask, a, b)
+    return torch.where(done.view(-1, *([1] * (a.dim() - 1))), a, b)

@@ -71,8 +71,7 @@ def rollout_in_env_parts(rollout: Any, timer: Any = None) -> dict[str, Tensor] |
 
     Returns ``{tag: V(s_B)}``, the values of the observations after the last step.
     """
-    dm = rollout.dm
-    key = (getattr(dm, "version", None), torch.get_num_threads(), rollout.greedy)
+    key = (getattr(rollout.dm, "version", None), torch.get_num_threads(), rollout.greedy)
     cached = _PIPELINES.get(rollout)
     if cached is None or cached[0] != key:
         reason = why_not_parts(rollout)
@@ -306,5 +305,4 @@ class EnvPartsRollout:
             part.shared.record_actions(step, part.dm)
 
     def _reset(self, part: _Part) -> None:
-        """Reset the part's done envs (the reset kernel on its rows)."""
         part.reset(part.dm.data_on_device_via_torch(Constants.DONE), part.dm.data_on_device_via_torch(Constants.TIMESTEP))

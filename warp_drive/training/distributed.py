@@ -71,7 +71,6 @@ def init_from_env(backend_kind: str) -> DistContext:
 
 
 def _several_ranks() -> bool:
-    """A process group with more than one rank is active."""
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 

@@ -56,8 +56,7 @@ def _to_numbers(metrics: Mapping[str, Any]) -> dict[str, Number]:
         elif isinstance(value, numbers.Real):
             out[key] = float(value)
         else:
-            kind = type(value).__name__
-            raise DataTypeError(f"metric {key!r} is a {kind}; expected an int, float or 0-d tensor")
+            raise DataTypeError(f"metric {key!r} is a {type(value).__name__}; expected an int, float or 0-d tensor")
     for device, tensors in by_device.items():
         dtype = torch.float32 if device.type == "mps" else torch.float64
         flat = [t.detach().reshape(()).to(dtype) for t in tensors.values()]
@@ -156,8 +155,7 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
         rows: list[tuple[int, str]] = []
         for line in lines:
             try:
-                row = json.loads(line)
-                iteration = int(row["iteration"])
+                iteration = int(json.loads(line)["iteration"])
             except (ValueError, TypeError, KeyError):  # a line torn by a kill
                 continue
             rows.append((iteration, line))
@@ -328,8 +326,7 @@ class MetricsWriter:
                     self._tb.add_scalar(key, value, global_step=row["timestep"])
             self._tb.flush()
         self.rows_written += 1
-        every = self.console_every
-        if every and self.rows_written % every == 0 and logger.isEnabledFor(logging.INFO):
+        if self.console_every and self.rows_written % self.console_every == 0 and logger.isEnabledFor(logging.INFO):
             values = {k: v for k, v in row.items() if k not in INDEX_KEYS}
             logger.info("\n%s", format_table(iteration, timestep, values))
 
