@@ -26,8 +26,7 @@ def print_summary(trainer: Any, first_iteration: int, wall: float, eval_episodes
     steps = (trainer.iteration - first_iteration) * trainer.config.trainer.train_batch_size * world
     print(f"done: iterations {first_iteration + 1}-{trainer.iteration} of {trainer.num_iters}, {steps:,} env steps on "
           f"{world} process(es) in {wall:.1f} s ({steps / wall if wall else float('nan'):,.0f} env steps/s)")
-    signal_line = learning_signal(trainer.save_dir, list(trainer.policies))
-    if signal_line:
+    if signal_line := learning_signal(trainer.save_dir, list(trainer.policies)):
         print(f"learning: {signal_line}")
     if eval_episodes:
         print_random_comparison(trainer, eval_episodes)
