@@ -186,7 +186,6 @@ class A2C:
         return {key: n.state_dict() for key, n in self._normalizers().items()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores :meth:`state_dict` output."""
         for key, normalizer in self._normalizers().items():
             if key in state:
                 normalizer.load_state_dict(state[key])

@@ -124,9 +124,7 @@ class UpdateContext:
 
     def optimizer(self, own: Any, name: str) -> Any:
         """The optimizer to step for the policy's optimizer ``name`` (``own`` unless a driver's)."""
-        if self.optimizers is None:
-            return own
-        return self.optimizers[name]
+        return own if self.optimizers is None else self.optimizers[name]
 
     def backward_of(self, loss: Tensor) -> None:
         (self.backward or Tensor.backward)(loss)

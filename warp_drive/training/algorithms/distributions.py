@@ -91,12 +91,10 @@ def log_prob_and_entropy(
     for head in head_outputs:
         if isinstance(head, (tuple, list)):
             mean, std = head
-            d = mean.shape[-1]
-            lp, ent = gaussian_log_prob_entropy(mean, std, actions[..., col : col + d])
-            col += d
+            lp, ent = gaussian_log_prob_entropy(mean, std, actions[..., col : col + head_width(head)])
         else:
             lp, ent = categorical_log_prob_entropy(head, actions[..., col])
-            col += 1
+        col += head_width(head)
         log_prob = log_prob + lp
         entropy = entropy + ent
     return log_prob, entropy  # type: ignore[return-value]

@@ -99,7 +99,6 @@ class PPO(A2C):
 
     @classmethod
     def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
-        """Constructor kwargs read from a :class:`~warp_drive.config.PolicyConfig`."""
         kwargs = super().config_kwargs(policy_config)
         kwargs["clip_param"] = policy_config.clip_param
         kwargs["vf_clip_param"] = policy_config.vf_clip_param

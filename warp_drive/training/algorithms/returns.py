@@ -43,6 +43,11 @@ def flags_like(flags: Tensor, like: Tensor, name: str) -> Tensor:
     return flags.to(like.device)
 
 
+def _check_shape(name: str, tensor: Tensor, shape: torch.Size, expected: str) -> None:
+    if tensor.shape != shape:
+        raise DataShapeError(f"`{name}` has shape {tuple(tensor.shape)}; expected {expected}{tuple(shape)}.")
+
+
 def compute_gae(
     rewards: Tensor,
     values: Tensor,
@@ -82,16 +87,8 @@ def compute_gae(
         last_values: (E, *agent_dims).
         terminated, truncated: (B, E) (broadcast over agents) or (B, E, *agent_dims).
     """
-    if values.shape != rewards.shape:
-        raise DataShapeError(
-            f"`values` has shape {tuple(values.shape)}; expected the rewards' "
-            f"{tuple(rewards.shape)}."
-        )
-    if last_values.shape != rewards.shape[1:]:
-        raise DataShapeError(
-            f"`last_values` has shape {tuple(last_values.shape)}; expected (E, *agent_dims)="
-            f"{tuple(rewards.shape[1:])}."
-        )
+    _check_shape("values", values, rewards.shape, "the rewards' ")
+    _check_shape("last_values", last_values, rewards.shape[1:], "(E, *agent_dims)=")
     values = values.detach().to(rewards.dtype)
     last_values = last_values.detach().to(rewards.dtype)
     ended = flags_like(terminated, rewards, "terminated")
@@ -103,11 +100,7 @@ def compute_gae(
                 "truncated steps (zeros where not truncated), or fold truncations into "
                 "`terminated` to treat them as true ends."
             )
-        if final_values.shape != rewards.shape:
-            raise DataShapeError(
-                f"`final_values` has shape {tuple(final_values.shape)}; expected the rewards' "
-                f"{tuple(rewards.shape)}."
-            )
+        _check_shape("final_values", final_values, rewards.shape, "the rewards' ")
         cut = flags_like(truncated, rewards, "truncated")
         final_values = final_values.detach().to(rewards.dtype)
         next_values = torch.where(cut, final_values, next_values)

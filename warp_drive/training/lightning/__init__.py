@@ -32,7 +32,7 @@ from typing import Any
 
 #: public name -> submodule defining it (imported on first access)
 _EXPORTS = {
-    "CHECKPOINT_KEY": "module",
+    "CHECKPOINT_KEY": "engine_state",
     "CUDACallback": "lightning_classes",
     "EngineFactory": "engine",
     "EpisodeReturnLogger": "lightning_classes",

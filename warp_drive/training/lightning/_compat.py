@@ -12,6 +12,7 @@ uses, from one distribution, imported on first use.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -47,15 +48,11 @@ def lightning_api(distribution: str = "lightning") -> LightningAPI:
     """
     if distribution not in DISTRIBUTIONS:
         raise ConfigError(f"unknown Lightning distribution {distribution!r}; use one of {DISTRIBUTIONS}")
+    package = "lightning.pytorch" if distribution == "lightning" else distribution
     try:
-        if distribution == "lightning":
-            import lightning as root
-            from lightning.pytorch.callbacks import ModelCheckpoint
-            from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
-        else:
-            import pytorch_lightning as root
-            from pytorch_lightning.callbacks import ModelCheckpoint
-            from pytorch_lightning.loggers import CSVLogger, Logger, TensorBoardLogger
+        root = importlib.import_module(distribution)
+        callbacks = importlib.import_module(f"{package}.callbacks")
+        loggers = importlib.import_module(f"{package}.loggers")
     except ImportError as err:
         raise ImportError(
             f"this part of warp_drive needs PyTorch Lightning 2.x from the '{distribution}' package: "
@@ -63,7 +60,7 @@ def lightning_api(distribution: str = "lightning") -> LightningAPI:
             f"the import failed with: {err}"
         ) from err
     return LightningAPI(distribution, root.LightningModule, root.LightningDataModule, root.Callback, root.Trainer,
-                        ModelCheckpoint, Logger, CSVLogger, TensorBoardLogger)
+                        callbacks.ModelCheckpoint, loggers.Logger, loggers.CSVLogger, loggers.TensorBoardLogger)
 
 
 def api_of(obj: Any, default: str = "lightning") -> LightningAPI:

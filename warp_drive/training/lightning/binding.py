@@ -26,20 +26,12 @@ CLASSES = {
 }
 
 
-def bind(distribution: str, module_name: str) -> dict[str, type]:
-    """The classes of :data:`CLASSES` on ``distribution``'s base classes (``"lightning"`` or
-    ``"pytorch_lightning"``), with ``__module__`` set to ``module_name``."""
-    api = lightning_api(distribution)
-    out = {}
-    for name, (impl, base) in CLASSES.items():
-        out[name] = type(name, (impl, getattr(api, base)),
-                         {"__doc__": impl.__doc__, "__module__": module_name, "__qualname__": name})
-    return out
-
-
 def bind_into(distribution: str, namespace: dict) -> list[str]:
-    """Binds :data:`CLASSES` to ``distribution`` and defines them in ``namespace`` (a module's
-    ``globals()``, whose ``__name__`` they get); returns their names, for ``__all__``."""
-    classes = bind(distribution, namespace["__name__"])
-    namespace.update(classes)
-    return sorted(classes)
+    """Defines the classes of :data:`CLASSES`, on ``distribution``'s base classes (``"lightning"`` or
+    ``"pytorch_lightning"``), in ``namespace`` (a module's ``globals()``, whose ``__name__`` becomes their
+    ``__module__``); returns their names, for ``__all__``."""
+    api = lightning_api(distribution)
+    for name, (impl, base) in CLASSES.items():
+        namespace[name] = type(name, (impl, getattr(api, base)),
+                               {"__doc__": impl.__doc__, "__module__": namespace["__name__"], "__qualname__": name})
+    return sorted(CLASSES)

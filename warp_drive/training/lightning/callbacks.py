@@ -126,8 +126,7 @@ class PerfStatsCallbackBase:
 
     # ------------------------------------------------------------------ per iteration (printed stats)
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        engine = _engine(pl_module)
-        _synchronize(engine)
+        _synchronize(_engine(pl_module))
         self.iters = 0
         self._training = _IterationClock()
         self._t_train_start = time.perf_counter()

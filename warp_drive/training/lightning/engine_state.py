@@ -29,7 +29,6 @@ import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
-from warp_drive.training.lightning.policies import load_optimizer_states, optimizer_state_to  # noqa: F401  (importable here, as before)
 from warp_drive.training.utils.minibatch import map_tensors
 
 logger = logging.getLogger(__name__)

@@ -46,7 +46,6 @@ from warp_drive.training.lightning.engine import (
     engine_source,
 )
 from warp_drive.training.lightning.checkpoint_hooks import CheckpointHooks
-from warp_drive.training.lightning.engine_state import CHECKPOINT_FORMAT, CHECKPOINT_KEY  # noqa: F401  (importable here, as before)
 from warp_drive.training.lightning.legacy_api import LegacyModuleAPI
 from warp_drive.training.lightning.logged_metrics import episode_means, epoch_metrics, take_episode_sums
 from warp_drive.training.lightning.policies import (

@@ -62,7 +62,6 @@ class ModelFactory:
         self._registry[name] = cls
 
     def names(self) -> tuple[str, ...]:
-        """Registered names."""
         return tuple(self._registry)
 
     def create(self, name: str) -> type:

@@ -82,15 +82,11 @@ class DDPGPolicy(Policy):
         return self.actor_lr_schedule
 
     # ------------------------------------------------------------------ acting
-    def noise_params(self) -> dict[str, float]:
-        """damping, stddev, scale at the policy's timestep."""
-        return {k: s.get_param_value(self.timestep) for k, s in self.noise_schedules.items()}
-
     def act(self, outputs: Tensor, greedy: bool) -> Tensor:
         """``mu(s)`` plus the OU noise (``mu(s)`` itself when greedy or ``scale`` is 0)."""
         if greedy:
             return outputs
-        noise = self.noise_params()
+        noise = {k: s.get_param_value(self.timestep) for k, s in self.noise_schedules.items()}
         return self.ou.perturb(outputs, noise["damping"], noise["stddev"], noise["scale"])
 
     def record_next_obs(self, step: int, obs: Tensor) -> None:
