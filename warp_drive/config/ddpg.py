@@ -182,14 +182,12 @@ class DDPGPolicyConfig:
             if d[name] is not None:
                 chk.as_schedule(d[name], key(name), positive_number=False)
         return cls(
-            to_train=chk.as_bool(d["to_train"], key("to_train")),
+            **{k: chk.as_bool(d[k], key(k)) for k in ("to_train", "clip_grad_norm", "normalize_advantage")},
             algorithm="DDPG",
             gamma=gamma,
             tau=tau,
             lr=lr,
-            clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
-            normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
             normalize_return=False,
             num_epochs=chk.as_int(d["num_epochs"], key("num_epochs"), minimum=1),
             num_minibatches=chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1),
@@ -197,7 +195,6 @@ class DDPGPolicyConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
         return {**chk.to_plain(self), "model": self.model.to_dict()}
 
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext, check_seed
-from warp_drive.env.data_feed import DataFeed
 from warp_drive.env.done import split_done
 from warp_drive.env.placeholders import stack_agent_obs
 from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
@@ -121,10 +120,6 @@ def reseed_env(env: Any, seed: int, method: str = "reseed") -> None:
         logger.debug("%s has no %s(); nothing re-seeded", type(env).__name__, method)
 
 
-def _feed_values(feed: DataFeed) -> dict[str, Any]:
-    return {name: entry["data"] for name, entry in feed.items()}
-
-
 def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
     """The env's current host values of its arrays that are not per replica (Tag's role arrays,
     reset pools, ...): every array of its feeds except saved copies, pool targets and scalars."""
@@ -219,8 +214,8 @@ def install_start_states(
             reseed_env(env, seed, "reseed_start_states")
         obs = env.reset()
         check_reset_observations(obs, env.observation_space, wrapper.name)
-        values = _feed_values(env.get_data_dictionary())
-        values.update(_feed_values(env.get_tensor_dictionary()))
+        feeds = (env.get_data_dictionary(), env.get_tensor_dictionary())
+        values = {name: entry["data"] for feed in feeds for name, entry in feed.items()}
         values.update(stack_agent_obs(obs, sorted(obs)))
         for name in names:
             if name not in values:
