@@ -58,8 +58,7 @@ ROLES = ("actor", "critic")
 
 
 def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> ModelConfig:
-    d = chk.merged_section(section, defaults, prefix)
-    return ModelConfig.from_dict(d, prefix)
+    return ModelConfig.from_dict(chk.merged_section(section, defaults, prefix), prefix)
 
 
 @dataclass(frozen=True)

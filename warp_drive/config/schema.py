@@ -315,10 +315,7 @@ class RunConfig:
     Attributes:
         name: Run (env) name.
         env: Keyword arguments of the env class, unchecked here (see ``check_env_kwargs``).
-        trainer: Trainer section.
         policy: Policy tag -> policy section (insertion order of the YAML).
-        saving: Saving section.
-        sampler: Sampler section.
     """
 
     name: str
@@ -369,9 +366,8 @@ class RunConfig:
             trainer.num_iterations(
                 chk.as_int(env["episode_length"], "env.episode_length", minimum=1)
             )
-        name = raw.get("name", defaults["name"])
         return cls(
-            name=chk.as_str(name, "name"),
+            name=chk.as_str(raw.get("name", defaults["name"]), "name"),
             env=copy.deepcopy(env),
             trainer=trainer,
             policy=policy,

@@ -171,8 +171,8 @@ def install_start_states(
     wrapper: EnvWrapper,
     rows: Sequence[int],
     seeds: Sequence[int | None],
-    shared_seed: int | None = None,
-    known: dict[str, np.ndarray] | None = None,
+    shared_seed: int | None,
+    known: dict[str, np.ndarray],
 ) -> int:
     """Draw a new initial state on the host for each replica in ``rows`` and make it that replica's
     reset state.
@@ -180,7 +180,7 @@ def install_start_states(
     With ``shared_seed``, the env is first re-seeded as a whole with it (:func:`reseed_env`: roles,
     reset pools, ...) and the arrays shared by all replicas are rewritten on the store
     (:func:`refresh_shared_data`: those that differ from ``known``, the adapter's record of what
-    the store holds, by default the host values before re-seeding); pass it only when every
+    the store holds); pass it only when every
     replica restarts. Then, for replica ``rows[k]``: if
     ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
     (:func:`reseed_env` with ``method="reseed_start_states"``); ``env.reset()`` draws one initial state, its observations are checked
@@ -199,8 +199,6 @@ def install_start_states(
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
     if shared_seed is not None:
-        if known is None:
-            known = shared_host_values(wrapper)
         reseed_env(env, shared_seed)
         refresh_shared_data(wrapper, known)
     pools = dm.reset_target_to_pool
