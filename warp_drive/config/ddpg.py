@@ -88,12 +88,11 @@ class DDPGModelConfig:
             actor_raw = chk.require_mapping(section.get("actor"), chk.join_key(prefix, "actor"))
             critic_raw = chk.require_mapping(section.get("critic"), chk.join_key(prefix, "critic"))
         else:
-            shared = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
-            actor_raw = shared
-            critic_raw = {k: v for k, v in shared.items() if k not in ("output_w", "output_b")}
-            if "type" in shared:
+            actor_raw = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
+            critic_raw = {k: v for k, v in actor_raw.items() if k not in ("output_w", "output_b")}
+            if "type" in actor_raw:
                 raise ConfigError(
-                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(shared['type'])}: a DDPG policy has two networks; "
+                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(actor_raw['type'])}: a DDPG policy has two networks; "
                     f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
                     "fully_connected_action_value_critic).")
         actor = _role_model(actor_raw, ACTOR_DEFAULTS, chk.join_key(prefix, "actor"))
@@ -171,8 +170,7 @@ class DDPGPolicyConfig:
                                   "or one number for both.")
             lr = {r: chk.as_schedule(lr_raw[r], f"{key('lr')}.{r}", positive_number=True) for r in ROLES}
         else:
-            value = chk.as_schedule(lr_raw, key("lr"), positive_number=True)
-            lr = {r: value for r in ROLES}
+            lr = dict.fromkeys(ROLES, chk.as_schedule(lr_raw, key("lr"), positive_number=True))
         if chk.as_bool(d["normalize_return"], key("normalize_return")):
             raise ConfigError(
                 f"`{key('normalize_return')}`=true is not supported for DDPG: the critic learns Q in reward "

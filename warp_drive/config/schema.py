@@ -194,9 +194,7 @@ class PolicyConfig(chk.PlainDict):
         lam = chk.as_unit_interval(d["gae_lambda"], key("gae_lambda"), "(1.0 = plain discounted returns, 0.95 is "
                                    "usual for PPO)", include_zero=True)
         clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
-        vf_clip = d["vf_clip_param"]
-        if vf_clip is not None:
-            vf_clip = chk.as_positive(vf_clip, key("vf_clip_param"))
+        vf_clip = None if d["vf_clip_param"] is None else chk.as_positive(d["vf_clip_param"], key("vf_clip_param"))
         epochs = chk.as_int(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None else d["num_epochs"],
                             key("num_epochs"), minimum=1)
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
