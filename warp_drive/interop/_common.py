@@ -125,12 +125,11 @@ def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
     reset pools, ...): every array of its feeds except saved copies, pool targets and scalars."""
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
-    per_replica = set(dm.reset_data_list) | set(dm.reset_target_to_pool)
-    scalars = set(dm.scalar_data_list)
+    skip = set(dm.reset_data_list) | set(dm.reset_target_to_pool) | set(dm.scalar_data_list)
     out = {}
     for feed in (env.get_data_dictionary(), env.get_tensor_dictionary(), env.get_reset_pool_dictionary()):
         for name, entry in feed.items():
-            if name not in per_replica and name not in scalars and dm.is_data_on_device(name):
+            if name not in skip and dm.is_data_on_device(name):
                 out[name] = to_device_array(name, entry["data"])
     return out
 

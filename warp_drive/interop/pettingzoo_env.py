@@ -280,8 +280,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         t = int(self._dm.pull_data_from_device(Constants.TIMESTEP)[0])
         rewards = self._dm.pull_data_from_device(Constants.REWARDS)[0]
         lines = [f"{self.metadata['name']} t={t}/{self._episode_length} live={len(self.agents)}"]
-        for name in self.agents:
-            lines.append(f"  {name}: reward={float(rewards[self._index[name]]):+.4f}")
+        lines += [f"  {name}: reward={float(rewards[self._index[name]]):+.4f}" for name in self.agents]
         return "\n".join(lines)
 
     def close(self) -> None:
