@@ -35,8 +35,7 @@ def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any
 def explain_error(err: BaseException) -> str | None:
     """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
     if isinstance(err, WarpDriveError):
-        text = " ".join(str(err).split())
-        return f"error: {text}\n(add --debug to see the traceback)"
+        return f"error: {' '.join(str(err).split())}\n(add --debug to see the traceback)"
     from warp_drive.training.auto_scale import is_out_of_memory
 
     if is_out_of_memory(err):

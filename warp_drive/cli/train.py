@@ -137,9 +137,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
 
 
 def _config_source(args: argparse.Namespace) -> Any:
-    if args.env:
-        return default_config_path(args.env)
-    return args.config
+    return default_config_path(args.env) if args.env else args.config
 
 
 def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:

@@ -125,9 +125,8 @@ def _add_or_accept(dm: Any, feed: DataFeed, name: str, value: np.ndarray, **attr
 
 def _action_arrays(space: Any, num_envs: int, num_agents: int, suffix: str) -> dict[str, np.ndarray]:
     heads, dtype = action_layout(space)
-    kind = space_kind(space)
     out = {}
-    if heads > 1 or (kind == "MultiDiscrete"):
+    if heads > 1 or space_kind(space) == "MultiDiscrete":
         for i in range(heads):
             out[f"{Constants.ACTIONS}_{i}{suffix}"] = np.zeros((num_envs, num_agents, 1), dtype)
     out[f"{Constants.ACTIONS}{suffix}"] = np.zeros((num_envs, num_agents, heads), dtype)

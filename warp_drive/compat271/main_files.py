@@ -91,11 +91,8 @@ def binary_source(path: str | os.PathLike[str]) -> str | None:
     """Source text recorded for a binary built by :func:`compile_main_file` (in any process), found
     by the hash of the binary's bytes; None for binaries built elsewhere."""
     try:
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        index = _source_index(digest)
-        if not trusted_cache_entry(index):
-            return None
-        return index.read_text()
+        index = _source_index(hashlib.sha256(Path(path).read_bytes()).hexdigest())
+        return index.read_text() if trusted_cache_entry(index) else None
     except OSError:
         return None
 

@@ -41,8 +41,6 @@ def reject_unknown_keys(section: Mapping[str, Any], known: Iterable[str], prefix
     """Raises ConfigError for the first key of ``section`` not in ``known``.
 
     Args:
-        section: The user's mapping.
-        known: Accepted key names.
         prefix: Dotted path of ``section`` (``""`` for the top level).
     """
     known = list(known)
@@ -105,7 +103,6 @@ def as_float(value: Any, key: str) -> float:
 
 
 def as_str(value: Any, key: str) -> str:
-    """Checks a string."""
     if not isinstance(value, str):
         raise ConfigError(f"`{key}`={brief(value)} must be a string; quote it in the YAML file.")
     return value
@@ -121,7 +118,6 @@ def as_unit_interval(value: Any, key: str, hint: str, *, include_zero: bool = Fa
 
 
 def as_positive(value: Any, key: str) -> float:
-    """Checks a number > 0."""
     value = as_float(value, key)
     if value <= 0:
         raise ConfigError(f"`{key}`={value} must be > 0; set `{key}` to a positive number.")
@@ -132,8 +128,6 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
     """Checks a number or a piecewise-linear schedule ``[[t0, v0], [t1, v1], ...]``.
 
     Args:
-        value: The user's value.
-        key: Dotted key for messages.
         positive_number: If True a plain number must be > 0, else >= 0. Schedule values must be
             >= 0 either way.
 

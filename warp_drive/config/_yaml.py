@@ -91,8 +91,7 @@ def _check_expanded_size(root: yaml.Node) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _defaults_cached() -> dict[str, Any]:
-    text = resources.files("warp_drive.config").joinpath("defaults.yaml").read_text()
-    return yaml_loads(text)
+    return yaml_loads(resources.files("warp_drive.config").joinpath("defaults.yaml").read_text())
 
 
 def load_defaults() -> dict[str, Any]:

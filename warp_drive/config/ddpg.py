@@ -58,8 +58,7 @@ ROLES = ("actor", "critic")
 
 
 def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> ModelConfig:
-    d = chk.merged_section(section, defaults, prefix)
-    return ModelConfig.from_dict(d, prefix)
+    return ModelConfig.from_dict(chk.merged_section(section, defaults, prefix), prefix)
 
 
 @dataclass(frozen=True)
@@ -89,12 +88,11 @@ class DDPGModelConfig:
             actor_raw = chk.require_mapping(section.get("actor"), chk.join_key(prefix, "actor"))
             critic_raw = chk.require_mapping(section.get("critic"), chk.join_key(prefix, "critic"))
         else:
-            shared = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
-            actor_raw = shared
-            critic_raw = {k: v for k, v in shared.items() if k not in ("output_w", "output_b")}
-            if "type" in shared:
+            actor_raw = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
+            critic_raw = {k: v for k, v in actor_raw.items() if k not in ("output_w", "output_b")}
+            if "type" in actor_raw:
                 raise ConfigError(
-                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(shared['type'])}: a DDPG policy has two networks; "
+                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(actor_raw['type'])}: a DDPG policy has two networks; "
                     f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
                     "fully_connected_action_value_critic).")
         actor = _role_model(actor_raw, ACTOR_DEFAULTS, chk.join_key(prefix, "actor"))
@@ -172,8 +170,7 @@ class DDPGPolicyConfig:
                                   "or one number for both.")
             lr = {r: chk.as_schedule(lr_raw[r], f"{key('lr')}.{r}", positive_number=True) for r in ROLES}
         else:
-            value = chk.as_schedule(lr_raw, key("lr"), positive_number=True)
-            lr = {r: value for r in ROLES}
+            lr = dict.fromkeys(ROLES, chk.as_schedule(lr_raw, key("lr"), positive_number=True))
         if chk.as_bool(d["normalize_return"], key("normalize_return")):
             raise ConfigError(
                 f"`{key('normalize_return')}`=true is not supported for DDPG: the critic learns Q in reward "
@@ -182,14 +179,12 @@ class DDPGPolicyConfig:
             if d[name] is not None:
                 chk.as_schedule(d[name], key(name), positive_number=False)
         return cls(
-            to_train=chk.as_bool(d["to_train"], key("to_train")),
+            **{k: chk.as_bool(d[k], key(k)) for k in ("to_train", "clip_grad_norm", "normalize_advantage")},
             algorithm="DDPG",
             gamma=gamma,
             tau=tau,
             lr=lr,
-            clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
-            normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
             normalize_return=False,
             num_epochs=chk.as_int(d["num_epochs"], key("num_epochs"), minimum=1),
             num_minibatches=chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1),
@@ -197,7 +192,6 @@ class DDPGPolicyConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
         return {**chk.to_plain(self), "model": self.model.to_dict()}
 
 

@@ -148,7 +148,6 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
     node: dict[str, Any] = raw
     for depth, part in enumerate(parts):
         dotted = ".".join(parts[: depth + 1])
-        is_last = depth == len(parts) - 1
         if _is_free(parts[: depth + 1]):
             template = None
         elif depth == 1 and parts[0] == "policy":
@@ -174,7 +173,7 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
                 hint = f"did you mean `{'.'.join(parts[:depth] + [match])}`?" if match else "no close match."
                 raise ConfigError(f"unknown override key `{'.'.join(parts)}` (`{dotted}` does not exist); {hint}")
             template = template[part]
-        if is_last:
+        if depth == len(parts) - 1:
             node[part] = value
         else:
             child = node.get(part)

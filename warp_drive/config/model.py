@@ -43,7 +43,6 @@ class ModelConfig(chk.PlainDict):
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "model") -> ModelConfig:
-        """Parses and validates a (partial) ``model`` mapping."""
         d = chk.merged_section(section, load_defaults()["policy"]["model"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         dims = d["fc_dims"]

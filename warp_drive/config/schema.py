@@ -94,7 +94,6 @@ class TrainerConfig(chk.PlainDict):
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
-        """Parses and validates a (partial) ``trainer`` mapping."""
         d = chk.merged_section(section, load_defaults()["trainer"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         num_envs = chk.as_int(d["num_envs"], key("num_envs"), minimum=1)
@@ -120,13 +119,11 @@ class TrainerConfig(chk.PlainDict):
             train_batch_size=batch,
             env_backend=backend,
             seed=None if d["seed"] is None else chk.as_int(d["seed"], key("seed"), minimum=0),  # and < 2**31
-            bootstrap_at_time_limit=chk.as_bool(d["bootstrap_at_time_limit"], key("bootstrap_at_time_limit")),
-            use_cuda_graph=chk.as_bool(d["use_cuda_graph"], key("use_cuda_graph")),
-            tf32=chk.as_bool(d["tf32"], key("tf32")),
+            **{k: chk.as_bool(d[k], key(k))
+               for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator")},
             update_precision=_precision(d["update_precision"], key("update_precision")),
             n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
-            evaluator=chk.as_bool(d["evaluator"], key("evaluator")),
         )
 
     @property
@@ -197,9 +194,7 @@ class PolicyConfig(chk.PlainDict):
         lam = chk.as_unit_interval(d["gae_lambda"], key("gae_lambda"), "(1.0 = plain discounted returns, 0.95 is "
                                    "usual for PPO)", include_zero=True)
         clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
-        vf_clip = d["vf_clip_param"]
-        if vf_clip is not None:
-            vf_clip = chk.as_positive(vf_clip, key("vf_clip_param"))
+        vf_clip = None if d["vf_clip_param"] is None else chk.as_positive(d["vf_clip_param"], key("vf_clip_param"))
         epochs = chk.as_int(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None else d["num_epochs"],
                             key("num_epochs"), minimum=1)
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
@@ -210,18 +205,15 @@ class PolicyConfig(chk.PlainDict):
                 prefix,
             )
         return cls(
-            to_train=chk.as_bool(d["to_train"], key("to_train")),
+            **{k: chk.as_bool(d[k], key(k)) for k in ("to_train", "clip_grad_norm", "normalize_advantage",
+                                                        "normalize_return", "normalize_reward")},
             algorithm=algorithm,
             gamma=gamma,
             gae_lambda=lam,
             lr=chk.as_schedule(d["lr"], key("lr"), positive_number=True),
             vf_loss_coeff=chk.as_schedule(d["vf_loss_coeff"], key("vf_loss_coeff"), positive_number=False),
             entropy_coeff=chk.as_schedule(d["entropy_coeff"], key("entropy_coeff"), positive_number=False),
-            clip_grad_norm=chk.as_bool(d["clip_grad_norm"], key("clip_grad_norm")),
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
-            normalize_advantage=chk.as_bool(d["normalize_advantage"], key("normalize_advantage")),
-            normalize_return=chk.as_bool(d["normalize_return"], key("normalize_return")),
-            normalize_reward=chk.as_bool(d["normalize_reward"], key("normalize_reward")),
             clip_param=clip_param,
             vf_clip_param=vf_clip,
             num_epochs=epochs,
@@ -252,17 +244,11 @@ class SavingConfig(chk.PlainDict):
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "saving") -> SavingConfig:
-        """Parses and validates a (partial) ``saving`` mapping."""
         d = chk.merged_section(section, load_defaults()["saving"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         return cls(
-            metrics_log_freq=chk.as_int(d["metrics_log_freq"], key("metrics_log_freq"), minimum=1),
-            model_params_save_freq=chk.as_int(
-                d["model_params_save_freq"], key("model_params_save_freq"), minimum=1
-            ),
-            basedir=chk.as_str(d["basedir"], key("basedir")),
-            name=chk.as_str(d["name"], key("name")),
-            tag=chk.as_str(d["tag"], key("tag")),
+            **{k: chk.as_int(d[k], key(k), minimum=1) for k in ("metrics_log_freq", "model_params_save_freq")},
+            **{k: chk.as_str(d[k], key(k)) for k in ("basedir", "name", "tag")},
             checkpoint_every_seconds=_non_negative(d["checkpoint_every_seconds"], key("checkpoint_every_seconds")),
         )
 
@@ -285,7 +271,6 @@ class SamplerConfig:
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "sampler") -> SamplerConfig:
-        """Parses and validates a (partial) ``sampler`` mapping."""
         defaults = load_defaults()["sampler"]
         d = chk.merged_section(section, defaults, prefix)
         params_key = chk.join_key(prefix, "params")
@@ -296,7 +281,6 @@ class SamplerConfig:
         return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"), ou_noise=ou_noise)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-dict form (accepted by ``from_dict``)."""
         params: dict[str, Any] = {"use_argmax": self.use_argmax}
         params.update({k: chk.schedule_to_plain(v) for k, v in self.ou_noise.items()})
         return {"params": params}
@@ -329,10 +313,7 @@ class RunConfig:
     Attributes:
         name: Run (env) name.
         env: Keyword arguments of the env class, unchecked here (see ``check_env_kwargs``).
-        trainer: Trainer section.
         policy: Policy tag -> policy section (insertion order of the YAML).
-        saving: Saving section.
-        sampler: Sampler section.
     """
 
     name: str
@@ -383,9 +364,8 @@ class RunConfig:
             trainer.num_iterations(
                 chk.as_int(env["episode_length"], "env.episode_length", minimum=1)
             )
-        name = raw.get("name", defaults["name"])
         return cls(
-            name=chk.as_str(name, "name"),
+            name=chk.as_str(raw.get("name", defaults["name"]), "name"),
             env=copy.deepcopy(env),
             trainer=trainer,
             policy=policy,

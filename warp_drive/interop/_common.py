@@ -14,7 +14,6 @@ import numpy as np
 
 from warp_drive.env.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext, check_seed
-from warp_drive.env.data_feed import DataFeed
 from warp_drive.env.done import split_done
 from warp_drive.env.placeholders import stack_agent_obs
 from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
@@ -121,21 +120,16 @@ def reseed_env(env: Any, seed: int, method: str = "reseed") -> None:
         logger.debug("%s has no %s(); nothing re-seeded", type(env).__name__, method)
 
 
-def _feed_values(feed: DataFeed) -> dict[str, Any]:
-    return {name: entry["data"] for name, entry in feed.items()}
-
-
 def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
     """The env's current host values of its arrays that are not per replica (Tag's role arrays,
     reset pools, ...): every array of its feeds except saved copies, pool targets and scalars."""
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
-    per_replica = set(dm.reset_data_list) | set(dm.reset_target_to_pool)
-    scalars = set(dm.scalar_data_list)
+    skip = set(dm.reset_data_list) | set(dm.reset_target_to_pool) | set(dm.scalar_data_list)
     out = {}
     for feed in (env.get_data_dictionary(), env.get_tensor_dictionary(), env.get_reset_pool_dictionary()):
         for name, entry in feed.items():
-            if name not in per_replica and name not in scalars and dm.is_data_on_device(name):
+            if name not in skip and dm.is_data_on_device(name):
                 out[name] = to_device_array(name, entry["data"])
     return out
 
@@ -176,8 +170,8 @@ def install_start_states(
     wrapper: EnvWrapper,
     rows: Sequence[int],
     seeds: Sequence[int | None],
-    shared_seed: int | None = None,
-    known: dict[str, np.ndarray] | None = None,
+    shared_seed: int | None,
+    known: dict[str, np.ndarray],
 ) -> int:
     """Draw a new initial state on the host for each replica in ``rows`` and make it that replica's
     reset state.
@@ -185,7 +179,7 @@ def install_start_states(
     With ``shared_seed``, the env is first re-seeded as a whole with it (:func:`reseed_env`: roles,
     reset pools, ...) and the arrays shared by all replicas are rewritten on the store
     (:func:`refresh_shared_data`: those that differ from ``known``, the adapter's record of what
-    the store holds, by default the host values before re-seeding); pass it only when every
+    the store holds); pass it only when every
     replica restarts. Then, for replica ``rows[k]``: if
     ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
     (:func:`reseed_env` with ``method="reseed_start_states"``); ``env.reset()`` draws one initial state, its observations are checked
@@ -204,8 +198,6 @@ def install_start_states(
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
     if shared_seed is not None:
-        if known is None:
-            known = shared_host_values(wrapper)
         reseed_env(env, shared_seed)
         refresh_shared_data(wrapper, known)
     pools = dm.reset_target_to_pool
@@ -219,8 +211,8 @@ def install_start_states(
             reseed_env(env, seed, "reseed_start_states")
         obs = env.reset()
         check_reset_observations(obs, env.observation_space, wrapper.name)
-        values = _feed_values(env.get_data_dictionary())
-        values.update(_feed_values(env.get_tensor_dictionary()))
+        feeds = (env.get_data_dictionary(), env.get_tensor_dictionary())
+        values = {name: entry["data"] for feed in feeds for name, entry in feed.items()}
         values.update(stack_agent_obs(obs, sorted(obs)))
         for name in names:
             if name not in values:

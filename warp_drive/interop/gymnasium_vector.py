@@ -313,12 +313,11 @@ class WarpDriveVectorEnv(VectorEnv):
         rows = list(range(self.num_replicas)) if mask is None else [int(i) for i in np.flatnonzero(mask)]
         seeds = self._replica_seeds(seed)
         pool_seed = next((s for s in seeds if s is not None), None)
-        if pool_seed is not None:
-            super().reset(seed=pool_seed)
         if pool_seed is not None or self.redraw_start_states:
             shared_seed = pool_seed if mask is None else None  # roles, pools: only when all restart
             install_start_states(self.wrapper, rows, [seeds[r] for r in rows], shared_seed, self._shared_on_store)
         if pool_seed is not None:
+            super().reset(seed=pool_seed)
             self.wrapper.init_reset_pool(pool_seed)
             self.action_space.seed(pool_seed)
             self.single_action_space.seed(pool_seed)
@@ -387,16 +386,13 @@ class WarpDriveVectorEnv(VectorEnv):
         obs = torch.where(rows, self._obs, obs)
         self._pending = ended
         terminated, truncated = self._per_sub_env(terminated), self._per_sub_env(truncated)
-        if self.output == "numpy":
-            return obs.cpu().numpy(), rewards.cpu().numpy(), *self._host(terminated, truncated), {}
-        return obs, rewards, terminated, truncated, {}
+        return *self._host(obs, rewards, terminated, truncated), {}
 
     def _refuse_ended_replicas(self) -> None:
         ended = torch.nonzero(self._done > 0).flatten()
         if ended.numel():
-            rows = ended[:5].tolist()
             raise InteropError(
-                f"autoreset_mode=DISABLED: replicas {rows} ended and were not reset; call "
+                f"autoreset_mode=DISABLED: replicas {ended[:5].tolist()} ended and were not reset; call "
                 "reset(options={'reset_mask': mask}) for the sub-envs that ended before step()"
             )
 

@@ -280,8 +280,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         t = int(self._dm.pull_data_from_device(Constants.TIMESTEP)[0])
         rewards = self._dm.pull_data_from_device(Constants.REWARDS)[0]
         lines = [f"{self.metadata['name']} t={t}/{self._episode_length} live={len(self.agents)}"]
-        for name in self.agents:
-            lines.append(f"  {name}: reward={float(rewards[self._index[name]]):+.4f}")
+        lines += [f"  {name}: reward={float(rewards[self._index[name]]):+.4f}" for name in self.agents]
         return "\n".join(lines)
 
     def close(self) -> None:
@@ -311,14 +310,14 @@ class WarpDrivePettingZooEnv(ParallelEnv):
 
     def _resolve_active_flag(self, active_flag: str | None) -> str | None:
         n = self._num_agents_total
-        if active_flag is None:
-            return None
+
+        def fits(name: str | None) -> bool:
+            return bool(name) and self._dm.is_data_on_device(name) and self._dm.get_shape(name) == (1, n)
+
         if active_flag == "auto":
             name = getattr(self.wrapper.env, "active_agent_flag", None)
-            if not name or not self._dm.is_data_on_device(name) or self._dm.get_shape(name) != (1, n):
-                return None
-            return name
-        if not self._dm.is_data_on_device(active_flag) or self._dm.get_shape(active_flag) != (1, n):
+            return name if fits(name) else None
+        if active_flag is not None and not fits(active_flag):
             raise ConfigError(
                 f"active_flag={active_flag!r} must name a (1, {n}) array of the data store; "
                 f"use 'auto' or None"

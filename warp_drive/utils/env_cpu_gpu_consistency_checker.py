@@ -99,10 +99,8 @@ def _random_action(space: Any, rng: np.random.Generator) -> Any:
         return np.int32(rng.integers(0, space.n) + int(space.start))
     if isinstance(space, spaces.MultiDiscrete):
         return (rng.integers(0, space.nvec) + space.start).astype(np.int32)
-    if isinstance(space, spaces.Box):
-        low = np.broadcast_to(space.low, space.shape)
-        high = np.broadcast_to(space.high, space.shape)
-        return rng.uniform(low, high).astype(np.float32)
+    if isinstance(space, spaces.Box):  # gymnasium's low and high have the space's shape
+        return rng.uniform(space.low, space.high).astype(np.float32)
     raise ConsistencyError(f"cannot draw random actions for {space}; use Discrete, MultiDiscrete or Box")
 
 

@@ -36,7 +36,5 @@ def recursive_obs_dict_to_spaces_dict(obs: dict) -> spaces.Dict:
     """
     if not isinstance(obs, dict):
         raise DataTypeError(f"expected a dict of observations, got {type(obs).__name__}")
-    out = {}
-    for key, value in obs.items():
-        out[key] = recursive_obs_dict_to_spaces_dict(value) if isinstance(value, dict) else _box(key, value)
-    return spaces.Dict(out)
+    return spaces.Dict({key: recursive_obs_dict_to_spaces_dict(value) if isinstance(value, dict) else _box(key, value)
+                        for key, value in obs.items()})

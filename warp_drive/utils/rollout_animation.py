@@ -114,12 +114,6 @@ def _num_heads(space: Any) -> int:
     return 1 if nvec is None else int(np.size(nvec))
 
 
-def random_actions(space: Any, num_agents: int, rng: np.random.Generator) -> np.ndarray:
-    """(num_agents, heads) uniform actions of a Discrete or MultiDiscrete space."""
-    nvec = np.atleast_1d(getattr(space, "nvec", getattr(space, "n", None)))
-    return rng.integers(0, nvec, size=(num_agents, nvec.size)).astype(np.int32)
-
-
 def collect_episode(env: Any, policy: Policy | None = None, seed: int = 0,
                     names: tuple[str, ...] | None = None) -> Episode:
     """Run one episode of an env's NumPy reference and record the arrays it draws.
@@ -143,11 +137,13 @@ def collect_episode(env: Any, policy: Policy | None = None, seed: int = 0,
     data = numpy_data_store(env, num_envs=1)
     rng = np.random.default_rng(seed)
     n = int(env.num_agents)
+    space = env.action_space[0]
+    nvec = np.atleast_1d(getattr(space, "nvec", getattr(space, "n", None)))  # uniform actions of a (Multi)Discrete
     frames = [{k: np.array(data[k][0]) for k in names}]
     rewards = []
     for t in range(int(env.episode_length)):
         if policy is None:
-            actions = random_actions(env.action_space[0], n, rng)
+            actions = rng.integers(0, nvec, size=(n, nvec.size)).astype(np.int32)
         else:
             actions = np.asarray(policy(data[Constants.OBSERVATIONS][0], t), np.int32)
         data[Constants.ACTIONS][0] = actions.reshape(n, -1)
