@@ -16,7 +16,6 @@ dtype rules (enforced on every push):
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -33,8 +32,6 @@ from warp_drive.errors import (
 from warp_drive.env.constants import Constants
 from warp_drive.env.data_feed import DataFeed
 
-logger = logging.getLogger(__name__)
-
 _INT32 = np.iinfo(np.int32)
 
 
@@ -48,9 +45,7 @@ def positive_int(name: str, value: Any) -> int:
 def _ragged_detail(data: Any, path: str = "") -> str | None:
     """Where nested sequences in ``data`` stop being rectangular, e.g. ``"[2] has 3 entries but
     [0] has 4"`` (None when they are rectangular)."""
-    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray)):
-        return None
-    if isinstance(data, np.ndarray) and data.dtype != object:
+    if _nested_shape(data) is not None:
         return None
     items = list(data)
     shapes = [_nested_shape(x) for x in items]
@@ -451,10 +446,6 @@ class DataManager:
     @property
     def log_data_list(self) -> list[str]:
         return list(self._log_data_list)
-
-    @property
-    def device_data_via_torch(self) -> dict[str, torch.Tensor]:
-        return {n: self._tensors[n] for n in self._torch_accessible}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Host copies of every array's current values (for checkpoints; saved reset copies excluded)."""

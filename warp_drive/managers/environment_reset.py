@@ -3,7 +3,6 @@ states through the env's start-state hook, in one launch."""
 
 from __future__ import annotations
 
-import logging
 import secrets
 from typing import Any, Sequence
 
@@ -14,8 +13,6 @@ from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError
 from warp_drive.managers import cpu_kernels
 from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
-
-logger = logging.getLogger(__name__)
 
 RESET_THREADS = 256
 MODES = ("if_done", "force_reset")

@@ -6,7 +6,6 @@ Backends: :class:`CPUFunctionManager` (NumPy twins of the core kernels, here) an
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any, Callable, Sequence
 
@@ -19,8 +18,6 @@ from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
 from warp_drive.managers.cpu_kernels import CORE_KERNELS
 from warp_drive.managers.data_manager import positive_int
-
-logger = logging.getLogger(__name__)
 
 #: Names of the core service kernels (CUDA ``core_service.cuh``; their NumPy twins in ``cpu_kernels.py``).
 DEFAULT_FUNCTIONS: tuple[str, ...] = tuple(n for n in CORE_KERNELS if n not in COMPAT_FUNCTIONS)
