@@ -225,11 +225,8 @@ class EnvWrapper:
 
     def _cuda_source(self, registrar: EnvironmentRegistrar | None, requested: Any, testing_mode: bool) -> Any:
         """The env's .cu file: the registered path first (2.7.1's precedence), else ``cuda_source``."""
-        source = getattr(self.env, "cuda_source", None)
-        if registrar is not None:
-            registered = registrar.get_cuda_env_src_path(self.name)
-            if registered is not None:
-                source = registered
+        registered = registrar.get_cuda_env_src_path(self.name) if registrar is not None else None
+        source = registered if registered is not None else getattr(self.env, "cuda_source", None)
         if source is not None or testing_mode:
             return source
         hint = ""

@@ -6,7 +6,6 @@ Backends: :class:`CPUFunctionManager` (NumPy twins of the core kernels, here) an
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -192,8 +191,7 @@ class FunctionManager:
 
 
 def _normalize(name: str) -> str:
-    name = re.sub(r"_arr$", "", name)
-    return name.strip("_").lower()
+    return name.removesuffix("_arr").strip("_").lower()
 
 
 def _check_one(kernel: str, i: int, data_name: str, value: Any, param: KernelParam) -> None:
