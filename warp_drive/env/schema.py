@@ -94,9 +94,7 @@ def check_array_schema(env: Any, feeds: Iterable[Mapping[str, Any]]) -> None:
     if not schema:
         return
     env_name = type(env).__name__
-    values: dict[str, Any] = {}
-    for feed in feeds:
-        values.update({name: entry["data"] for name, entry in feed.items()})
+    values = {name: entry["data"] for feed in feeds for name, entry in feed.items()}
     for name, spec in schema.items():
         if name not in values:
             if spec.optional:

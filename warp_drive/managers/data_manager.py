@@ -114,9 +114,7 @@ def to_device_array(name: str, data: Any) -> np.ndarray:
 
 def to_scalar(name: str, value: Any) -> np.generic:
     """Convert a Python/NumPy scalar to np.int32 or np.float32."""
-    if isinstance(value, (bool, np.bool_)):
-        return np.int32(int(value))
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer, np.bool_)):  # bools become 0 / 1
         if not _INT32.min <= int(value) <= _INT32.max:
             raise DataTypeError(f"scalar '{name}'={value} does not fit in int32")
         return np.int32(value)

@@ -355,9 +355,7 @@ class Sampler:
 
         ``distribution`` (a (num_envs, num_agents, n) tensor, or one per head) only adds the first
         bad row to the message."""
-        if self._error_flag is None:
-            return
-        flag = int(self._error_flag.item())
+        flag = 0 if self._error_flag is None else int(self._error_flag.item())
         if not flag:
             return
         self._error_flag.zero_()
