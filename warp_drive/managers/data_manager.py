@@ -345,33 +345,29 @@ class DataManager:
             self._numpy_views[name] = tensor.numpy()
 
     # ------------------------------------------------------------------ access
-    def _tensor(self, name: str) -> torch.Tensor:
+    def data_on_device_via_torch(self, name: str) -> torch.Tensor:
+        """The live tensor of ``name`` (writes are seen by kernels)."""
         try:
             return self._tensors[name]
         except KeyError:
             known = ", ".join(n for n in self._tensors if not n.endswith(Constants.AT_RESET_SUFFIX))
             raise DataNotFoundError(f"'{name}' is not on the device; pushed: {known}") from None
 
-    def data_on_device_via_torch(self, name: str) -> torch.Tensor:
-        """The live tensor of ``name`` (writes are seen by kernels)."""
-        return self._tensor(name)
-
     def device_data(self, name: str) -> Any:
         """Kernel argument for ``name``: the tensor of an array, or the value of a scalar as a
         NumPy scalar (``np.int32`` / ``np.float32``), as 2.7.1 returned it."""
         if name in self._scalar_data_list:
             return self._host_data[name]
-        return self._tensor(name)
+        return self.data_on_device_via_torch(name)
 
     def pull_data_from_device(self, name: str) -> Any:
         """A host copy of ``name`` (a NumPy array, or the scalar's value)."""
-        if name in self._scalar_data_list:
-            return self._host_data[name]
-        return self._tensor(name).detach().cpu().numpy().copy()
+        value = self.device_data(name)
+        return value.detach().cpu().numpy().copy() if isinstance(value, torch.Tensor) else value
 
     def assign(self, name: str, values: Any) -> None:
         """Overwrite the contents of array ``name`` in place (shape and dtype must match)."""
-        t = self._tensor(name)
+        t = self.data_on_device_via_torch(name)
         if isinstance(values, torch.Tensor):
             src = values
         else:
@@ -394,7 +390,7 @@ class DataManager:
         """Re-upload the host values pushed originally (all arrays when ``name`` is None)."""
         for n in [name] if name else list(self._host_data):
             if n not in self._scalar_data_list:
-                self._tensor(n).copy_(torch.from_numpy(self._host_data[n]))
+                self.data_on_device_via_torch(n).copy_(torch.from_numpy(self._host_data[n]))
 
     def host_view(self) -> dict[str, Any]:
         """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
@@ -414,12 +410,12 @@ class DataManager:
     def get_shape(self, name: str) -> tuple[int, ...]:
         if name in self._scalar_data_list:
             return ()
-        return tuple(self._tensor(name).shape)
+        return tuple(self.data_on_device_via_torch(name).shape)
 
     def get_dtype(self, name: str) -> str:
         if name in self._scalar_data_list:
             return str(self._host_data[name].dtype)
-        return str(self._tensor(name).dtype).replace("torch.", "")
+        return str(self.data_on_device_via_torch(name).dtype).replace("torch.", "")
 
     def get_reset_pool(self, name: str) -> str | None:
         """The reset pool registered for target ``name`` (None when it has none)."""
