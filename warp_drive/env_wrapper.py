@@ -121,9 +121,7 @@ class EnvWrapper:
                 raise ConfigError("pass env_obj, or env_name (with env_config; looked up in env_registrar, by default "
                                   "warp_drive.env.env_registrar)")
             env_registrar = env_registrar or default_registrar
-            table = self.env_backend
-            if is_numba(requested) and env_registrar.has_env(env_name, "numba"):
-                table = "numba"
+            table = "numba" if is_numba(requested) and env_registrar.has_env(env_name, "numba") else self.env_backend
             env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
         self.n_envs = positive_int("num_envs", num_envs)
         self.env = env_obj

@@ -396,10 +396,8 @@ class DataManager:
         """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
         if self.device.type != "cpu":
             raise UsageError("host_view() is only available on the cpu backend; use pull_data_from_device()")
-        view: dict[str, Any] = dict(self._meta_info)
-        view.update({n: self._host_data[n] for n in self._scalar_data_list})
-        view.update(self._numpy_views)
-        return view
+        scalars = {n: self._host_data[n] for n in self._scalar_data_list}
+        return {**self._meta_info, **scalars, **self._numpy_views}
 
     def is_data_on_device(self, name: str) -> bool:
         return name in self._tensors or name in self._scalar_data_list
