@@ -107,8 +107,7 @@ def check_array_schema(env: Any, feeds: Iterable[Mapping[str, Any]]) -> None:
             arr = np.asarray(values[name])
         except ValueError:
             continue  # ragged: the data manager names where, at push
-        expected = spec.resolve(env)
-        if arr.shape != expected:
+        if arr.shape != spec.resolve(env):
             raise DataShapeError(
                 f"{env_name}: '{name}' has shape {arr.shape} for one env, but array_schema expects "
                 f"{spec.describe(env)}; every array of one env must fit the env's agent count and constants "
