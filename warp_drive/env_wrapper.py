@@ -121,9 +121,7 @@ class EnvWrapper:
                 raise ConfigError("pass env_obj, or env_name (with env_config; looked up in env_registrar, by default "
                                   "warp_drive.env.env_registrar)")
             env_registrar = env_registrar or default_registrar
-            table = self.env_backend
-            if is_numba(requested) and env_registrar.has_env(env_name, "numba"):
-                table = "numba"
+            table = "numba" if is_numba(requested) and env_registrar.has_env(env_name, "numba") else self.env_backend
             env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
         self.n_envs = positive_int("num_envs", num_envs)
         self.env = env_obj
@@ -225,11 +223,8 @@ class EnvWrapper:
 
     def _cuda_source(self, registrar: EnvironmentRegistrar | None, requested: Any, testing_mode: bool) -> Any:
         """The env's .cu file: the registered path first (2.7.1's precedence), else ``cuda_source``."""
-        source = getattr(self.env, "cuda_source", None)
-        if registrar is not None:
-            registered = registrar.get_cuda_env_src_path(self.name)
-            if registered is not None:
-                source = registered
+        registered = registrar.get_cuda_env_src_path(self.name) if registrar is not None else None
+        source = registered if registered is not None else getattr(self.env, "cuda_source", None)
         if source is not None or testing_mode:
             return source
         hint = ""

@@ -97,7 +97,5 @@ class UsageError(WarpDriveError, RuntimeError):
 
 
 class UnknownEnvError(ConfigError, DataNotFoundError):
-    """No env is registered under a name (the message lists the registered names)."""
-
-    def __str__(self) -> str:  # DataNotFoundError's plain message, not KeyError's quoted one
-        return str(self.args[0]) if self.args else ""
+    """No env is registered under a name (the message lists the registered names). Its message
+    prints unquoted: DataNotFoundError's ``__str__`` comes before KeyError's in the MRO."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,6 @@ from warp_drive.cuda import project_root
 from warp_drive.cuda.compiler import compile_cubin, env_include_dirs, render_source
 from warp_drive.errors import ConfigError, CUDACompileError
 
-logger = logging.getLogger(__name__)
 
 class BuildCase(NamedTuple):
     """One translation unit to build: a label, the env source (None: core layer only), the

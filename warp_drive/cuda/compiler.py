@@ -361,8 +361,7 @@ def env_include_dirs(env_source: str | os.PathLike[str],
     """Include directories for an env's source: ``include_dirs``, the source's folder, and the
     folder of every header it reaches through ``#include "..."`` (e.g. ``"../shared.cuh"``), so the
     build's cache key covers those headers too."""
-    folder = Path(env_source).resolve().parent
-    dirs = [*(Path(d) for d in include_dirs), folder]
+    dirs = [*(Path(d) for d in include_dirs), Path(env_source).resolve().parent]
     for header in quoted_includes(env_source, dirs):
         if header.parent not in dirs and core_dir().resolve() != header.parent:
             dirs.append(header.parent)

@@ -50,6 +50,9 @@ _SCALAR_CODES = {
     "uint64_t": "Q",
     "size_t": "Q",
 }
+# what a pointer parameter points to, for the 4-byte kinds (KernelParam.base_kind)
+_BASE_KINDS = {"float": "float", "int": "int", "int32_t": "int", "signed": "int", "signed int": "int",
+               "unsigned": "uint", "unsigned int": "uint", "uint32_t": "uint"}
 
 
 @dataclass(frozen=True)
@@ -73,13 +76,7 @@ class KernelParam:
     @property
     def base_kind(self) -> str:
         """'float', 'int', 'uint' or 'other': what a pointer parameter points to (4-byte kinds only)."""
-        if self.ctype in ("float",):
-            return "float"
-        if self.ctype in ("int", "int32_t", "signed", "signed int"):
-            return "int"
-        if self.ctype in ("unsigned", "unsigned int", "uint32_t"):
-            return "uint"
-        return "other"
+        return _BASE_KINDS.get(self.ctype, "other")
 
 
 def strip_comments(source: str) -> str:

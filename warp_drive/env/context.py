@@ -241,8 +241,7 @@ class CUDAEnvironmentContext:
         block: tuple[int, ...] | None = None,
     ) -> None:
         """Launch ``kernel_name`` with arguments bound by data name (default env geometry)."""
-        fm = self.cuda_function_manager
-        fm.launch(kernel_name, self.cuda_step_function_feed(args), grid=grid, block=block)
+        self.cuda_function_manager.launch(kernel_name, self.cuda_step_function_feed(args), grid=grid, block=block)
 
     def numpy_step(self, data: Mapping[str, Any]) -> None:
         """CPU reference step, vectorised over envs and agents; mutates ``data`` in place."""

@@ -58,8 +58,8 @@ class DataFeed(dict):
         attributes = {
             "save_copy_and_apply_at_reset": bool(save_copy_and_apply_at_reset),
             "log_data_across_episode": bool(log_data_across_episode),
+            **kwargs,
         }
-        attributes.update(kwargs)
         self[name] = {"data": data, "attributes": attributes}
 
     def add_data_list(self, data_list: Iterable[Any]) -> None:

@@ -69,8 +69,7 @@ def get_obs(
     picks one key of dict observations.
     """
     check_agent_axis(obs_dim_corresponding_to_num_agents)
-    rows = [obs[a] if obs_key is None else obs[a][obs_key] for a in agent_ids]
-    stacked = np.array(rows)
+    stacked = np.array([obs[a] if obs_key is None else obs[a][obs_key] for a in agent_ids])
     if obs_dim_corresponding_to_num_agents == "last" and len(agent_ids) > 1:
         return np.swapaxes(stacked, 0, -1)
     return stacked
@@ -115,8 +114,7 @@ def placeholder_feed(
         if name not in existing:
             feed.add_data(name, np.broadcast_to(arr, (num_envs, *arr.shape)).copy(), save_copy_and_apply_at_reset=True)
     if Constants.ACTIONS not in existing:
-        layouts = [action_layout(action_space[a]) for a in agent_ids]
-        heads, dtype = _same(layouts, "action layout")
+        heads, dtype = _same([action_layout(action_space[a]) for a in agent_ids], "action layout")
         feed.add_data(Constants.ACTIONS, np.zeros((num_envs, len(agent_ids), heads), dtype))
     if Constants.REWARDS not in existing:
         feed.add_data(Constants.REWARDS, np.zeros((num_envs, len(agent_ids)), np.float32))

@@ -94,9 +94,7 @@ def check_array_schema(env: Any, feeds: Iterable[Mapping[str, Any]]) -> None:
     if not schema:
         return
     env_name = type(env).__name__
-    values: dict[str, Any] = {}
-    for feed in feeds:
-        values.update({name: entry["data"] for name, entry in feed.items()})
+    values = {name: entry["data"] for feed in feeds for name, entry in feed.items()}
     for name, spec in schema.items():
         if name not in values:
             if spec.optional:
@@ -109,8 +107,7 @@ def check_array_schema(env: Any, feeds: Iterable[Mapping[str, Any]]) -> None:
             arr = np.asarray(values[name])
         except ValueError:
             continue  # ragged: the data manager names where, at push
-        expected = spec.resolve(env)
-        if arr.shape != expected:
+        if arr.shape != spec.resolve(env):
             raise DataShapeError(
                 f"{env_name}: '{name}' has shape {arr.shape} for one env, but array_schema expects "
                 f"{spec.describe(env)}; every array of one env must fit the env's agent count and constants "

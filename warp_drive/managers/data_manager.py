@@ -16,7 +16,6 @@ dtype rules (enforced on every push):
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -33,8 +32,6 @@ from warp_drive.errors import (
 from warp_drive.env.constants import Constants
 from warp_drive.env.data_feed import DataFeed
 
-logger = logging.getLogger(__name__)
-
 _INT32 = np.iinfo(np.int32)
 
 
@@ -48,9 +45,7 @@ def positive_int(name: str, value: Any) -> int:
 def _ragged_detail(data: Any, path: str = "") -> str | None:
     """Where nested sequences in ``data`` stop being rectangular, e.g. ``"[2] has 3 entries but
     [0] has 4"`` (None when they are rectangular)."""
-    if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple, np.ndarray)):
-        return None
-    if isinstance(data, np.ndarray) and data.dtype != object:
+    if _nested_shape(data) is not None:
         return None
     items = list(data)
     shapes = [_nested_shape(x) for x in items]
@@ -119,9 +114,7 @@ def to_device_array(name: str, data: Any) -> np.ndarray:
 
 def to_scalar(name: str, value: Any) -> np.generic:
     """Convert a Python/NumPy scalar to np.int32 or np.float32."""
-    if isinstance(value, (bool, np.bool_)):
-        return np.int32(int(value))
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer, np.bool_)):  # bools become 0 / 1
         if not _INT32.min <= int(value) <= _INT32.max:
             raise DataTypeError(f"scalar '{name}'={value} does not fit in int32")
         return np.int32(value)
@@ -352,33 +345,29 @@ class DataManager:
             self._numpy_views[name] = tensor.numpy()
 
     # ------------------------------------------------------------------ access
-    def _tensor(self, name: str) -> torch.Tensor:
+    def data_on_device_via_torch(self, name: str) -> torch.Tensor:
+        """The live tensor of ``name`` (writes are seen by kernels)."""
         try:
             return self._tensors[name]
         except KeyError:
             known = ", ".join(n for n in self._tensors if not n.endswith(Constants.AT_RESET_SUFFIX))
             raise DataNotFoundError(f"'{name}' is not on the device; pushed: {known}") from None
 
-    def data_on_device_via_torch(self, name: str) -> torch.Tensor:
-        """The live tensor of ``name`` (writes are seen by kernels)."""
-        return self._tensor(name)
-
     def device_data(self, name: str) -> Any:
         """Kernel argument for ``name``: the tensor of an array, or the value of a scalar as a
         NumPy scalar (``np.int32`` / ``np.float32``), as 2.7.1 returned it."""
         if name in self._scalar_data_list:
             return self._host_data[name]
-        return self._tensor(name)
+        return self.data_on_device_via_torch(name)
 
     def pull_data_from_device(self, name: str) -> Any:
         """A host copy of ``name`` (a NumPy array, or the scalar's value)."""
-        if name in self._scalar_data_list:
-            return self._host_data[name]
-        return self._tensor(name).detach().cpu().numpy().copy()
+        value = self.device_data(name)
+        return value.detach().cpu().numpy().copy() if isinstance(value, torch.Tensor) else value
 
     def assign(self, name: str, values: Any) -> None:
         """Overwrite the contents of array ``name`` in place (shape and dtype must match)."""
-        t = self._tensor(name)
+        t = self.data_on_device_via_torch(name)
         if isinstance(values, torch.Tensor):
             src = values
         else:
@@ -401,16 +390,14 @@ class DataManager:
         """Re-upload the host values pushed originally (all arrays when ``name`` is None)."""
         for n in [name] if name else list(self._host_data):
             if n not in self._scalar_data_list:
-                self._tensor(n).copy_(torch.from_numpy(self._host_data[n]))
+                self.data_on_device_via_torch(n).copy_(torch.from_numpy(self._host_data[n]))
 
     def host_view(self) -> dict[str, Any]:
         """``{name: live NumPy view or scalar}`` plus meta info (cpu backend only)."""
         if self.device.type != "cpu":
             raise UsageError("host_view() is only available on the cpu backend; use pull_data_from_device()")
-        view: dict[str, Any] = dict(self._meta_info)
-        view.update({n: self._host_data[n] for n in self._scalar_data_list})
-        view.update(self._numpy_views)
-        return view
+        scalars = {n: self._host_data[n] for n in self._scalar_data_list}
+        return {**self._meta_info, **scalars, **self._numpy_views}
 
     def is_data_on_device(self, name: str) -> bool:
         return name in self._tensors or name in self._scalar_data_list
@@ -421,12 +408,12 @@ class DataManager:
     def get_shape(self, name: str) -> tuple[int, ...]:
         if name in self._scalar_data_list:
             return ()
-        return tuple(self._tensor(name).shape)
+        return tuple(self.data_on_device_via_torch(name).shape)
 
     def get_dtype(self, name: str) -> str:
         if name in self._scalar_data_list:
             return str(self._host_data[name].dtype)
-        return str(self._tensor(name).dtype).replace("torch.", "")
+        return str(self.data_on_device_via_torch(name).dtype).replace("torch.", "")
 
     def get_reset_pool(self, name: str) -> str | None:
         """The reset pool registered for target ``name`` (None when it has none)."""
@@ -451,10 +438,6 @@ class DataManager:
     @property
     def log_data_list(self) -> list[str]:
         return list(self._log_data_list)
-
-    @property
-    def device_data_via_torch(self) -> dict[str, torch.Tensor]:
-        return {n: self._tensors[n] for n in self._torch_accessible}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Host copies of every array's current values (for checkpoints; saved reset copies excluded)."""

@@ -3,7 +3,6 @@ states through the env's start-state hook, in one launch."""
 
 from __future__ import annotations
 
-import logging
 import secrets
 from typing import Any, Sequence
 
@@ -14,8 +13,6 @@ from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError
 from warp_drive.managers import cpu_kernels
 from warp_drive.managers.function_manager import FunctionFeed, FunctionManager
-
-logger = logging.getLogger(__name__)
 
 RESET_THREADS = 256
 MODES = ("if_done", "force_reset")
@@ -53,13 +50,11 @@ class EnvironmentReset:
         E = dm.num_envs
         pools = dm.reset_target_to_pool
         entries = [(n, n + Constants.AT_RESET_SUFFIX, False) for n in dm.reset_data_list if n not in pools]
-        dst, src, sizes, pool_sizes = [], [], [], []
-        for target, source, is_pool in entries + [(t, p, True) for t, p in pools.items()]:
-            t, s = dm.data_on_device_via_torch(target), dm.data_on_device_via_torch(source)
-            dst.append(t)
-            src.append(s)
-            sizes.append(t.numel() // E)
-            pool_sizes.append(s.shape[0] if is_pool else 0)
+        entries += [(t, p, True) for t, p in pools.items()]
+        dst = [dm.data_on_device_via_torch(target) for target, _, _ in entries]
+        src = [dm.data_on_device_via_torch(source) for _, source, _ in entries]
+        sizes = [t.numel() // E for t in dst]
+        pool_sizes = [s.shape[0] if is_pool else 0 for s, (_, _, is_pool) in zip(src, entries)]
         if self._fm.has_kernels:
             dev = dm.device
             ptrs = lambda ts: torch.tensor([x.data_ptr() for x in ts] or [0], dtype=torch.int64, device=dev)  # noqa: E731

@@ -6,8 +6,6 @@ Backends: :class:`CPUFunctionManager` (NumPy twins of the core kernels, here) an
 
 from __future__ import annotations
 
-import logging
-import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -19,8 +17,6 @@ from warp_drive.cuda.signature import KernelParam
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelSignatureError
 from warp_drive.managers.cpu_kernels import CORE_KERNELS
 from warp_drive.managers.data_manager import positive_int
-
-logger = logging.getLogger(__name__)
 
 #: Names of the core service kernels (CUDA ``core_service.cuh``; their NumPy twins in ``cpu_kernels.py``).
 DEFAULT_FUNCTIONS: tuple[str, ...] = tuple(n for n in CORE_KERNELS if n not in COMPAT_FUNCTIONS)
@@ -195,8 +191,7 @@ class FunctionManager:
 
 
 def _normalize(name: str) -> str:
-    name = re.sub(r"_arr$", "", name)
-    return name.strip("_").lower()
+    return name.removesuffix("_arr").strip("_").lower()
 
 
 def _check_one(kernel: str, i: int, data_name: str, value: Any, param: KernelParam) -> None:

@@ -163,12 +163,8 @@ class Sampler:
         threads): a whole-batch sample's argument checks on ``heads`` (a policy's head outputs: a
         list of (E, A, n) probabilities, or one (mean, std) pair of (E, A, d)) and its ``rows``
         per-row counters created."""
-        if is_gaussian:
-            self._actions(data_manager, action_name, heads[0][0], 0, is_float=True)
-            self._counter(data_manager, action_name, 0, rows)
-            return
-        for h, probs in enumerate(heads):
-            self._actions(data_manager, action_name, probs, h, is_float=False)
+        for h, dist in enumerate([heads[0][0]] if is_gaussian else heads):  # a Gaussian: its mean, head 0
+            self._actions(data_manager, action_name, dist, h, is_float=is_gaussian)
             self._counter(data_manager, action_name, h, rows)
 
     def sample_rows(self, action_name: str, heads: Sequence[Any], is_gaussian: bool, actions: torch.Tensor,
@@ -359,9 +355,7 @@ class Sampler:
 
         ``distribution`` (a (num_envs, num_agents, n) tensor, or one per head) only adds the first
         bad row to the message."""
-        if self._error_flag is None:
-            return
-        flag = int(self._error_flag.item())
+        flag = 0 if self._error_flag is None else int(self._error_flag.item())
         if not flag:
             return
         self._error_flag.zero_()

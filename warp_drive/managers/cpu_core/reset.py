@@ -111,8 +111,7 @@ def _reset_entry(
         return
     src_rows = pool_size if pool_size > 0 else num_envs
     rows = scale_bits_to_range(pool_bits, pool_size) if pool_size > 0 else envs
-    target = row_view(dst, np.uint32, num_envs, size)
-    target[envs] = row_view(src, np.uint32, src_rows, size)[rows]
+    row_view(dst, np.uint32, num_envs, size)[envs] = row_view(src, np.uint32, src_rows, size)[rows]
 
 
 def undo_done_flag_and_reset_timestep(

@@ -52,8 +52,7 @@ _HALF_LOG_2PI = 0.9189385332046727  # WK_HALF_LOG_2PI
 def _or_error_flag(error_flag: Any, bits: int) -> None:
     """``atomicOr(error_flag, bits)`` twin."""
     if bits:
-        flag = word_view(error_flag, np.int32)
-        flag[0] |= np.int32(bits)
+        word_view(error_flag, np.int32)[0] |= np.int32(bits)
         logger.debug("core kernel raised error bits %d", bits)
 
 
