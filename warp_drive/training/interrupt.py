@@ -155,10 +155,11 @@ class StopRequest:
         logger.warning("%s received: stopping %s (send it again to abort at once)", signal_name(signum), where)
 
     def __enter__(self) -> StopRequest:
+        """Installs the handlers; entering again installs them again and keeps the ones first replaced."""
         if self.enabled and threading.current_thread() is threading.main_thread():
             for sig in STOP_SIGNALS:
                 try:
-                    self._previous[sig] = signal.signal(sig, self._handler)
+                    self._previous.setdefault(sig, signal.signal(sig, self._handler))
                 except (ValueError, OSError):  # pragma: no cover - not the main interpreter
                     pass
         return self

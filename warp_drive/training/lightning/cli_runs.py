@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -32,7 +31,6 @@ import torch
 
 from warp_drive.training.checkpoint import verify_archive
 from warp_drive.training.interrupt import (
-    STOP_SIGNALS,
     SignalExit,
     StopRequest,
     agree_across_ranks,
@@ -64,12 +62,7 @@ class LightningStop(StopRequest):
     def reinstall(self) -> None:
         """Installs the handlers again (Lightning installs its own SIGTERM handler when ``fit`` starts;
         it restores ours at its teardown)."""
-        if self.enabled and threading.current_thread() is threading.main_thread():
-            for sig in STOP_SIGNALS:
-                try:
-                    signal.signal(sig, self._handler)
-                except (ValueError, OSError):  # pragma: no cover - not the main interpreter
-                    pass
+        self.__enter__()
 
     @property
     def exit_code(self) -> int:
