@@ -132,6 +132,9 @@ class A2C:
     """
 
     name = "A2C"
+    #: the :class:`~warp_drive.config.PolicyConfig` fields that are constructor kwargs (:meth:`config_kwargs`)
+    config_names: tuple[str, ...] = ("gamma", "gae_lambda", "vf_loss_coeff", "entropy_coeff", "normalize_advantage",
+                                     "normalize_return", "normalize_reward")
 
     def __init__(
         self,
@@ -155,9 +158,7 @@ class A2C:
     @classmethod
     def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
         """Constructor kwargs read from a :class:`~warp_drive.config.PolicyConfig`."""
-        names = ("gamma", "gae_lambda", "vf_loss_coeff", "entropy_coeff", "normalize_advantage", "normalize_return",
-                 "normalize_reward")
-        return {name: getattr(policy_config, name) for name in names}
+        return {name: getattr(policy_config, name) for name in cls.config_names}
 
     @classmethod
     def from_config(cls, policy_config: Any) -> A2C:

@@ -81,6 +81,7 @@ class PPO(A2C):
     """
 
     name = "PPO"
+    config_names = A2C.config_names + ("clip_param", "vf_clip_param")
 
     def __init__(
         self,
@@ -96,13 +97,6 @@ class PPO(A2C):
             raise ConfigError(f"vf_clip_param={vf_clip_param} must be > 0 or None.")
         self.clip_param = float(clip_param)
         self.vf_clip_param = None if vf_clip_param is None else float(vf_clip_param)
-
-    @classmethod
-    def config_kwargs(cls, policy_config: Any) -> dict[str, Any]:
-        kwargs = super().config_kwargs(policy_config)
-        kwargs["clip_param"] = policy_config.clip_param
-        kwargs["vf_clip_param"] = policy_config.vf_clip_param
-        return kwargs
 
     def _loss(self, log_prob: Tensor, old_log_probs: Tensor | None, old_values: Tensor | None, *tensors: Tensor,
               **terms: Any) -> tuple[Tensor, Metrics]:

@@ -186,9 +186,4 @@ def restore_engine_state(engine: Engine, state: Mapping[str, Any], rank: int, wo
 def _format1_policies(engine: Engine, algorithms: Mapping[str, Any]) -> dict[str, Any]:
     """Format 1 held each policy's ``algorithm`` entry (return normalizers) only; Lightning restores
     the weights and optimizer states: the rest of each policy state stays as it is."""
-    out = {}
-    for tag, algorithm_state in algorithms.items():
-        current = dict(engine.policies[tag].state_dict())
-        current["algorithm"] = algorithm_state
-        out[tag] = current
-    return out
+    return {tag: {**engine.policies[tag].state_dict(), "algorithm": state} for tag, state in algorithms.items()}
