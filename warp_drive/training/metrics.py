@@ -15,7 +15,7 @@ import math
 import numbers
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
@@ -152,14 +152,7 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
     if jsonl.is_file():
         text = jsonl.read_text(encoding="utf-8", errors="replace")
         lines = [line for line in text.splitlines() if line.strip()]
-        rows: list[tuple[int, str]] = []
-        for line in lines:
-            try:
-                iteration = int(json.loads(line)["iteration"])
-            except (ValueError, TypeError, KeyError):  # a line torn by a kill
-                continue
-            rows.append((iteration, line))
-        keep = _once_each([(it, line) for it, line in rows if it <= last_iteration])
+        keep = _kept(lines, lambda line: json.loads(line)["iteration"], last_iteration)
         if len(keep) != len(lines) or (text and not text.endswith("\n")) or len(lines) != len(text.splitlines()):
             _atomic_write_text(jsonl, "".join(line + "\n" for line in keep))
             removed += len(lines) - len(keep)
@@ -173,15 +166,8 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
             if body and not text.endswith("\n"):  # the last row lost its line end: a value may be cut
                 body = body[:-1]
                 removed += 1
-            parsed: list[tuple[int, list[str]]] = []
-            for row in body:
-                if len(row) != len(header) or col is None:
-                    continue  # torn by a kill
-                try:
-                    parsed.append((int(row[col]), row))
-                except ValueError:
-                    continue
-            keep_rows = _once_each([(it, row) for it, row in parsed if it <= last_iteration])
+            whole = [row for row in body if len(row) == len(header) and col is not None]  # else torn by a kill
+            keep_rows = _kept(whole, lambda row: row[col], last_iteration)
             if len(keep_rows) != len(body) or not text.endswith("\n"):
                 buf = io.StringIO()
                 writer = csv.writer(buf)
@@ -192,8 +178,17 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
     return removed
 
 
-def _once_each(rows: list[tuple[int, Any]]) -> list[Any]:
-    """The rows in file order, each iteration's last occurrence only."""
+def _kept(items: list[Any], iteration_of: Callable[[Any], Any], last_iteration: int) -> list[Any]:
+    """The items up to ``last_iteration`` in file order, each iteration's last occurrence only; an
+    item whose iteration does not parse (torn by a kill) is dropped."""
+    rows: list[tuple[int, Any]] = []
+    for item in items:
+        try:
+            iteration = int(iteration_of(item))
+        except (ValueError, TypeError, KeyError):
+            continue
+        if iteration <= last_iteration:
+            rows.append((iteration, item))
     last = {it: k for k, (it, _) in enumerate(rows)}
     return [row for k, (it, row) in enumerate(rows) if last[it] == k]
 
