@@ -43,6 +43,12 @@ def episodes_per_env(total: int, num_envs: int) -> int:
     return math.ceil(int(total) / num_envs)
 
 
+def _playing(engine: Any) -> tuple[Any, dict[str, Any], Any, int, int]:
+    """The engine's env wrapper, policies, data manager, number of envs and episode length."""
+    w = engine.env_wrapper
+    return w, engine.policies, w.cuda_data_manager, w.n_envs, w.episode_length
+
+
 @contextlib.contextmanager
 def fresh_start_states(wrapper: Any) -> Iterator[bool]:
     """Every reset draws a new start state per env replica and episode while inside, where the
@@ -73,9 +79,7 @@ def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: S
     """
     from warp_drive.training.random_policy import UniformRandomActions
 
-    w, policies = engine.env_wrapper, engine.policies
-    dm = w.cuda_data_manager
-    E, T = w.n_envs, w.episode_length
+    w, policies, dm, E, T = _playing(engine)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
     dev = rewards_all.device
     generator = torch.Generator(device=dev).manual_seed(RANDOM_POLICY_SEED)
@@ -319,9 +323,8 @@ def evaluate_per_agent(engine: Any, greedy: bool) -> tuple[dict[str, np.ndarray]
     Returns:
         ``({tag: (E, A_p) float32}, {tag: (E,) int32})``.
     """
-    w, policies, dev = engine.env_wrapper, engine.policies, engine.device
-    dm = w.cuda_data_manager
-    E, T = w.n_envs, w.episode_length
+    w, policies, dm, E, T = _playing(engine)
+    dev = engine.device
     sums = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in policies.items()}
     steps = torch.zeros(E, dtype=torch.int32, device=dev)
     active = torch.ones(E, dtype=torch.bool, device=dev)
@@ -368,9 +371,7 @@ def fetch_episode_states(
     """
     from warp_drive.errors import DataNotFoundError
 
-    w, policies = engine.env_wrapper, engine.policies
-    dm = w.cuda_data_manager
-    E, T = w.n_envs, w.episode_length
+    w, policies, dm, E, T = _playing(engine)
     if isinstance(env_id, bool) or not isinstance(env_id, (int, np.integer)) or not 0 <= env_id < E:
         raise ConfigError(f"env_id={env_id!r} is not an env index; use 0 <= env_id < {E}")
     names = [] if list_of_states is None else list_of_states

@@ -90,8 +90,7 @@ def log_prob_and_entropy(
     col = 0
     for head in head_outputs:
         if isinstance(head, (tuple, list)):
-            mean, std = head
-            lp, ent = gaussian_log_prob_entropy(mean, std, actions[..., col : col + head_width(head)])
+            lp, ent = gaussian_log_prob_entropy(*head, actions[..., col : col + head_width(head)])
         else:
             lp, ent = categorical_log_prob_entropy(head, actions[..., col])
         col += head_width(head)
