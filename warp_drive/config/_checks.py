@@ -185,9 +185,10 @@ def merged_section(section: Any, defaults: Mapping[str, Any], prefix: str) -> di
     return out
 
 
-def reject_null_sections(raw: Mapping[str, Any], defaults: Mapping[str, Any], top_level: bool = False) -> None:
-    """(``top_level``: first, :func:`reject_unknown_keys` on ``raw``'s keys.) A section given as null (``trainer: null``, or ``trainer:`` with nothing under it) is an
-    error, not an empty section: no 2.7.1 config writes one, and it usually means lost indentation.
+def reject_null_sections(raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """(First, :func:`reject_unknown_keys` on ``raw``'s top-level keys.) A section given as null
+    (``trainer: null``, or ``trainer:`` with nothing under it) is an error, not an empty section: no
+    2.7.1 config writes one, and it usually means lost indentation.
     Sections are the keys whose defaults are mappings, at any depth (each ``policy.<tag>`` too)."""
 
     def fail(path: str) -> None:
@@ -214,8 +215,7 @@ def reject_null_sections(raw: Mapping[str, Any], defaults: Mapping[str, Any], to
             else:
                 walk(value, sub, path)
 
-    if top_level:
-        reject_unknown_keys(raw, defaults.keys(), "")
+    reject_unknown_keys(raw, defaults.keys(), "")
     walk(raw, defaults, "")
 
 

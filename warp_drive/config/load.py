@@ -115,11 +115,8 @@ def parse_override(override: str) -> tuple[list[str], Any]:
 
 
 def _is_free(parts: list[str]) -> bool:
-    for pattern in _FREE_PATHS:
-        pat = pattern.split(".")
-        if len(parts) > len(pat) and all(p == "*" or p == q for p, q in zip(pat, parts)):
-            return True
-    return False
+    patterns = (pattern.split(".") for pattern in _FREE_PATHS)
+    return any(len(parts) > len(pat) and all(p == "*" or p == q for p, q in zip(pat, parts)) for pat in patterns)
 
 
 def _policy_template(section: Any, tag: str) -> Mapping[str, Any]:

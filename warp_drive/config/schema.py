@@ -333,7 +333,7 @@ class RunConfig:
         """
         raw = chk.require_mapping(raw, "<run config>")
         defaults = load_defaults()
-        chk.reject_null_sections(raw, defaults, top_level=True)  # and unknown top-level keys
+        chk.reject_null_sections(raw, defaults)  # and unknown top-level keys
         trainer = TrainerConfig.from_dict(raw.get("trainer"))
         policies_raw = chk.require_mapping(raw.get("policy"), "policy")
         if not policies_raw:

@@ -117,10 +117,9 @@ def trusted_cache_entry(path: Path) -> bool:
 
 def find_nvcc() -> str:
     """Path of nvcc: ``$WARP_DRIVE_NVCC``, ``PATH``, then ``$CUDA_HOME/bin``."""
+    homes = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
     candidates = [os.environ.get("WARP_DRIVE_NVCC"), shutil.which("nvcc")]
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            candidates.append(os.path.join(home, "bin", "nvcc"))
+    candidates += [os.path.join(home, "bin", "nvcc") for home in homes if home]
     for cand in candidates:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand

@@ -126,12 +126,9 @@ def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
     dm = wrapper.cuda_data_manager
     env: Any = wrapper.env
     skip = set(dm.reset_data_list) | set(dm.reset_target_to_pool) | set(dm.scalar_data_list)
-    out = {}
-    for feed in (env.get_data_dictionary(), env.get_tensor_dictionary(), env.get_reset_pool_dictionary()):
-        for name, entry in feed.items():
-            if name not in skip and dm.is_data_on_device(name):
-                out[name] = to_device_array(name, entry["data"])
-    return out
+    feeds = (env.get_data_dictionary(), env.get_tensor_dictionary(), env.get_reset_pool_dictionary())
+    return {name: to_device_array(name, entry["data"]) for feed in feeds for name, entry in feed.items()
+            if name not in skip and dm.is_data_on_device(name)}
 
 
 def refresh_shared_data(wrapper: EnvWrapper, known: dict[str, np.ndarray]) -> list[str]:

@@ -64,9 +64,7 @@ class LogController:
         last = self.last_valid_step if last_step is None else last_step
         if check_last_valid_step:
             mask = data_manager.pull_data_from_device(Constants.LOG_MASK)
-            expected = np.zeros_like(mask)
-            expected[: self.last_valid_step + 1] = 1
-            if not np.array_equal(mask, expected):
+            if not np.array_equal(mask, np.arange(mask.size) <= self.last_valid_step):
                 raise ConfigError(f"the device log mask {mask.tolist()} does not match the last logged step {self.last_valid_step}")
         out = {}
         for name in names or data_manager.log_data_list:

@@ -399,11 +399,7 @@ class Sampler:
         """Restore counters saved by :meth:`counters_state`."""
         for key, value in state.items():
             name, head = key.rsplit("/", 1)
-            counter = self._counters.get((name, int(head)))
-            if counter is None:
-                self._counters[(name, int(head))] = value.clone()
-            else:
-                counter.copy_(value)
+            self._counters.setdefault((name, int(head)), value.clone()).copy_(value)
 
 
 def _heads_view(actions: torch.Tensor) -> torch.Tensor:

@@ -89,10 +89,6 @@ class ConsistencyReport:
 
 
 # ============================================================================ random actions
-def _rng(seed: Any) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
 def _random_action(space: Any, rng: np.random.Generator) -> Any:
     space = to_gymnasium(space)
     if isinstance(space, spaces.Discrete):
@@ -110,7 +106,7 @@ def generate_random_actions(env: Any, num_envs: int, seed: Any = None) -> list[d
     ``seed``: an int, a ``numpy.random.Generator`` (drawn from, so successive calls differ) or None.
     The global NumPy RNG is never touched (2.7.1 re-seeded it on every call).
     """
-    rng = _rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     ids = list(env.action_space)
     return [{a: _random_action(env.action_space[a], rng) for a in ids} for _ in range(num_envs)]
 
@@ -376,20 +372,13 @@ class EnvironmentCPUvsGPU:
             )
         report.episodes_completed += int(episodes.sum())
 
-    def _tol(self, name: str, pct: float | None) -> tuple[float, float]:
-        if name in self.tolerances:
-            return self.tolerances[name]
-        if pct is not None:
-            return (pct / 100.0, pct / 100.0)
-        return DEFAULT_TOLERANCE
-
     def _compare(self, cdm: Any, gdm: Any, names: list[str], label: str, seed: int, step: Any,
                  report: ConsistencyReport, pct: float | None) -> None:
         for name in names:
             a = cdm.pull_data_from_device(name)
             b = gdm.pull_data_from_device(name)
             if a.dtype.kind == "f":
-                atol, rtol = self._tol(name, pct)
+                atol, rtol = self.tolerances.get(name, DEFAULT_TOLERANCE if pct is None else (pct / 100.0, pct / 100.0))
                 bad = ~np.isclose(a, b, atol=atol, rtol=rtol, equal_nan=True)
                 err = float(np.nanmax(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
                 report.max_abs_error[name] = max(report.max_abs_error.get(name, 0.0), err)

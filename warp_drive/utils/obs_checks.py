@@ -36,8 +36,7 @@ def check_reset_observations(obs: Mapping[Any, Any], observation_space: Mapping[
             f"unknown: {extra[:10]}); return one observation per agent of observation_space"
         )
     groups: dict[int, tuple[Any, list[Any]]] = {}
-    for agent in observation_space:
-        space = observation_space[agent]
+    for agent, space in observation_space.items():
         groups.setdefault(id(space), (space, []))[1].append(agent)
     for space, agents in groups.values():
         if isinstance(space, spaces.Dict):

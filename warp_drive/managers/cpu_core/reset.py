@@ -83,8 +83,13 @@ def reset_env_rows(
         return
     calls = word_view(pool_counters, np.uint32)[:num_envs]
     pool_bits = philox_words(seed, POOL_STREAM, (envs + env_offset).astype(np.uint32), calls[envs])[:, 0]
-    for k in range(num_entries):
-        _reset_entry(dst[k], src[k], int(sizes[k]), int(pool_sizes[k]), num_envs, envs, pool_bits)
+    for k in range(num_entries):  # entry k's rows of the reset envs, copied as raw 32-bit words
+        size, pool_size = int(sizes[k]), int(pool_sizes[k])
+        if size <= 0:
+            continue
+        src_rows = pool_size if pool_size > 0 else num_envs
+        rows = scale_bits_to_range(pool_bits, pool_size) if pool_size > 0 else envs
+        row_view(dst[k], np.uint32, num_envs, size)[envs] = row_view(src[k], np.uint32, src_rows, size)[rows]
     if start_state is not None:
         start_state(envs, StartKey(int(seed) & 0xFFFFFFFF, (envs + env_offset).astype(np.uint32), calls[envs].copy()))
     calls[envs] += np.uint32(1)
@@ -95,23 +100,6 @@ def reset_env_rows(
 
 #: Twin of the ``reset_when_done`` kernel: :func:`reset_env_rows` of a whole batch (envs from 0).
 reset_when_done = functools.partial(reset_env_rows, 0)
-
-
-def _reset_entry(
-    dst: np.ndarray,
-    src: np.ndarray,
-    size: int,
-    pool_size: int,
-    num_envs: int,
-    envs: np.ndarray,
-    pool_bits: np.ndarray,
-) -> None:
-    """Copies one entry's rows for the reset envs as raw 32-bit words."""
-    if size <= 0:
-        return
-    src_rows = pool_size if pool_size > 0 else num_envs
-    rows = scale_bits_to_range(pool_bits, pool_size) if pool_size > 0 else envs
-    row_view(dst, np.uint32, num_envs, size)[envs] = row_view(src, np.uint32, src_rows, size)[rows]
 
 
 def undo_done_flag_and_reset_timestep(
