@@ -1,8 +1,9 @@
 """The CUDA-graph-captured update against the eager one, side by side in one process (GPU).
 
 Trains Tag continuous on the published run config with this project's chosen settings
-(``learning_side_by_side.ours_config``: 500 envs, PPO 4 epochs x 4 minibatches, bf16 update) and on
-the same with the taggers' update at 8 epochs x 16 minibatches, each with ``trainer.use_cuda_graph``
+(``learning_side_by_side.ours_config``: 500 envs, PPO, bf16 update) with both teams' updates at 4 epochs x
+4 minibatches (round 3's defaults: the runners default to 1 epoch since round 6) and on the same with
+the taggers' update at 8 epochs x 16 minibatches, each with ``trainer.use_cuda_graph``
 false (eager rollout and update) and true (both captured), and reports milliseconds per training
 iteration (``train``), per update (timed from a synchronized start to the GPU's end) and env steps
 per second::
@@ -26,8 +27,8 @@ from common import write_results
 from learning_side_by_side import RESULTS, build_trainer, ours_config, release
 
 VARIANTS = {
-    "chosen-4x4": [],
-    "tagger-8x16": ["policy.tagger.num_epochs=8", "policy.tagger.num_minibatches=16"],
+    "chosen-4x4": ["policy.runner.num_epochs=4"],
+    "tagger-8x16": ["policy.runner.num_epochs=4", "policy.tagger.num_epochs=8", "policy.tagger.num_minibatches=16"],
 }
 
 
