@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -47,7 +48,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from common import cpu_model, environment
+# warp_drive and example_envs (their run configs) from this tree, not an installed copy: a `pip install .`
+# elsewhere once made this script train a config other than the tree's
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import cpu_model, environment  # noqa: E402
 
 logger = logging.getLogger("learning_classic_control")
 
