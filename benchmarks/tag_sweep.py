@@ -49,7 +49,7 @@ CANDIDATES: dict[str, list[str]] = {
     # measure the runners' epochs against it: round 3's 4 epochs (68 M env steps in 300 s) and 2 (104 M)
     "runner-4epochs": ["policy.runner.num_epochs=4"],
     "runner-2epochs": ["policy.runner.num_epochs=2"],
-    "slow-runners": ["policy.runner.lr=0.0003", "policy.runner.num_epochs=2"],  # both of the above
+    "slow-runners": ["policy.runner.lr=0.0003", "policy.runner.num_epochs=2"],  # runner-lr3e-4 and runner-2epochs
     # round 3's 250 envs (twice the updates per env step) was launch-bound then; the captured update is not
     "250envs": ["trainer.num_envs=250", "trainer.train_batch_size=10000"],
 }

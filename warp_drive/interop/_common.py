@@ -176,8 +176,7 @@ def install_start_states(
     With ``shared_seed``, the env is first re-seeded as a whole with it (:func:`reseed_env`: roles,
     reset pools, ...) and the arrays shared by all replicas are rewritten on the store
     (:func:`refresh_shared_data`: those that differ from ``known``, the adapter's record of what
-    the store holds); pass it only when every
-    replica restarts. Then, for replica ``rows[k]``: if
+    the store holds); pass it only when every replica restarts. Then, for replica ``rows[k]``: if
     ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
     (:func:`reseed_env` with ``method="reseed_start_states"``); ``env.reset()`` draws one initial state, its observations are checked
     against the observation space, and every array the env flags ``save_copy_and_apply_at_reset``
