@@ -187,6 +187,35 @@ def summarize(results: list[SeedResult], threshold: float) -> dict[str, Any]:
             "train_seconds": stats([r.train_seconds for r in results])}
 
 
+def merge(files: list[str], out: str | None) -> int:
+    """One results file from several runs of the same envs on other seeds (say one job per GPU):
+    the seeds of each env side by side, its summary over all of them, each file's environment kept."""
+    if out is None:
+        raise SystemExit("--merge needs --out (the merged results file)")
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    envs: dict[str, Any] = {}
+    for doc in docs:
+        for key, entry in doc["envs"].items():
+            merged = envs.setdefault(key, {"zoo": entry["zoo"], "seeds": [], "load_average_at_end": []})
+            seen = {s["seed"] for s in merged["seeds"]}
+            if seen & {s["seed"] for s in entry["seeds"]}:
+                raise SystemExit(f"{key}: seed(s) {sorted(seen & {s['seed'] for s in entry['seeds']})} in more than one file")
+            merged["seeds"] += entry["seeds"]
+            merged["load_average_at_end"].append(entry["load_average_at_end"])
+    for entry in envs.values():
+        entry["seeds"].sort(key=lambda s: s["seed"])
+        entry["summary"] = summarize([SeedResult(**{**s, "curve": [tuple(c) for c in s["curve"]]}) for s in entry["seeds"]],
+                                     entry["zoo"]["zoo_return"])
+    first = docs[0]
+    payload = {**{k: first[k] for k in ("benchmark", "backend", "eval_envs", "algorithm", "overrides") if k in first},
+               "environment": first["environment"], "seeds": sorted({s["seed"] for e in envs.values() for s in e["seeds"]}),
+               "envs": envs, "merged_from": [{"file": Path(f).name, "envs": sorted(d["envs"]), "seeds": d["seeds"],
+                                              "environment": d["environment"]} for f, d in zip(files, docs)]}
+    Path(out).write_text(json.dumps(payload, indent=2))
+    print(f"results: {out}")
+    return 0
+
+
 def host() -> dict[str, Any]:
     """Host name, CPU model, core count and torch threads beside :func:`common.environment`."""
     return {"hostname": socket.gethostname(), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
@@ -209,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", nargs="*", default=[], help="dotted overrides on top of every bundled config")
     p.add_argument("--out", default=None, help="results JSON (default benchmarks/results/learning_classic_control_<device>.json)")
     p.add_argument("--update", action="store_true", help="keep the other envs of an existing --out file (one env at a time)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                   help="no training: gather the seeds of these results files (one job per GPU and seed) into --out")
     args = p.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out)
     if args.envs is None:
         args.envs = [env for env in ZOO if args.algorithm == "bundled" or "SAC" in ZOO[env]]
     logging.basicConfig(level=logging.INFO, format="%(message)s")

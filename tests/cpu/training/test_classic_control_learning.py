@@ -61,3 +61,23 @@ def test_benchmark_writes_per_seed_results_and_the_zoo_row(tmp_path, bench):
         bench.main(["--envs", "pendulum", "--seeds", "3", "--checks", "1", "--eval_envs", "4", "--eval_episodes", "4",
                     "--set", "trainer.num_episodes=21", "--out", str(out), "--update"])
     assert sorted(json.loads(out.read_text())["envs"]) == ["cartpole", "pendulum"]
+
+
+def test_merge_gathers_seeds_of_several_files_and_refuses_a_seed_twice(tmp_path, bench):
+    """One job per GPU and seed, then ``--merge``: the seeds side by side and the summary over all."""
+    files = []
+    for seed in (5, 6):
+        files.append(tmp_path / f"s{seed}.json")
+        with torch_threads(1):
+            bench.main(["--envs", "cartpole", "--seeds", str(seed), "--checks", "1", "--eval_envs", "5",
+                        "--eval_episodes", "5", "--set", "trainer.num_episodes=2", "--out", str(files[-1])])
+    out = tmp_path / "merged.json"
+    assert bench.main(["--merge", *map(str, files), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    seeds = doc["envs"]["cartpole"]["seeds"]
+    assert doc["seeds"] == [5, 6] and [s["seed"] for s in seeds] == [5, 6] and len(doc["merged_from"]) == 2
+    returns = [s["greedy_return_mean"] for s in seeds]
+    assert doc["envs"]["cartpole"]["summary"]["greedy_return"] == {
+        "mean": float(np.mean(returns)), "min": min(returns), "max": max(returns)}
+    with pytest.raises(SystemExit, match="seed"):
+        bench.main(["--merge", str(files[0]), str(files[0]), "--out", str(out)])
