@@ -18,7 +18,10 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
-OVERRIDES = ["trainer.num_envs=50", "trainer.train_batch_size=1000", "trainer.num_episodes=24", "trainer.seed=5",  # 12 iterations
+# 12 iterations; the runners' update pinned at 4 epochs x 4 minibatches (16 captured minibatch steps per iteration,
+# so k = 20 and 70 land inside an update; the bundled config's 1 runner epoch would end the run at 48)
+OVERRIDES = ["trainer.num_envs=50", "trainer.train_batch_size=1000", "trainer.num_episodes=24", "trainer.seed=5",
+             "policy.runner.num_epochs=4", "policy.runner.num_minibatches=4",
              "saving.metrics_log_freq=3", "saving.model_params_save_freq=4", "saving.checkpoint_every_seconds=0"]
 
 
