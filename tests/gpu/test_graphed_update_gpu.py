@@ -11,13 +11,13 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3)):
+def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation="relu"):
     from warp_drive.training.algorithms.ppo import PPO
     from warp_drive.training.buffers import RolloutBatch
     from warp_drive.training.models.fully_connected import FullyConnected
 
     g = torch.Generator().manual_seed(seed)
-    model = FullyConnected(obs, list(heads), fc_dims=(64, 64), normalize_obs=True).cuda()
+    model = FullyConnected(obs, list(heads), fc_dims=(64, 64), normalize_obs=True, activation=activation).cuda()
     cols = [torch.randint(0, n, (steps, envs, agents, 1), generator=g) for n in heads]
     batch = RolloutBatch(
         obs=torch.randn(steps, envs, agents, obs, generator=g).cuda(),
@@ -32,12 +32,12 @@ def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3)):
     return model, algorithm, batch
 
 
-def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4):
+def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4, activation="relu"):
     from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
     from warp_drive.training.algorithms.update import update_policy
     from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
-    model, algorithm, batch = _setup()
+    model, algorithm, batch = _setup(activation=activation)
     twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
@@ -61,8 +61,9 @@ def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4):
     return model, twin, metrics
 
 
-def test_graphed_step_trains_the_eager_weights_fp32(no_tf32):
-    model, twin, metrics = _eager_and_graphed()
+@pytest.mark.parametrize("activation", ["relu", "tanh"])  # relu: fused GEMM on CUDA; tanh: the plain trunk
+def test_graphed_step_trains_the_eager_weights_fp32(no_tf32, activation):
+    model, twin, metrics = _eager_and_graphed(activation=activation)
     for a, b in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(model.buffers(), twin.buffers()):  # observation statistics, merged after the steps

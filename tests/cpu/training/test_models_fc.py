@@ -130,6 +130,29 @@ def test_unknown_init_method():
         FullyConnected(4, [3], (8,), init_method="kaiming")
 
 
+def test_tanh_activation_from_config_kwargs_and_its_forward():
+    """``model.kwargs.activation: tanh`` (stable-baselines3's MlpPolicy default): Tanh after each
+    hidden layer, the same parameter names (2.7.1's saved policies still map), the heads on tanh features."""
+    torch.manual_seed(0)
+    cfg = ModelConfig.from_dict({"fc_dims": [8, 8], "init_method": "orthogonal", "kwargs": {"activation": "tanh"}})
+    model = ModelFactory().build(cfg, (4,), ActionSpec(categorical=(3,)))
+    assert [type(m) for m in model.trunk] == [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]
+    assert set(model.state_dict()) == set(FullyConnected(4, [3], (8, 8)).state_dict())
+    x = torch.randn(5, 4) * 3
+    h = torch.tanh(model.trunk[2](torch.tanh(model.trunk[0](x))))
+    heads, values = model(x)
+    torch.testing.assert_close(values, model.value_head(h).squeeze(-1))
+    torch.testing.assert_close(heads[0], torch.softmax(model.policy_heads[0](h), -1))
+    relu = FullyConnected(4, [3], (8, 8))
+    relu.load_state_dict(model.state_dict())
+    assert not torch.allclose(relu(x)[1], values)  # the activation is what differs
+
+
+def test_unknown_activation_names_the_value_and_the_choices():
+    with pytest.raises(ConfigError, match=r"activation='gelu' \(model.kwargs.activation\).*relu, tanh"):
+        FullyConnected(4, [3], (8,), activation="gelu")
+
+
 def test_action_heads_from_space():
     assert action_heads_from_space(spaces.Discrete(5)) == ActionSpec(categorical=(5,))
     spec = action_heads_from_space(spaces.MultiDiscrete([11, 21]))

@@ -22,8 +22,12 @@ from warp_drive.training.models.fused_linear import linear_relu
 Tensor = torch.Tensor
 
 
+#: ``model.kwargs.activation`` -> the hidden layers' activation module.
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
+
+
 class FullyConnected(nn.Module):
-    """Actor-critic MLP: ``Linear -> ReLU`` per ``fc_dims`` entry, then policy and value heads.
+    """Actor-critic MLP: ``Linear -> ReLU`` (or ``Tanh``) per ``fc_dims`` entry, then policy and value heads.
 
     Observations may be one tensor or a dict of tensors. Dict keys are flattened and
     concatenated in sorted key order, except ``action_mask``: a 0/1 tensor over all categorical
@@ -52,6 +56,8 @@ class FullyConnected(nn.Module):
             +/-10) before the trunk; the policy update moves the statistics once per iteration.
             Config: ``policy.<tag>.model.kwargs.normalize_obs: true``. False (default): the raw
             observation, as 2.7.1.
+        activation: ``"relu"`` (default, as 2.7.1) or ``"tanh"`` (stable-baselines3's ``MlpPolicy``
+            default) after each hidden layer. Config: ``policy.<tag>.model.kwargs.activation``.
 
     Shapes:
         obs: (*lead, *obs_dims) or {key: (*lead, *obs_dims[key])};
@@ -71,10 +77,15 @@ class FullyConnected(nn.Module):
         action_scale: float | None = None,
         action_bias: float | None = None,
         normalize_obs: bool = False,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         if not isinstance(normalize_obs, (bool, np.bool_)):
             raise ConfigError(f"normalize_obs={normalize_obs!r} must be true or false (model.kwargs.normalize_obs)")
+        if activation not in ACTIVATIONS:
+            raise ConfigError(f"activation={activation!r} (model.kwargs.activation) is unknown; choose one of "
+                              f"{', '.join(ACTIVATIONS)}")
+        self.activation = activation
         if not isinstance(action_spec, ActionSpec):
             action_spec = ActionSpec(categorical=tuple(action_spec))
         self.action_spec = action_spec
@@ -109,7 +120,7 @@ class FullyConnected(nn.Module):
         for i, hidden in enumerate(fc_dims):
             if int(hidden) < 1:
                 raise DataShapeError(f"fc_dims[{i}]={hidden} must be >= 1.")
-            layers += [nn.Linear(width, int(hidden)), nn.ReLU()]
+            layers += [nn.Linear(width, int(hidden)), ACTIVATIONS[activation]()]
             width = int(hidden)
         self.trunk = nn.Sequential(*layers)
         if action_spec.is_gaussian:
@@ -219,6 +230,8 @@ class FullyConnected(nn.Module):
     def _trunk(self, x: Tensor) -> Tensor:
         """``self.trunk(x)``, each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
         (:func:`~warp_drive.training.models.fused_linear.linear_relu`)."""
+        if self.activation != "relu":
+            return self.trunk(x)
         layers = list(self.trunk)
         for i in range(0, len(layers), 2):
             x = linear_relu(x, layers[i])
