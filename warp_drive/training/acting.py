@@ -60,20 +60,15 @@ def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
 def observe(dm: Any, policy: Policy, obs_names: list[str], step: int | None,
             rows: slice = slice(None)) -> Any:
     """The policy's observations to run it on (:func:`policy_obs`), also recorded in its obs buffer
-    at ``step`` (env rows ``rows``) unless ``step`` is None (:func:`record_policy_obs`: gathered
-    once, straight into the buffer, where it can)."""
+    at ``step`` (env rows ``rows``; :func:`record_policy_obs`) unless ``step`` is None."""
     if step is None:
         return policy_obs(dm, policy, obs_names)
     return record_policy_obs(dm, policy, obs_names, step, rows)
 
 
 def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
-    """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given.
-
-    On the cpu backend this keeps a forward's activations small (cache-sized, reused by the
-    allocator) instead of ``E x A x width`` floats per layer; the outputs are concatenated back.
-    None, or a chunk covering every env: one call.
-    """
+    """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given, the outputs
+    concatenated back (the cpu backend's chunks: :data:`~warp_drive.training.engine.CPU_CHUNK_SAMPLES`)."""
     first = next(iter(obs.values())) if isinstance(obs, dict) else obs
     num_envs = first.shape[0]
     if chunk_envs is None or chunk_envs >= num_envs:

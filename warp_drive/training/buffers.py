@@ -4,16 +4,8 @@ Every record is time first: ``(B, E, A, ...)`` for ``B`` env steps of ``E`` env 
 policy's ``A`` agents (``(B, E)`` for per-env flags). This module and the return computation
 (:meth:`~warp_drive.training.algorithms.a2c.A2C.compute_advantages`) are the only code that knows
 that layout: the rollout, the CPU pipeline and the drivers read and write rows through the
-functions and methods here.
-
-* :class:`RolloutBuffers`: one on-policy (A2C/PPO) policy's record;
-* :class:`SharedBuffers`: the per-step arrays every policy reads (done flags, timesteps,
-  truncation flags, all agents' rewards and actions), and :meth:`SharedBuffers.finalize`, which
-  hands each policy its rewards, actions and episode-end flags;
-* :class:`RolloutBatch`: what an actor-critic update trains on, and its shuffled minibatches;
-* :func:`obs_row`, :func:`record_obs`, :func:`record_row`: a step's row of any policy's record
-  (also the replay-style records of the ``act()`` policies, e.g.
-  :class:`~warp_drive.training.algorithms.transitions.TransitionBuffers`).
+functions and methods here (:func:`obs_row`, :func:`record_obs` and :func:`record_row` serve any
+policy's record, e.g. :class:`~warp_drive.training.algorithms.transitions.TransitionBuffers`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Building a run in one place: run config -> env -> env wrapper -> trainer (its engine).
 
-The command lines (:mod:`warp_drive.cli`: the example training script, 2.7.1's
-``setup_trainer_and_train``), the Lightning engine factory
+The command lines (:mod:`warp_drive.cli`), the Lightning engine factory
 (:class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory`) and your own code call
-:func:`build_trainer` with an env class (found by name in a registrar by the caller); the engine
-itself is built by its constructor from the env wrapper (:class:`~warp_drive.training.engine.Engine`),
-which is also how code written against 2.7.1 builds a ``Trainer``.
+:func:`build_trainer` with an env class (found by name by the caller); the engine itself is built by its
+constructor from the env wrapper (:class:`~warp_drive.training.engine.Engine`), as 2.7.1 code builds a ``Trainer``.
 """
 
 from __future__ import annotations

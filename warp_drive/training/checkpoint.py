@@ -228,8 +228,7 @@ def read_checkpoint(path: str | Path, state: Mapping[str, Any] | None, config: A
     own env state under ``"rank_state"`` (None: none saved for this rank or world size).
 
     ``path`` is a checkpoint file or a run folder (see :func:`resolve_checkpoint`); ``state`` is
-    its already-read contents, if the caller has them. The run's config must match the
-    checkpoint's env, model and ``num_envs`` (:func:`check_resume_compatible`) and its policies.
+    its already-read contents, if the caller has them.
 
     Raises:
         CheckpointError: see :func:`resolve_checkpoint` and :func:`check_resume_compatible`; other

@@ -9,9 +9,8 @@ Python object other than tensors, numbers, strings and containers. Errors are
 mismatch) and the ``path``.
 
 The policy weight files ``<tag>_<timestep>.state_dict`` are 2.7.1's (:func:`write_policy_files`,
-:func:`load_state_dict_file`). :data:`FORMAT_VERSION` is the version of the state an engine writes
-(:meth:`~warp_drive.training.engine.Engine.state_dict`). Whole checkpoints of a run folder (which
-file to resume from, whether it fits the run) are :mod:`warp_drive.training.checkpoint`'s.
+:func:`load_state_dict_file`). Whole checkpoints of a run folder (which file to resume from, whether
+it fits the run) are :mod:`warp_drive.training.checkpoint`'s.
 """
 
 from __future__ import annotations

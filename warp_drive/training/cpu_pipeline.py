@@ -4,13 +4,13 @@ The NumPy env step and sampler run on one core while a torch forward can use all
 ``C`` torch threads (``torch.get_num_threads()``) a step of the plain loop (:meth:`Rollout.run`)
 leaves ``C - 1`` cores idle for its NumPy half. Here the envs are split into ``C`` contiguous
 parts and each part runs the whole rollout loop (record observations, sample, env step, reset,
-forward, in the plain loop's order) in its own thread, torch on one intra-op thread: NumPy and torch release the GIL, so one
-part's env step overlaps another part's forward and every core stays busy. The parts wait for
-each other only at the end of the rollout.
+forward, in the plain loop's order) in its own thread, torch on one intra-op thread: NumPy and torch
+release the GIL, so one part's env step overlaps another part's forward and every core stays busy.
+The parts wait for each other only at the end of the rollout.
 
 Results are those of the plain loop (``tests/cpu/training/test_cpu_pipeline.py``), bit for bit
-where the BLAS rounds a row the same whatever the threads of the call (MKL on AVX2; on AVX-512 a
-two-thread GEMM of the plain loop may round a row 1 ulp apart):
+where the BLAS rounds a row the same whatever the other rows and threads of the call (MKL's float32
+GEMM on AVX2, for calls of 4 rows or more in multiples of 4), else to float rounding:
 
 * the env's ``numpy_step`` treats envs independently (the env says so: see :data:`SEPARABLE`), and
   each part steps a view of its envs' rows of every per-env array;
@@ -19,11 +19,8 @@ two-thread GEMM of the plain loop may round a row 1 ulp apart):
   so which thread draws a row does not change the draw. Resets likewise pass their first env
   (:func:`~warp_drive.managers.cpu_kernels.reset_env_rows`) for the reset-pool draws;
 * the policy is row-wise (an MLP): a forward of a part gives the rows the whole forward gives, as
-  for the env chunks that :meth:`Rollout.forward` already uses on the cpu. (MKL's float32 GEMM
-  gives a row the same bits whatever the other rows of the call for calls of 4 rows or more, in
-  multiples of 4; otherwise, e.g. a part of 3 envs of 1 agent, results agree to float rounding.
-  At the tutorial config every forward has 500 rows or more.) Layers whose forward changes state
-  (batch-norm statistics, dropout draws) keep the rollout in one thread.
+  for the env chunks that :meth:`Rollout.forward` already uses on the cpu. Layers whose forward
+  changes state (batch-norm statistics, dropout draws) keep the rollout in one thread.
 
 Everything before the first step (:meth:`Rollout.begin`) and after the last
 (:meth:`Rollout.finalize`) runs once, on every core, as in the plain loop.
@@ -63,14 +60,9 @@ _PIPELINES: "weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], EnvPartsRollo
 
 
 def rollout_in_env_parts(rollout: Any, timer: Any = None) -> dict[str, Tensor] | None:
-    """One rollout (what the plain loop of :meth:`Rollout.run` does) in env parts, when
-    :func:`why_not_parts` finds nothing against it; else None and nothing is done.
-
-    ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) gets the phases as the
-    first part's thread sees them (the other parts run at the same time).
-
-    Returns ``{tag: V(s_B)}``, the values of the observations after the last step.
-    """
+    """One rollout (what the plain loop of :meth:`Rollout.run` does) in env parts, returning ``{tag: V(s_B)}``,
+    when :func:`why_not_parts` finds nothing against it; else None and nothing is done. ``timer`` gets the
+    phases as the first part's thread sees them (the other parts run at the same time)."""
     key = (getattr(rollout.dm, "version", None), torch.get_num_threads(), rollout.greedy)
     cached = _PIPELINES.get(rollout)
     if cached is None or cached[0] != key:
@@ -128,9 +120,7 @@ def _stateful_layer(model: torch.nn.Module) -> str | None:
 
 
 def _env_axis_names(dm: Any, spec: Any) -> set[str]:
-    """The per-env arrays a part slices: reset-registered arrays and their saved copies, pool
-    targets, the observation, action and reward placeholders, done flags, timesteps and (envs
-    that write it) the truncation flags."""
+    """The per-env arrays a part slices: the placeholders and flags the rollout reads, and the reset arrays."""
     names = {Constants.DONE, Constants.TIMESTEP, Constants.REWARDS, Constants.ACTIONS, *spec.obs_names}
     names.update(p.action_name for p in spec.policies.values())
     if dm.is_data_on_device(Constants.TRUNCATED):
@@ -255,8 +245,7 @@ class EnvPartsRollout:
                                            self.dm.num_envs * p.num_agents)
 
     def _run_part(self, part: _Part, mark: Any = None) -> None:
-        """Every step of the rollout for one part (records the first error and stops the others);
-        ``mark(phase)`` as in :meth:`Rollout.run`."""
+        """Every step of the rollout for one part (records the first error and stops the others)."""
         mark = mark or no_mark
         step_envs = self.spec.env_wrapper.env.numpy_step
         R = self.rollout

@@ -4,9 +4,6 @@ The rollout touches only tensors at fixed addresses (placeholders, model paramet
 place by the optimizer, sampler counters, rollout buffers), performs no host synchronisation and
 launches the pycuda kernels on the capturing stream, so one graph replay per iteration re-runs
 every policy forward, sampler launch, env step and reset with no Python or launch overhead.
-
-The first call runs the rollout eagerly (its results are used: nothing is wasted) and captures
-the graph for the following calls.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 class GraphedRollout:
-    """Runs ``body()`` eagerly once, then as a CUDA graph.
+    """Runs ``body()`` eagerly once (its results are used: nothing is wasted), then as a CUDA graph.
 
     Args:
         body: the rollout; returns the final values ``{tag: V(s_B)}``.

@@ -62,10 +62,7 @@ class TrainerDDPG(Trainer):
 
     def evaluate_episodes(self, **sample_params: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """2.7.1's evaluator: one episode per env; ``scale=0`` (or ``use_argmax=True``) plays ``mu(s)``,
-        anything else the exploring actor.
-
-        Returns ``({tag: (E, A_p) returns}, {tag: (E,) lengths})``.
-        """
+        anything else the exploring actor. Returns ``({tag: (E, A_p) returns}, {tag: (E,) lengths})``."""
         unknown = set(sample_params) - set(SAMPLE_PARAMS)
         if unknown:
             raise ConfigError(f"unknown sample parameter(s) {sorted(unknown)}; DDPG takes {', '.join(SAMPLE_PARAMS)}")
@@ -77,9 +74,8 @@ class TrainerDDPG(Trainer):
 
     # ------------------------------------------------------------------ TrainerDDPG's old checkpoints
     def load_checkpoint(self, path: str | Path, state: Mapping[str, Any] | None = None) -> Path:
-        """Restore a checkpoint: the trainer's own, or one TrainerDDPG wrote before DDPG joined the
-        one training loop (format ``"ddpg-1"``: networks, optimizers, OU states, counters, shuffle
-        generator, env replicas)."""
+        """Restore a checkpoint: the trainer's own, or a :data:`LEGACY_FORMAT` one (networks, optimizers, OU
+        states, counters, shuffle generator, env replicas)."""
         path = Path(path)
         if state is None and path.is_file():
             state = safe_load(path, map_location=self.device)

@@ -112,20 +112,13 @@ def barrier() -> None:
 
 
 # ----------------------------------------------------------------------------- stopping gloo's threads
-# A gloo process group runs its collectives in C++ worker threads, which drop their reference to a
-# finished collective only after the caller has been woken. When that reference is the last one to a
-# tensor that Python has already let go of (the output list of an all_gather, say, or a tensor that a
-# later barrier still holds through its list of prior work), the worker thread releases the tensor's
-# Python object and so takes the GIL. Once the interpreter is finalizing, CPython 3.11 ends such a
-# thread with pthread_exit, whose unwinding through the worker's noexcept destructor calls
-# std::terminate: "terminate called without an active exception", SIGABRT, after a run that had
-# finished (the two-process test in tests/cpu/training/test_distributed.py, 10 of 63 runs on 2 cores;
-# core dumps: ProcessGroupGloo::runLoop -> ~AsyncBarrierWork -> ~AsyncAllgatherWork -> decref_pyobject
-# -> take_gil -> PyThread_exit_thread, the main thread in Py_FinalizeEx). destroy_process_group() does
-# not stop these threads (gloo's shutdown does nothing; DDP wrappers still hold the group); they stop when the
-# backend is destroyed. So this module keeps a reference to every gloo backend it joins and lets it go
-# at exit, before finalization, once everything else has let go: the backend's destructor, run with the
-# GIL released, lets its workers finish and joins them.
+# A gloo process group runs its collectives in C++ worker threads, which may drop the last reference to a
+# tensor (and so take the GIL) after the caller has been woken. Once the interpreter is finalizing, CPython 3.11
+# ends such a thread with pthread_exit, whose unwinding through the worker's noexcept destructor calls
+# std::terminate (SIGABRT after a run that had finished). destroy_process_group() does not stop these threads
+# (gloo's shutdown does nothing; DDP wrappers still hold the group); destroying the backend does. So this module
+# keeps a reference to every gloo backend it joins and lets it go at exit, before finalization, once everything
+# else has let go: the backend's destructor, run with the GIL released, lets its workers finish and joins them.
 _HELD_BACKENDS: list[Any] = []  # gloo backends of the groups joined here, let go by release_backends()
 _EXIT_HOOK: list[bool] = []  # release_backends is registered with atexit (once)
 
@@ -178,10 +171,8 @@ def release_backends() -> None:
     """Leave the process group (if still joined) and stop the gloo worker threads of the groups held by
     :func:`hold_backends` while the interpreter is whole (at exit; see the comment above).
 
-    The models, DDP wrappers and trainers that still reference a group are collected first; the held
-    reference is then the last, and dropping it destroys the backend with the GIL released: its worker
-    threads release what they hold and are joined. A group still referenced elsewhere (a module-level
-    DDP model) keeps its threads until finalization.
+    Unreferenced models, DDP wrappers and trainers are collected first, so the held reference is the last;
+    a group still referenced elsewhere (a module-level DDP model) keeps its threads until finalization.
     """
     clear_torch_process_group()
     _left_group()  # (again: the callbacks only forget)
@@ -235,8 +226,7 @@ def clear_torch_process_group() -> None:
 
 
 _SPAWN = multiprocessing.get_context("spawn")
-#: Largest pickled exception a child hands back as it is; a larger one (a huge message) is replaced
-#: by a ChildProcessError holding the first lines of its traceback, so the pipe never fills up.
+#: Largest pickled exception a child hands back as it is; larger ones are summarised, so the pipe never fills up.
 _MAX_EXCEPTION_BYTES = 32 * 1024
 
 

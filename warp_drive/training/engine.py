@@ -1,9 +1,7 @@
 """The training engine: a run's env replicas, sampler, policies and rollout buffers behind one API.
 
-Every driver of a run goes through the same few calls: the
-:class:`~warp_drive.training.trainer.Trainer` (WarpDrive 2.7.1's trainer: an engine, the training
-loop, metric files, checkpoints and 2.7.1's methods) and the Lightning module
-(:mod:`warp_drive.training.lightning`). One iteration, whoever drives it::
+Every driver of a run goes through the same few calls: the :class:`~warp_drive.training.trainer.Trainer` and
+the Lightning module (:mod:`warp_drive.training.lightning`). One iteration, whoever drives it::
 
     batches = engine.collect()                 # one on-device rollout -> {tag: training batch}
     metrics = engine.update_policies(batches)  # every trained policy's gradient steps
@@ -48,9 +46,8 @@ ClipHook = Callable[[Any, "float | None"], None]
 #: ``DEFAULT_MODEL_FACTORY.add``).
 DEFAULT_MODEL_FACTORY = ModelFactory()
 
-#: cpu backend: agent-samples (rows x agents) per chunk of a policy forward in the rollout and of
-#: the update's forward + backward (gradients accumulated over chunks): activations stay cache-sized
-#: instead of growing with the batch (2.75 M samples x 256 floats per layer at the tutorial config).
+#: cpu backend: agent-samples (rows x agents) per chunk of a policy forward in the rollout and of the update's
+#: forward + backward (gradients accumulated over chunks): activations stay cache-sized, whatever the batch.
 CPU_CHUNK_SAMPLES = 4096
 
 
@@ -73,11 +70,10 @@ class Engine:
     through the hooks of :class:`~warp_drive.training.algorithms.base.Policy`; the engine names no
     algorithm.
 
-    Each iteration rolls out ``B = train_batch_size // num_envs`` steps per env on the device (no
-    host sync per step), then updates every trained policy, still on the device. On the cpu backend
-    forwards and backwards run on chunks of ``cpu_chunk_samples`` agent-samples (attribute, default
-    :data:`CPU_CHUNK_SAMPLES`; gradients accumulate over chunks); on a GPU an update's minibatch
-    runs in chunks only when its activations would not fit (:meth:`update_chunk_rows`).
+    Each iteration rolls out ``B = train_batch_size // num_envs`` steps per env on the device (no host sync
+    per step), then updates every trained policy, still on the device. Forwards and backwards run in chunks:
+    of ``cpu_chunk_samples`` agent-samples on the cpu backend (attribute, default :data:`CPU_CHUNK_SAMPLES`),
+    on a GPU only when an update's activations would not fit (:meth:`update_chunk_rows`).
 
     Args:
         env_wrapper: an :class:`~warp_drive.env_wrapper.EnvWrapper` (pycuda or cpu backend).
@@ -141,8 +137,7 @@ class Engine:
 
     @property
     def perf(self) -> dict[str, float]:
-        """Counters: ``rollout``, ``training``, ``total`` seconds and env ``steps``. Read it; the
-        engine's methods update it."""
+        """Counters: ``rollout``, ``training``, ``total`` seconds and env ``steps`` (the engine updates them)."""
         return self.counters.perf
 
     @property
@@ -279,10 +274,8 @@ class Engine:
         timer: PhaseTimer | None = None,
     ) -> dict[str, dict[str, Tensor]]:
         """One update (epochs x minibatches) of every trained policy; every policy's timestep
-        advances by ``train_batch_size``.
-
-        The hooks let a driver such as Lightning take over parts of each gradient step; by
-        default the engine does everything itself.
+        advances by ``train_batch_size``. The hooks let a driver such as Lightning take over parts
+        of each gradient step.
 
         Args:
             batches: :meth:`collect`'s output (``{tag: batch}`` for every trained policy).

@@ -3,8 +3,7 @@
 :func:`evaluate` (``Trainer.evaluate``) reports each policy's mean episode return and that of the
 uniform-random policy with 95% Student t intervals; :func:`compare_with_random` and
 :func:`comparison_table` give the end-of-run learning summary. Every function plays inside
-:meth:`Engine.evaluation_episodes <warp_drive.training.engine.Engine.evaluation_episodes>`: the envs
-are force-reset before and after, so training continues from fresh episodes.
+:meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs force-reset before and after).
 """
 
 from __future__ import annotations
@@ -218,18 +217,12 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
 
     ``greedy``: the trained policies play greedily (argmax / Gaussian mean) or sample their actions
     as in training; None: greedily with one policy (as rl-baselines3-zoo evaluates), sampled with
-    several. In a game the trained object is a stochastic policy: measured on the CPU-sized Tag run
-    (120 iterations, 200 episodes), the sampled taggers beat random taggers against both kinds of
-    opponents (14.6 vs 12.25 against random runners, 9.25 vs 7.65 against the trained ones) while
-    their argmax tagged less than random (8.88 vs 12.05), as did untrained argmax taggers (8.07 vs
-    12.85): a deterministic pursuer that is still unsure is easy to escape.
+    several: in a game the trained object is a stochastic policy, and a deterministic pursuer that is
+    still unsure is easy to escape (the Tag measurements: ``docs/config_reference.md``).
 
-    With several policies (Tag's taggers and runners) "better" is decided per policy against fixed
-    opponents, two ways: against uniformly random other policies (the policy playing its model vs
-    every policy uniformly random) and against the other trained policies (the policy playing its
-    model vs the policy uniformly random, the others playing their models); better in either counts.
-    (The all-trained game against the all-random game cannot serve: in a zero-sum game both teams
-    cannot beat the all-random game at once.)
+    With several policies "better" is decided per policy against fixed opponents, two ways
+    (:class:`Comparison`); the all-trained game against the all-random game cannot serve, since in a
+    zero-sum game both teams cannot beat the all-random game at once.
 
     Raises:
         ConfigError: ``total_episodes`` below 1.

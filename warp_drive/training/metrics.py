@@ -30,13 +30,7 @@ JSONL_NAME, CSV_NAME, TENSORBOARD_DIR = "metrics.jsonl", "metrics.csv", "tensorb
 
 
 def _to_numbers(metrics: Mapping[str, Any]) -> dict[str, Number]:
-    """Converts metric values to Python ints/floats with one host sync per tensor device.
-
-    Raises:
-        ConfigError: a key is not a string or is one of ``INDEX_KEYS``.
-        DataShapeError: a tensor or array value holds more than one element.
-        DataTypeError: a value is not a number.
-    """
+    """Metric values as Python ints/floats, one host sync per tensor device (raises as :meth:`MetricsWriter.write`)."""
     torch: Any = sys.modules.get("torch")  # no tensor can exist unless torch is already imported
     out: dict[str, Any] = {}
     by_device: dict[Any, dict[str, Any]] = {}
@@ -198,8 +192,7 @@ def _open_append(path: Path) -> int:
 
 
 def _append_line(fd: int, text: str) -> None:
-    """Appends one whole line with one ``write`` to an ``O_APPEND`` descriptor (a kill leaves the
-    line whole or absent; a short write, e.g. on a full disk, is completed or raises)."""
+    """Appends one line with one ``write`` to an ``O_APPEND`` descriptor (a short write is completed or raises)."""
     data = text.encode("utf-8")
     while data:
         data = data[os.write(fd, data):]
@@ -302,7 +295,9 @@ class MetricsWriter:
 
         Raises:
             WarpDriveError: the writer is closed.
-            ConfigError, DataTypeError, DataShapeError: a key or value is invalid.
+            ConfigError: a key is not a str, or is ``iteration`` or ``timestep``.
+            DataShapeError: a value holds more than one element.
+            DataTypeError: a value is not a number.
         """
         if not self.enabled:
             return

@@ -52,11 +52,8 @@ Tensor = torch.Tensor
 
 @dataclass(frozen=True)
 class RolloutSpec:
-    """What a :class:`Rollout` reads of its engine: a read-only view, built once.
-
-    ``cpu_chunk_rows(num_agents)`` gives the envs per policy forward on the cpu backend (None: all
-    at once, as on a GPU).
-    """
+    """What a :class:`Rollout` reads of its engine: a read-only view, built once (``cpu_chunk_rows(num_agents)``:
+    the envs per policy forward on the cpu backend, None on a GPU)."""
 
     env_wrapper: Any
     policies: Mapping[str, Policy]
@@ -72,14 +69,9 @@ class Rollout:
     """Runs ``steps`` env steps for every policy, filling each policy's record
     (:class:`~warp_drive.training.buffers.RolloutBuffers` for on-policy policies).
 
-    Per step only what cannot be derived later is copied (observations, log-probs and values per
-    policy; actions per policy, or once for all agents when the policies sample into placeholders
-    of their own; done flags and rewards once, and timesteps and truncation flags when
-    bootstrapping at time limits); rewards and actions per policy, termination flags and episode
-    statistics are computed once per iteration by :meth:`finalize`.
-
-    The step order (module docstring) is "reset first" unless the spec bootstraps at time limits;
-    :attr:`reset_first` says which.
+    Per step only what cannot be derived later is copied (each policy's record and
+    :class:`~warp_drive.training.buffers.SharedBuffers` say what); rewards and actions per policy,
+    termination flags and episode statistics are computed once per iteration by :meth:`finalize`.
 
     The step methods that take a ``part`` work on the rollout itself, or on one block of envs of
     the cpu pipeline (:mod:`~warp_drive.training.cpu_pipeline`): an object with the same ``dm``,
@@ -128,10 +120,8 @@ class Rollout:
 
     def run(self, timer: Any = None) -> dict[str, Tensor]:
         """One rollout: ``steps_per_iter`` env steps of every env (:meth:`step`), then :meth:`finalize`
-        (no host sync).
-
-        ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time into the
-        phases policy, sampling and env_step.
+        (no host sync); ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time
+        into the phases policy, sampling and env_step.
 
         Returns:
             ``{tag: V(s_B)}``, the values of the observations after the last step.
@@ -153,10 +143,8 @@ class Rollout:
         return dict(self.values)
 
     def step(self, step: int, mark: Callable[[str], None] = no_mark) -> None:
-        """Env step ``step`` of a rollout, recorded, in this rollout's order (:attr:`reset_first`).
-
-        ``mark(phase)`` splits the time as :meth:`run` does (resets count as env_step).
-        """
+        """Env step ``step`` of a rollout, recorded, in this rollout's order (:attr:`reset_first`);
+        ``mark(phase)`` splits the time as :meth:`run` does (resets count as env_step)."""
         if self.reset_first:
             self.step_reset_first(step, mark)
         else:
@@ -196,8 +184,7 @@ class Rollout:
         return previous
 
     def chunk_envs(self, p: Policy) -> int | None:
-        """Envs per forward of policy ``p``: the engine's cpu chunks (:meth:`Engine.cpu_chunk_rows`),
-        None (all envs at once) on a GPU."""
+        """Envs per forward of policy ``p``: the engine's cpu chunks (:meth:`Engine.cpu_chunk_rows`), None on a GPU."""
         rows = self.spec.cpu_chunk_rows
         return rows(p.num_agents) if rows is not None else None
 
@@ -209,8 +196,7 @@ class Rollout:
         return out if p.samples_in_kernel else (out, None)
 
     def next_obs_row(self, step: int | None) -> int | None:
-        """The obs buffer row that the observations after step ``step``'s reset go to in the
-        reset-first order: ``step + 1``, or None after the last step (or for ``step`` None)."""
+        """The obs buffer row of the observations after step ``step``'s reset (reset-first order), or None."""
         if step is None or step + 1 >= self.spec.steps_per_iter:
             return None
         return step + 1
@@ -340,8 +326,7 @@ class Rollout:
             main.wait_stream(stream)
 
     def _side_streams(self, count: int) -> list[Any]:
-        """``count`` CUDA streams for :meth:`forward_policies` (created once; none on the cpu
-        backend)."""
+        """``count`` CUDA streams for :meth:`forward_policies` (created once; none on the cpu backend)."""
         if count < 1 or self.dm.device.type != "cuda":
             return []
         while len(self._streams) < count:
@@ -350,8 +335,7 @@ class Rollout:
 
     @torch.no_grad()
     def after_step(self, step: int | None, part: Any = None) -> tuple[Tensor, dict[str, Any]]:
-        """Bootstrap order: record done flags, timesteps and rewards; forward on ``s_{t+1}``
-        (bootstrap values)."""
+        """Bootstrap order: record done flags, timesteps and rewards; forward on ``s_{t+1}`` (bootstrap values)."""
         t, part = self.spec, part or self
         dm = part.dm
         done_i = part.shared.record(step, dm) if step is not None else dm.data_on_device_via_torch(Constants.DONE)

@@ -48,11 +48,9 @@ def check_placeholder_layout(separate: Any, obs_agent_dim: Any) -> None:
 
 
 def run_directory(config: RunConfig, results_dir: str | Path | None) -> Path:
-    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default: a unique
-    ``<unix time>.<microseconds>-<pid>-<random>``, :func:`~warp_drive.training.run_folder.default_run_name`).
-
-    An absolute ``results_dir`` is the run directory itself; ``~`` in ``basedir`` is expanded.
-    """
+    """``saving.basedir/name/tag/<results_dir>`` (2.7.1's layout; default name:
+    :func:`~warp_drive.training.run_folder.default_run_name`); an absolute ``results_dir`` is the run directory
+    itself, and ``~`` in ``basedir`` is expanded."""
     from warp_drive.training.run_folder import default_run_name, run_base
 
     sv = config.saving
@@ -217,13 +215,11 @@ class Trainer(TrainerAPI271):
                 iteration just finished is NaN or infinite, or the sampler flagged bad
                 probabilities (:mod:`warp_drive.training.finite_checks`); no checkpoint of that
                 iteration is written.
-            TrainingInterrupted: SIGINT or SIGTERM arrived (main thread, ``handle_signals``): the
-                iteration in progress was finished and a checkpoint written first; or, when
-                iterations take :data:`~warp_drive.training.long_runs.SLOW_ITERATION_S` or more
-                (one process), the iteration in progress was abandoned at its next env step or
-                update chunk and the checkpoint of its starting boundary is the latest. After such a
-                stop the trainer's memory holds the partial iteration: ``load_checkpoint(stop.checkpoint)``
-                restores the checkpointed state.
+            TrainingInterrupted: SIGINT or SIGTERM arrived (main thread, ``handle_signals``): the iteration in
+                progress was finished and a checkpoint written first; or, with slow iterations
+                (:meth:`stops_inside_iterations`), abandoned at its next env step or update chunk, the checkpoint
+                of its starting boundary being the latest; the trainer's memory then holds the partial iteration
+                (``load_checkpoint(stop.checkpoint)`` restores the checkpointed state).
         """
         from warp_drive.training.interrupt import IterationAborted, StopRequest, TrainingInterrupted
         from warp_drive.training.progress import ProgressLine
@@ -245,7 +241,6 @@ class Trainer(TrainerAPI271):
                 stop.allow_abort(False)
                 self.end_iteration()
                 self._note_iteration_time(time.perf_counter() - began)
-                # a NaN or infinity stops the run before its checkpoint (one host read per iteration)
                 check_iteration(self.iteration, (self.policies, self.rollout.shared.rewards, self.sampler, update_metrics))
                 if self._is_log_iteration(last):  # iteration boundary: metrics, checkpoints, a requested stop
                     metrics = self._log(update_metrics, progress)
@@ -263,8 +258,7 @@ class Trainer(TrainerAPI271):
             self._last_checkpoint_time = time.monotonic()
 
     def _phase_timer(self, last: int) -> PhaseTimer | None:
-        """The timer on iterations whose metrics are logged (per-phase timing needs eager launches:
-        with CUDA graphs the rollout replays as one unit, so those runs are not split)."""
+        """The timer on iterations whose metrics are logged (phases need eager launches: a CUDA graph is not split)."""
         timing = self.graphed_rollout is None and self._is_log_iteration(last, ahead=1)
         return self.timer if timing else None
 
@@ -281,17 +275,15 @@ class Trainer(TrainerAPI271):
         return self.iteration_seconds
 
     def stops_inside_iterations(self) -> bool:
-        """Whether a stop may end an iteration at its next env step or update chunk: iterations take
-        :data:`~warp_drive.training.long_runs.SLOW_ITERATION_S` or more (:attr:`iteration_seconds`: the
-        probe's, then the last measured), one process, and a rollout that is not a CUDA graph (which
-        replays as one unit). The caller checkpoints the iteration boundary first: :meth:`train`, and
-        the Lightning CLI's callback (:func:`~warp_drive.training.lightning.cli_runs.run_callback`)."""
+        """Whether a stop may end an iteration at its next env step or update chunk: :attr:`iteration_seconds`
+        >= :data:`~warp_drive.training.long_runs.SLOW_ITERATION_S`, one process, and a rollout that is not a CUDA
+        graph (which replays as one unit). The caller checkpoints the iteration boundary first: :meth:`train`,
+        and the Lightning CLI's callback (:func:`~warp_drive.training.lightning.cli_runs.run_callback`)."""
         slow = (self.iteration_seconds or 0.0) >= long_runs.SLOW_ITERATION_S
         return slow and self.num_devices == 1 and self.graphed_rollout is None
 
     def _stop_inside_allowed(self) -> bool:
-        """Slow iterations of one process: the boundary is checkpointed (now, if not yet) and a stop
-        may end the next iteration early."""
+        """Slow iterations of one process: checkpoint the boundary (if not yet) and allow a stop inside the next."""
         if not self.stops_inside_iterations():
             return False
         if self._saved_at[0] != self.iteration:
@@ -299,8 +291,7 @@ class Trainer(TrainerAPI271):
         return True
 
     def _note_iteration_time(self, seconds: float) -> None:
-        """Keeps the iteration time; after the first timed one on the cpu backend, logs the run's
-        estimate when it is long (:func:`~warp_drive.training.long_runs.log_estimate`)."""
+        """Keeps the iteration time; after the first one on the cpu backend, logs the run's estimate if long."""
         first = not self._timed_once
         self.iteration_seconds, self._timed_once = seconds, True
         if first and self.rank == 0 and torch.device(self.device).type == "cpu":
@@ -319,10 +310,8 @@ class Trainer(TrainerAPI271):
         return signum, self.save_checkpoint() if signum or timed or due else None
 
     def _is_log_iteration(self, last: int, ahead: int = 0) -> bool:
-        """The first iteration, every ``metrics_log_freq``, at least every tenth of the run, and the last.
-
-        A function of the iteration only, so a resumed run logs the rows an uninterrupted one does.
-        """
+        """The first iteration, every ``metrics_log_freq``, at least every tenth of the run, and the last: a
+        function of the iteration only, so a resumed run logs the rows an uninterrupted one does."""
         from warp_drive.training.progress import progress_every
 
         it = self.iteration + ahead
@@ -385,8 +374,7 @@ class Trainer(TrainerAPI271):
         return metrics
 
     def _write_run_config(self) -> None:
-        """Write the run config as one JSON object to ``run_config.json``, replacing the file (once
-        per start; rank 0)."""
+        """Write ``run_config.json`` (once per start; rank 0)."""
         if self.rank != 0 or self._run_config_written:
             return
         from warp_drive.training.run_folder import write_run_config

@@ -66,8 +66,7 @@ class TrainerAPI271:
 
     @property
     def perf_stats(self) -> Any:
-        """2.7.1's :class:`~warp_drive.training.reporting.PerfStats` (phase means over the timed
-        iterations, extrapolated to every iteration)."""
+        """2.7.1's :class:`~warp_drive.training.reporting.PerfStats` (phase means extrapolated to every iteration)."""
         from warp_drive.training.reporting import PerfStats
 
         c = self.engine.counters
@@ -90,11 +89,8 @@ class TrainerAPI271:
         return self.engine.generate_rollout(timer)
 
     def update(self, last_values: dict[str, torch.Tensor] | None = None) -> dict[str, dict[str, torch.Tensor]]:
-        """One update of every trained policy from the current buffers (2.7.1's name).
-
-        Advantages and returns were computed at the end of the rollout; ``last_values`` is accepted
-        for 2.7.1's call signature.
-        """
+        """One update of every trained policy from the current buffers (2.7.1's name); ``last_values`` is
+        accepted for 2.7.1's call signature (advantages and returns were computed at the end of the rollout)."""
         return self.engine.update_policies(self.engine.batches())
 
     def load_model_checkpoint(self, ckpts_dict: Mapping[str, Any] | None = None) -> None:

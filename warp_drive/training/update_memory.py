@@ -1,12 +1,10 @@
 """How many agent-samples one forward + backward of the update may take on a GPU, so that the update's
-memory stays bounded whatever the batch (issue 17 item 4: 2,000 envs x 1,000 agents with 10 to 20
-steps per env asked for 18 to 36 GiB in one activation).
+memory stays bounded whatever the batch.
 
 The estimate is the model's activation floats per sample: for every ``nn.Linear`` its input and its
 output (what autograd keeps for the backward, and the gradient of the output), times 4 bytes. The
-budget is a fraction of the device's free memory at the time of the update. Minibatches that fit
-are not split (so configs that fit today run exactly as before); larger ones are run in chunks with
-gradients accumulated (:func:`~warp_drive.training.algorithms.update.accumulate_gradients`).
+budget is a fraction of the device's free memory at the time of the update. Minibatches that fit are not split;
+larger ones run in chunks, gradients accumulated (:func:`~warp_drive.training.algorithms.update.accumulate_gradients`).
 """
 
 from __future__ import annotations
