@@ -126,8 +126,7 @@ class A2C:
         normalize_advantage: Standardize advantages per (mini)batch in the loss.
         normalize_return: Train the value head on running-normalized returns
             (see :class:`ValueNormalizer`); values from the model are then in normalized units.
-        normalize_reward: Divide each rollout's rewards by the running std of the discounted
-            return, clipped to +/-10, before the advantages (see :class:`RewardNormalizer`);
+        normalize_reward: Scale each rollout's rewards before the advantages (:class:`RewardNormalizer`);
             advantages, returns and values are then in those scaled units.
     """
 
@@ -262,8 +261,7 @@ class A2C:
             advantages: From :meth:`compute_advantages`.
             returns: From :meth:`compute_advantages` (reward units).
             timestep: Env timestep at which the coefficient schedules are evaluated.
-            old_log_probs: Unused (PPO interface).
-            old_values: Unused (PPO interface).
+            old_log_probs, old_values: Unused (PPO interface).
             advantage_stats: ``(mean, std)`` of the advantages of the whole minibatch when this
                 call sees one chunk of it (with ``normalize_advantage``); None: this batch's own.
             coefficients: ``(vf_loss_coeff, entropy_coeff)`` (0-d tensors) to use instead of the
@@ -294,7 +292,6 @@ class A2C:
 
     def _loss(self, log_prob: Tensor, old_log_probs: Tensor | None, old_values: Tensor | None, *tensors: Tensor,
               **terms: Any) -> tuple[Tensor, Metrics]:
-        """The algorithm's loss from per-sample quantities: ``tensors`` (entropy, values, advantages,
-        value targets) and ``terms`` are :func:`a2c_loss`'s (A2C, the plain policy gradient, ignores
-        the ``old_*``)."""
+        """The loss from per-sample quantities: ``tensors`` (entropy, values, advantages, value targets) and
+        ``terms`` are :func:`a2c_loss`'s; A2C ignores the ``old_*``."""
         return a2c_loss(log_prob, *tensors, **terms)

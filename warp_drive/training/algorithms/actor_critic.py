@@ -1,7 +1,6 @@
 """A2C and PPO policies: one actor-critic model whose heads the sampler kernels sample.
 
-The rollout samples the model's head outputs in the kernel (categorical probabilities or a
-Gaussian's mean and std), recording log-probabilities and values; :meth:`ActorCriticPolicy.finalize`
+The sampler kernels sample the model's head outputs (``samples_in_kernel``); :meth:`ActorCriticPolicy.finalize`
 computes advantages and returns (GAE, return normalizer); :meth:`ActorCriticPolicy.update` runs
 ``num_epochs x num_minibatches`` gradient steps of the A2C or PPO loss
 (:func:`~warp_drive.training.algorithms.update.update_policy`).
@@ -97,11 +96,8 @@ class ActorCriticPolicy(Policy):
             autocast_dtype=context.autocast_dtype)
 
     def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:
-        """Whether this update replays a captured step (:mod:`.graphed_update`): asked for, on CUDA,
-        on this policy's own buffers, with no driver hooks, one process's gradients and whole
-        minibatches that fit twice in the update's memory budget (the capture's warm-up and the
-        graph's own pool each hold one minibatch's activations; bigger ones run eagerly, in chunks
-        where needed)."""
+        """Whether this update replays a captured step (:mod:`.graphed_update`). A minibatch must fit twice in
+        ``chunk_rows`` (the memory budget): the capture's warm-up and the graph's own pool each hold its activations."""
         b = self.buffers
         rows = b.advantages.shape[0] * b.advantages.shape[1] // self.config.num_minibatches
         return (context.cuda_graph and b.advantages.is_cuda and isinstance(batch, RolloutBatch)

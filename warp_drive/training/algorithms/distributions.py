@@ -1,10 +1,7 @@
 """Log-probabilities and entropies of model head outputs.
 
-A model's ``forward`` returns a list of head outputs (see ``warp_drive.training.models``):
-
-* a categorical head is a probability tensor ``(..., n_h)`` (a Discrete space has one head,
-  MultiDiscrete one per dimension);
-* a Gaussian head is a ``(mean, std)`` tuple of ``(..., d)`` tensors (a Box space, d dims).
+A model's ``forward`` returns a list of head outputs (the contract in :mod:`warp_drive.training.models`): a
+probability tensor ``(..., n_h)`` per categorical head, or a ``(mean, std)`` tuple of ``(..., d)`` tensors.
 
 Actions are stored as one tensor ``(..., n_columns)``: one integer column per categorical head,
 then ``d`` float columns per Gaussian head, in head order. The joint log-probability is the sum of

@@ -62,9 +62,7 @@ class ValueNormalizer(_RunningMoments):
     With ``normalize_return`` the value head learns ``(G - mean) / std`` where mean and std are
     running statistics over every return seen so far (merged batch-wise, Chan et al.). Values
     read from the model are mapped back with :meth:`denormalize` before computing advantages,
-    so GAE works in reward units while the value loss works in normalized units. (The reference
-    standardized each batch's returns per time step instead, which leaves the value head chasing
-    a different scale every batch.)
+    so GAE works in reward units while the value loss works in normalized units.
 
     Args:
         eps: Added to the variance before the square root.

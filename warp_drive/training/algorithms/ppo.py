@@ -1,11 +1,8 @@
 """Proximal policy optimization (clipped surrogate) with stored old log-probabilities.
 
-The reference computed the "old" log-probabilities from the same forward pass as the new ones,
-so its ratio was identically 1 and PPO equalled A2C (section 9, defect 4). Here the old
-log-probabilities are those of the policy that sampled the actions, stored by the trainer at
-rollout time (``log_prob_and_entropy(head_outputs, actions)`` under ``torch.no_grad``), and the
-batch is reused for ``num_epochs`` x ``num_minibatches`` gradient steps, so the ratio moves away
-from 1 after the first step and the clip binds.
+The old log-probabilities are those of the policy that sampled the actions, stored at rollout time
+(``log_prob_and_entropy(head_outputs, actions)`` under ``torch.no_grad``), and the batch is reused for
+``num_epochs`` x ``num_minibatches`` gradient steps, so the ratio moves away from 1 after the first step.
 """
 
 from __future__ import annotations

@@ -11,9 +11,6 @@ to bootstrap step ``t`` is
 
 Termination wins when both flags are set. Either flag ends the GAE recursion at ``t``, since
 ``values[t + 1]`` then belongs to the next episode (after the env reset).
-
-Unlike the reference (section 9, defect 5), the last step of a batch is
-``r + gamma * V(s_B)``, not ``V(s_{B-1})``.
 """
 
 from __future__ import annotations

@@ -20,10 +20,7 @@ Tensor = torch.Tensor
 
 
 def grad_norm_and_clip(parameters: Iterable[nn.Parameter], max_grad_norm: float | None) -> Tensor:
-    """Total L2 norm of the current gradients (after backward), clipping them if asked.
-
-    Unlike the reference (section 9, defect 20) this is the norm of the gradients just computed,
-    over all parameters jointly, and it stays on the device.
+    """Total L2 norm of the current gradients over all parameters jointly (on the device), clipping them if asked.
 
     Returns:
         0-d tensor: the norm before clipping.
@@ -123,16 +120,14 @@ def update_policy(
 
 
 def update_obs_statistics(model: nn.Module, obs: Any) -> None:
-    """Merges a batch's observations into the model's running observation statistics, if it keeps
-    any (``update_obs_normalizer``); called after the gradient steps, so this iteration's rollout
-    and update saw the same statistics."""
+    """Merges a batch's observations into the model's running observation statistics, if it keeps any
+    (``update_obs_normalizer``), after the gradient steps (why: :class:`.normalization.ObsNormalizer`)."""
     update_obs_normalizer = getattr(getattr(model, "module", model), "update_obs_normalizer", None)
     if update_obs_normalizer is not None:
         update_obs_normalizer(obs)
 
 
-#: Metrics that are not means over samples: a chunked minibatch reports them as computed on the
-#: last chunk (coefficients) or recomputes them over the whole minibatch (explained variance).
+#: Metrics that are not means over samples: a chunked minibatch reports the last chunk's.
 CONSTANT_METRICS = frozenset({"vf_loss_coeff", "entropy_coeff"})
 
 

@@ -1,8 +1,7 @@
 """Former path: ``warp_drive.training.example_training_script``, the example training script.
 
 Its command line and names from :mod:`warp_drive.cli.train` (and the helpers it shares with the
-other command lines); ``python -m warp_drive.training.example_training_script ...`` runs it
-(``__main__.py``).
+other command lines); ``python -m warp_drive.training.example_training_script ...`` runs it.
 """
 
 from warp_drive.cli.common import (

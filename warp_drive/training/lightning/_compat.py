@@ -64,11 +64,7 @@ def lightning_api(distribution: str = "lightning") -> LightningAPI:
 
 
 def api_of(obj: Any, default: str = "lightning") -> LightningAPI:
-    """The API of the distribution whose module/callback/data-module/trainer classes ``obj`` derives from.
-
-    Only distributions already imported are looked at (an object cannot derive from a class that
-    was never loaded); ``default`` when ``obj`` derives from neither.
-    """
+    """The API of the (already imported) distribution whose Lightning classes ``obj`` derives from, else ``default``."""
     for name in DISTRIBUTIONS:
         root = sys.modules.get(name)
         if root is None:

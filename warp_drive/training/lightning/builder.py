@@ -1,9 +1,4 @@
-"""``build_lightning_trainer``: a Lightning Trainer configured for WarpDrive modules.
-
-The Trainer comes from the distribution of the module's class (``lightning`` for
-:mod:`warp_drive.training.lightning`'s ``WarpDriveModule``, ``pytorch_lightning`` for
-:mod:`warp_drive.training.pytorch_lightning`'s), so either works.
-"""
+"""``build_lightning_trainer``: a Lightning Trainer configured for WarpDrive modules (of either distribution)."""
 
 from __future__ import annotations
 

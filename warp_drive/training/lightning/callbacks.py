@@ -39,11 +39,8 @@ def _synchronize(engine: Engine) -> None:
 
 
 class _IterationClock:
-    """Sums the durations of marked intervals on the engine's device without syncing per interval.
-
-    On CUDA each interval is a pair of timing events, read (after one synchronize) only when
-    :meth:`collect` is called; on the CPU it is ``time.perf_counter``.
-    """
+    """Sums the durations of marked intervals on the engine's device without syncing per interval: CUDA
+    timing events, read (after one synchronize) by :meth:`collect`; ``time.perf_counter`` on the CPU."""
 
     def __init__(self) -> None:
         self._pending: list[tuple[Any, Any]] = []
@@ -235,11 +232,10 @@ class CUDACallbackBase:
 class EpisodeReturnLoggerBase:
     """Reports mean episode returns per policy every ``every_n_epochs`` epochs.
 
-    Reads the training-episode means of the epoch (``pl_module.episode_metrics``, one host sync)
-    and, with ``evaluate=True``, also rolls out ``num_episodes`` full episodes per env with the
-    current policies (``Trainer.evaluate``; greedy when ``deterministic``) and logs
-    ``eval/<tag>/episode_return_mean``. Evaluation force-resets the envs, so training continues
-    from fresh episodes. Rows are kept in :attr:`history` and written to the Python log on rank 0.
+    Reads the training-episode means of the epoch (``pl_module.episode_metrics``, one host sync) and, with
+    ``evaluate=True``, also logs ``eval/<tag>/episode_return_mean`` of ``Trainer.evaluate``, which force-resets the
+    envs (training continues from fresh episodes). Rows are kept in :attr:`history` and written to the Python log on
+    rank 0.
 
     Args:
         every_n_epochs: Period in epochs.
@@ -315,10 +311,9 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
 class RolloutRenderCallbackBase:
     """Renders one episode with the current policies every ``every_n_epochs`` epochs (rank 0).
 
-    The episode runs on the host, on a fresh env built from the run config's ``env`` section
-    (the env's NumPy reference step), with the engine's models choosing the actions; it is drawn
-    by the env's render hook through :func:`warp_drive.utils.rollout_animation.render_episode`
-    (the Tag envs have one). Needs matplotlib (and Pillow
+    The episode runs on the host, on a fresh env (``env_factory``) stepped by its NumPy reference step, with the
+    engine's models choosing the actions; the env's render hook draws it through
+    :func:`warp_drive.utils.rollout_animation.render_episode` (the Tag envs have one). Needs matplotlib (and Pillow
     for GIFs): ``pip install matplotlib pillow`` (from a clone: ``pip install -e '.[viz]'``).
 
     Args:
@@ -389,4 +384,3 @@ class RolloutRenderCallbackBase:
         if self.max_frames is not None:
             episode = episode.frames(slice(None, self.max_frames))
         return render_episode(env, episode, path, fps=self.fps, title=title)
-

@@ -1,10 +1,5 @@
-"""The checkpoint hooks of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`.
-
-Lightning writes the module's weights and optimizer states itself; these hooks add and read back
-the engine's part of a checkpoint (:mod:`~warp_drive.training.lightning.engine_state`:
-counters, random streams, each policy's own state), and load a checkpoint outside
-``Trainer.fit``.
-"""
+"""The checkpoint hooks of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`: the engine's part of a
+checkpoint (:mod:`~warp_drive.training.lightning.engine_state`), and loading a checkpoint outside ``Trainer.fit``."""
 
 from __future__ import annotations
 
@@ -32,9 +27,8 @@ logger = logging.getLogger("warp_drive.training.lightning.module")
 class CheckpointHooks:
     """``on_save_checkpoint``, ``on_load_checkpoint``, ``engine_state`` and ``restore_checkpoint``.
 
-    A mixin of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`, which provides
-    ``engine``, ``ensure_engine()``, ``_require_engine()``, ``_distributed()``, the keys of its
-    optimizers and the deferred state of a checkpoint loaded before the engine exists.
+    A mixin of :class:`~warp_drive.training.lightning.module.WarpDriveModuleBase`, which provides the names declared
+    below (``_pending_state``: a checkpoint's state loaded before the engine exists).
     """
 
     engine: Engine | None

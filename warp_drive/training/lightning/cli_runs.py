@@ -70,10 +70,9 @@ class LightningStop(StopRequest):
 
 
 def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Callable[[], None] | None = None) -> Any:
-    """A callback (of ``api``'s distribution) that honours ``stop`` at iteration boundaries (inside
-    slow iterations: see the module's docstring) and, when ``estimate``, logs the cpu backend's time
-    estimate before the first iteration; ``on_start()`` is called when training starts (after the
-    engine was built and a checkpoint restored)."""
+    """A callback (of ``api``'s distribution) that honours ``stop`` and, when ``estimate``, logs the time estimate
+    (see the module's docstring); ``on_start()`` is called when training starts (after the engine was built and a
+    checkpoint restored)."""
 
     class RunCallback(api.Callback):  # type: ignore[misc,name-defined]
         began = 0.0  # perf_counter at the last iteration boundary
@@ -108,8 +107,7 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
             self.began = time.perf_counter()
 
         def _checkpoint_if_slow(self, trainer: Any, pl_module: Any) -> bool:
-            """When the engine's iterations are slow (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`),
-            ``last.ckpt`` of this boundary is written (where the ``ModelCheckpoint`` writes its own); True then."""
+            """Writes this boundary's ``last.ckpt`` when the engine's iterations are slow; True then."""
             engine, saver = pl_module.engine, trainer.checkpoint_callback
             if engine is None or saver is None or not saver.save_last or not engine.stops_inside_iterations():
                 return False

@@ -1,12 +1,9 @@
 """Rollouts as a Lightning data source: an iterable dataset whose items are GPU-resident batches.
 
-Each item is one on-device rollout of the engine (:meth:`Engine.collect
-<warp_drive.training.engine.Engine.collect>`):
-``B = train_batch_size // num_envs`` env steps for every env replica, ending with the advantages
-and returns of every trained policy (computed on the device by the rollout). The item is a dict
-``{policy tag: {name: tensor}}`` whose tensors are views of the engine's rollout buffers on its
-device; nothing is copied to the host, and the DataLoader passes the dict through untouched
-(``batch_size=None``, identity collate, no workers).
+Each item is one on-device rollout of the engine (:meth:`Engine.collect <warp_drive.training.engine.Engine.collect>`:
+``B = train_batch_size // num_envs`` env steps for every env replica, then every trained policy's training batch), a
+dict ``{policy tag: {name: tensor}}`` whose tensors are views of the engine's rollout buffers on its device; nothing is
+copied to the host, and the DataLoader passes the dict through untouched (``batch_size=None``, identity collate).
 
 The batch tensors are views of buffers the next rollout overwrites: consume a batch before asking
 for the next one. Lightning does so, because the dataset has a length (rollouts per Lightning
@@ -31,12 +28,8 @@ MIN_ITERATIONS_PER_EPOCH = 10
 
 def iterations_per_epoch_for(episode_length: int, steps_per_iter: int,
                              min_iterations: int = MIN_ITERATIONS_PER_EPOCH) -> int:
-    """Smallest multiple of ``ceil(episode_length / steps_per_iter)`` that is >= ``min_iterations``.
-
-    An epoch then spans whole episodes (with time-limited episodes every epoch ends at least one
-    episode per env, so the per-epoch episode return is defined) and at least ``min_iterations``
-    rollouts.
-    """
+    """Smallest multiple of ``ceil(episode_length / steps_per_iter)`` that is >= ``min_iterations``: an epoch
+    then spans whole episodes (:func:`episode_window`) and at least ``min_iterations`` rollouts."""
     per_episode = max(1, math.ceil(episode_length / max(1, steps_per_iter)))
     return per_episode * max(1, math.ceil(min_iterations / per_episode))
 
@@ -97,10 +90,9 @@ class RolloutDataset(IterableDataset):
 class WarpDriveDataset(Dataset):
     """Map-style dataset whose item ``i`` is ``generate_data(batch_index=i)`` (WarpDrive 2.7.1's name).
 
-    2.7.1's Lightning module produced one env step per item this way and let the DataLoader
-    collate ``batch_size`` of them. :class:`WarpDriveModule` does not use it (it serves whole
-    on-device rollouts through :class:`RolloutDataset`); it is kept for code written against 2.7.1
-    that builds its own data function.
+    Kept for code written against 2.7.1 that builds its own data function (2.7.1's module produced one env step per
+    item and let the DataLoader collate ``batch_size`` of them); :class:`WarpDriveModule` serves whole on-device
+    rollouts through :class:`RolloutDataset`.
 
     Args:
         generate_data: ``generate_data(batch_index=i)`` returns item ``i``.

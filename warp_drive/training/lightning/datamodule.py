@@ -19,10 +19,6 @@ class WarpDriveDataModuleBase:
     Args:
         source: The :class:`WarpDriveModule` (preferred) or an engine (Trainer).
         iterations_per_epoch: Rollouts per Lightning epoch; default: the module's.
-
-    Example::
-
-        trainer.fit(module, datamodule=WarpDriveDataModule(module))
     """
 
     def __init__(self, source: WarpDriveModuleBase | Engine, iterations_per_epoch: int | None = None) -> None:

@@ -2,10 +2,8 @@
 
 With ``strategy="ddp"`` every rank is its own process that must build its env replicas, data
 store and models on its own GPU, after Lightning has chosen that GPU. The module therefore takes
-an *engine factory*, called in ``setup`` as ``factory(rank=..., world_size=..., device_id=...)``.
-:class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory` builds engines for envs
-found by name in a registrar (by default the bundled example envs); any callable with that signature
-works for custom envs.
+an *engine factory*, called in ``setup`` as ``factory(rank=..., world_size=..., device_id=...)``:
+any callable with that signature, e.g. :class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory`.
 """
 
 from __future__ import annotations
@@ -37,9 +35,6 @@ class EngineFactory(Protocol):
 def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any, engine: Engine | None,
                   engine_factory: EngineFactory | None) -> tuple[Any, Engine | None, bool]:
     """``(env_wrapper, engine, legacy)`` from the module's arguments; ``legacy``: WarpDrive 2.7.1's form.
-
-    An engine passed as ``env_wrapper`` (``WarpDriveModule(engine)``, positionally) is taken as
-    ``engine``.
 
     Raises:
         ConfigError: No way or more than one way to get the engine, or 2.7.1's form without both

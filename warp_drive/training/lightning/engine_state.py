@@ -35,8 +35,7 @@ logger = logging.getLogger(__name__)
 
 #: The entry of a Lightning checkpoint that holds the engine's part.
 CHECKPOINT_KEY = "warp_drive"
-#: Version of the layout of that entry (:func:`restore_engine_state` also reads the ones in
-#: :data:`READABLE_FORMATS`).
+#: Version of the layout of that entry.
 CHECKPOINT_FORMAT = 2
 #: Formats :func:`restore_engine_state` reads: 1 (A2C/PPO: each policy's ``algorithm`` state), 2.
 READABLE_FORMATS = (1, 2)
@@ -108,12 +107,9 @@ def resolve_references(tree: Any, checkpoint: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------- save and restore
 def engine_state(engine: Engine, rank: int, distributed: bool,
                  checkpoint: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The engine's checkpoint entry; every rank's own state when ``distributed`` (collective
-    then: call it on every rank).
-
-    ``checkpoint``: the Lightning checkpoint being written (its ``state_dict`` and
-    ``optimizer_states``): the policies' tensors found there are stored as references.
-    """
+    """The engine's checkpoint entry; every rank's own state when ``distributed`` (collective then: call it on
+    every rank). ``checkpoint``: the Lightning checkpoint being written; the policies' tensors found in its
+    ``state_dict`` and ``optimizer_states`` are stored as references."""
     index = saved_tensor_index(checkpoint)
     local: dict[str, Any] = {
         "rank": rank,

@@ -1,7 +1,6 @@
-"""``ExampleEnvEngineFactory``: the Lightning engine factory of envs found by name (by default the
-bundled example envs, through ``example_envs``). It knows the examples, so it stands with the command
-lines above them (docs/architecture.md), not with the rest of the Lightning package; import it from
-:mod:`warp_drive.training.lightning`.
+"""The Lightning engine factory of envs found by name (import it from :mod:`warp_drive.training.lightning`).
+
+It imports ``example_envs``, so it sits in the layer of the command lines (docs/architecture.md).
 """
 
 from __future__ import annotations

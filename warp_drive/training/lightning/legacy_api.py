@@ -1,9 +1,4 @@
-"""WarpDrive 2.7.1's API of its Lightning module, on top of the module's engine.
-
-2.7.1's tutorial 7 and scripts read ``module.training_batch_size`` and ``module.num_iters`` to size
-the Lightning run, reach the env through ``module.cuda_envs``, and call ``fetch_episode_states``,
-``load_model_checkpoint``, ``save_model_checkpoint`` and ``graceful_close`` on the module.
-"""
+"""WarpDrive 2.7.1's API of its Lightning module (what tutorial 7 and 2.7.1's scripts use), on top of the engine."""
 
 from __future__ import annotations
 
@@ -58,9 +53,7 @@ class LegacyModuleAPI:
     def load_model_checkpoint(self, ckpts_dict: Mapping[str, str] | None = None) -> Any:
         """Load policy weights: ``{tag: path}``, or the config's ``model.model_ckpt_filepath`` when None.
 
-        Delegates to the engine's
-        :meth:`~warp_drive.training.trainer.Trainer.load_model_checkpoint` (2.7.1's ``.state_dict``
-        files and ours).
+        Delegates to :meth:`~warp_drive.training.trainer.Trainer.load_model_checkpoint` (2.7.1's files and ours).
         """
         return self.ensure_engine().load_model_checkpoint(ckpts_dict)
 

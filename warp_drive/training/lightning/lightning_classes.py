@@ -1,7 +1,5 @@
 """The Lightning classes of this package bound to the ``lightning`` distribution, imported from
-:mod:`warp_drive.training.lightning`: each is its shared implementation (a mixin) on the matching ``lightning`` base class,
-so that ``lightning.Trainer`` accepts it (:mod:`~warp_drive.training.lightning.binding`).
-"""
+:mod:`warp_drive.training.lightning` (:mod:`~warp_drive.training.lightning.binding`)."""
 
 from __future__ import annotations
 

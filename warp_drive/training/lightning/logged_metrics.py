@@ -56,4 +56,3 @@ def episode_means(tags: Sequence[str], sums: Tensor) -> dict[str, Tensor]:
         episode[f"{tag}/episode_length_mean"] = length / count
         episode[f"{tag}/episodes"] = count
     return episode
-

@@ -16,9 +16,7 @@ the same calls as ``Trainer.train``; Lightning drives the loop:
 
 Multi-GPU (``strategy="ddp"``): pass ``engine_factory=``; each rank builds its own env replicas in
 :meth:`WarpDriveModule.setup` and Lightning's DDP averages the gradients (the engine's own DDP
-wrapper is dropped). Every backward leaves some parameters unused with several trained policies or
-optimizers, so DDP needs ``find_unused_parameters=True`` (``build_lightning_trainer`` sets it;
-``setup`` too when the strategy leaves it unset).
+wrapper is dropped; ``find_unused_parameters``: :func:`~warp_drive.training.lightning.engine.check_unused_parameters`).
 """
 
 from __future__ import annotations
@@ -75,10 +73,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
       the engine (a :class:`~warp_drive.training.trainer.Trainer`) is built from these arguments.
       One Lightning epoch is then one training iteration (a rollout of ``train_batch_size`` env
       steps and the update), so ``max_epochs = num_episodes * episode_length // train_batch_size``
-      (:attr:`num_iters`) trains the whole run; the update metrics are logged every
-      ``saving.metrics_log_freq`` iterations, and the policy weights are written to the run
-      folder every ``saving.model_params_save_freq`` iterations and after the last one, as
-      :meth:`~warp_drive.training.trainer.Trainer.train` does.
+      (:attr:`num_iters`) trains the whole run; the policy weights are written to the run folder every
+      ``saving.model_params_save_freq`` iterations and after the last one, as ``Trainer.train`` does.
     * ``WarpDriveModule(engine)``: an already built engine (one device).
     * ``WarpDriveModule(engine_factory=...)``: the engine is built per rank in :meth:`setup`
       (required for DDP).
@@ -95,9 +91,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         engine: The engine (env, sampler, models, optimizers, buffers).
         engine_factory: ``factory(rank=, world_size=, device_id=) -> Trainer``, e.g.
             :class:`~warp_drive.training.lightning.example_factory.ExampleEnvEngineFactory`.
-        iterations_per_epoch: Rollouts per Lightning epoch; default 1 in the 2.7.1 form, else whole
-            episodes and at least 10 rollouts
-            (:func:`~warp_drive.training.lightning.data.iterations_per_epoch_for`).
+        iterations_per_epoch: Rollouts per Lightning epoch; default 1 in the 2.7.1 form, else
+            :func:`~warp_drive.training.lightning.data.iterations_per_epoch_for` (whole episodes, >= 10 rollouts).
         log_every_n_iterations: Log the update metrics (losses, KL, gradient norms) every this many
             iterations and after the last one, as epoch values (written whatever Lightning's
             ``log_every_n_steps``); default ``saving.metrics_log_freq`` in the 2.7.1 form, else
@@ -123,13 +118,6 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
                                      PerfStatsCallback(batch_size=module.training_batch_size,
                                                        num_iters=module.num_iters, log_freq=10)])
         trainer.fit(module)
-
-    Example (prebuilt engine)::
-
-        engine = Trainer(wrapper, config, policy_map, verbose=False)
-        module = WarpDriveModule(engine)
-        trainer = build_lightning_trainer(module, max_epochs=50)
-        trainer.fit(module, datamodule=WarpDriveDataModule(module))
     """
 
     def __init__(
@@ -195,10 +183,9 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
     # ------------------------------------------------------------------ engine
     def attach_engine(self, engine: Engine) -> None:
         """Adopt ``engine``: register its policies' networks as submodules (``policy_models.<tag>``,
-        :func:`~warp_drive.training.lightning.policies.policy_networks`), and the parameters a trained
-        policy's optimizers step outside them (``policy_parameters.<tag>``).
-
-        Policies with ``to_train: false`` get ``requires_grad=False`` (they are only rolled out).
+        :func:`~warp_drive.training.lightning.policies.policy_networks`) and the parameters a trained policy's
+        optimizers step outside them (``policy_parameters.<tag>``); policies with ``to_train: false`` (only rolled
+        out) get ``requires_grad=False``.
 
         Raises:
             ConfigError: not an engine (a Trainer), a tag or network role that cannot name a
@@ -279,11 +266,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         return engine_optimizers(self._require_engine("configure_optimizers()"), self._optimizer_keys)
 
     def train_dataloader(self) -> Any:
-        """Rollouts of this module's engine (used when ``fit`` gets no datamodule or dataloader).
-
-        :class:`~warp_drive.training.lightning.datamodule.WarpDriveDataModule` serves the same data
-        and takes precedence when passed.
-        """
+        """Rollouts of this module's engine, used when ``fit`` gets no datamodule or dataloader (a
+        :class:`~warp_drive.training.lightning.datamodule.WarpDriveDataModule` serves the same data)."""
         return rollout_dataloader(self._require_engine("train_dataloader()"), self.iterations_per_epoch)
 
     def on_train_start(self) -> None:
@@ -316,11 +300,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
                 optimizer_state_to(optimizer, torch.device(self.engine.device))
 
     def cpu(self) -> WarpDriveModuleBase:
-        """No-op: the models stay on their env's device (Lightning's teardown would move them).
-
-        Moving them would break the engine (its env and buffers stay on the device) and any
-        CUDA graph that reads the parameters in place.
-        """
+        """No-op: the models stay on their env's device (Lightning's teardown would move them, breaking the
+        engine, whose env and buffers stay there, and any CUDA graph that reads the parameters in place)."""
         logger.debug("WarpDriveModule.cpu() ignored: the engine's models stay on %s",
                      None if self.engine is None else self.engine.device)
         return self
@@ -345,13 +326,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
 
     # ------------------------------------------------------------------ logging
     def _is_logging_step(self) -> bool:
-        """Whether the update metrics of this step are logged.
-
-        Every ``log_every_n_iterations`` iterations and after the last one when that is set, else
-        when Lightning writes step metrics (``log_every_n_steps``). ``self.log`` costs host time
-        per call, so the update metrics are only logged when they will be used, as
-        ``Trainer.train`` does with ``metrics_log_freq``.
-        """
+        """Whether this step's update metrics are logged (``self.log`` costs host time per call): every
+        ``log_every_n_iterations`` iterations and after the last one when set, else on Lightning's logging steps."""
         every = self.log_every_n_iterations
         if every is not None:
             engine = self._require_engine("logging")
@@ -372,9 +348,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         self.log_dict(metrics, on_step=per_iteration, on_epoch=not per_iteration, batch_size=1, sync_dist=False)
 
     def _log_epoch_metrics(self) -> None:
-        """lr, timesteps, env steps/s; and when the iterations since the last report span whole episodes
-        (with time-limited episodes every env has then ended at least one), the statistics of the
-        episodes ended since then, summed over ranks (the sums are zeroed)."""
+        """Logs the epoch values of :mod:`~warp_drive.training.lightning.logged_metrics` (episode sums of all ranks)."""
         engine = self._require_engine("logging")
         sync = self._distributed() and self.sync_dist  # values are equal on every rank: the mean changes nothing
         if engine.iteration % episode_window(engine) == 0:

@@ -25,8 +25,7 @@ calls it on ``(E, A)`` during rollouts and on ``(B, E, A)`` or ``(M, A)`` miniba
   each (std > 0);
 * ``values``: ``(*lead,)`` state values (normalized units when ``normalize_return`` is on).
 
-The model must not write to trainer buffers or keep per-step state (unlike the reference, where
-``forward`` also pushed observations into the batch). It needs an ``action_spec`` attribute.
+The model must not write to trainer buffers or keep per-step state. It needs an ``action_spec`` attribute.
 """
 
 from warp_drive.training.models.action_spec import (

@@ -2,8 +2,7 @@
 
 Parameter names are 2.7.1's (``fc.<i>.0.weight``, ``policy_head.*`` for the actor,
 ``vf_head.*`` for the critic), so 2.7.1's saved DDPG ``.state_dict`` files load unchanged and files
-written here load in 2.7.1. Registered in the ModelFactory as ``fully_connected_actor`` and
-``fully_connected_action_value_critic``.
+written here load in 2.7.1.
 """
 
 from __future__ import annotations

@@ -32,12 +32,6 @@ class ModelFactory:
     ``fully_connected_action_value_critic`` (:mod:`~warp_drive.training.models.actor_critic`); SAC's
     ``squashed_gaussian_actor`` (:mod:`~warp_drive.training.models.squashed_gaussian`). See ``warp_drive.training.models``
     for the contract a custom model follows.
-
-    Example::
-
-        factory = ModelFactory()
-        factory.add("my_mlp", MyMLP)                 # or "my_pkg.models:MyMLP"
-        model = factory.build(policy_cfg.model, obs_dims, action_spec)
     """
 
     def __init__(self) -> None:
@@ -89,10 +83,7 @@ class ModelFactory:
         return cls
 
     def build(self, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> nn.Module:
-        """Instantiates ``model_config.type`` for one policy.
-
-        Uses ``cls.from_config(model_config, obs_dims, action_spec)`` when the class defines it,
-        else ``cls(obs_dims, action_spec, **model_config.kwargs)``.
+        """Instantiates ``model_config.type`` for one policy (the contract: :mod:`warp_drive.training.models`).
 
         Raises:
             ConfigError: Unknown type, or the result is not an ``nn.Module``.

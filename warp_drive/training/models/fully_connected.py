@@ -51,11 +51,9 @@ class FullyConnected(nn.Module):
         action_scale, action_bias: Gaussian head only (2.7.1's ``output_w`` / ``output_b``): the
             mean becomes ``action_bias + action_scale * tanh(linear)``; None (both) keeps the
             unbounded linear mean.
-        normalize_obs: Standardize the flattened observation by running per-feature statistics
-            (:class:`~warp_drive.training.algorithms.normalization.ObsNormalizer`, clipped to
-            +/-10) before the trunk; the policy update moves the statistics once per iteration.
-            Config: ``policy.<tag>.model.kwargs.normalize_obs: true``. False (default): the raw
-            observation, as 2.7.1.
+        normalize_obs: Standardize the flattened observation by running per-feature statistics before the trunk
+            (:class:`~warp_drive.training.algorithms.normalization.ObsNormalizer`, clipped to +/-10). Config:
+            ``policy.<tag>.model.kwargs.normalize_obs: true``. False (default): the raw observation, as 2.7.1.
         activation: ``"relu"`` (default, as 2.7.1) or ``"tanh"`` (stable-baselines3's ``MlpPolicy``
             default) after each hidden layer. Config: ``policy.<tag>.model.kwargs.activation``.
 
@@ -187,12 +185,7 @@ class FullyConnected(nn.Module):
     def forward(
         self, obs: Tensor | Mapping[str, Tensor], action_mask: Tensor | None = None
     ) -> tuple[list[HeadOutput], Tensor]:
-        """Policy head outputs and state values.
-
-        Returns:
-            ``(head_outputs, values)``: a list with one probability tensor per categorical head,
-            or ``[(mean, std)]`` for a Gaussian spec; values squeezed to the leading shape.
-        """
+        """Policy head outputs and state values (``forward`` in the class docstring's Shapes)."""
         x, obs_mask = self.flatten_obs(obs)
         if self.obs_normalizer is not None:
             x = self.obs_normalizer(x)
@@ -253,12 +246,8 @@ class FullyConnected(nn.Module):
             self._head_weights = self._concat_head_weights()
 
     def _heads(self, h: Tensor) -> tuple[list[Tensor], Tensor]:
-        """All policy heads and the value head as one matrix product (one read of ``h``, one GEMM
-        instead of one per head); the parameters stay in their own ``nn.Linear`` modules.
-
-        Returns:
-            the raw outputs of each policy head, and the values squeezed to the leading shape.
-        """
+        """The raw outputs of each policy head and the values (squeezed to the leading shape), as one GEMM
+        instead of one per head; the parameters stay in their own ``nn.Linear`` modules."""
         linears = [*self.policy_heads, self.value_head]
         if self._head_weights is not None and not torch.is_grad_enabled():
             weight, bias = self._head_weights

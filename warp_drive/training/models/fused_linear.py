@@ -3,9 +3,8 @@
 A trunk layer written as ``nn.Linear`` then ``nn.ReLU`` costs two kernels and one extra write and
 read of the activations; ``torch._addmm_activation`` fuses the ReLU into the cuBLASLt GEMM. It has
 no derivative in PyTorch, so :class:`_LinearReLU` supplies the backward (the same three products
-and ReLU mask autograd would build). The fused path is taken for float32 CUDA inputs outside
-autocast; everything else (CPU, autocast, other dtypes, a PyTorch without the op) runs the plain
-``relu(linear(x))``.
+and ReLU mask autograd would build). Float32 CUDA inputs outside autocast take the fused path
+(:func:`fused_path`); everything else runs the plain ``relu(linear(x))``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""2.7.1 compatibility path: ``warp_drive.training.trainers.trainer_ddpg``.
-
-Thin re-export of :mod:`warp_drive.training.ddpg` (``TrainerDDPG``, ``soft_update``, ``hard_update``).
-"""
+"""2.7.1 compatibility path: ``warp_drive.training.trainers.trainer_ddpg`` (from :mod:`warp_drive.training.ddpg`)."""
 
 from warp_drive.training.ddpg import TrainerDDPG, hard_update, soft_update
 

@@ -13,10 +13,8 @@ Tensor = torch.Tensor
 
 
 def map_tensors(fn: Callable[[Tensor], Any], tree: Any) -> Any:
-    """``fn`` applied to every tensor of a (nested) mapping/list/tuple; other leaves kept as they are.
-
-    The one tree walk of the training code: mappings come back as dicts, lists and tuples as their own type.
-    """
+    """``fn`` applied to every tensor of a (nested) mapping/list/tuple; other leaves kept as they are
+    (mappings come back as dicts, lists and tuples as their own type)."""
     if isinstance(tree, Tensor):
         return fn(tree)
     if isinstance(tree, Mapping):

@@ -1,17 +1,11 @@
 """DDPG's parts: target updates, Ornstein-Uhlenbeck noise, n-step targets, one gradient step.
 
 * **Exploration**: ``a = mu(s) + scale * x`` with one Ornstein-Uhlenbeck state ``x`` per
-  (env, agent, action dim) kept on the device: ``x <- (1 - damping) * x + stddev * N(0, 1)``
-  (2.7.1's formula).
-* **n-step targets** (``trainer.n_step``): ``y_t = r_t + ... + gamma^(m-1) r_(t+m-1)
-  + gamma^m Q'(s_(t+m), mu'(s_(t+m)))`` where ``m <= n`` stops at the first episode end (no
-  bootstrap after a terminal step) and at the end of the rollout, where ``s_B`` is the observation
-  after the last step (2.7.1 bootstrapped its last window from the value of its own observation,
-  without its reward: defect 9.5/9.6). At a time limit with ``trainer.bootstrap_at_time_limit``
-  the target bootstraps from the final observation of the episode (before its reset).
-* **Updates**: critic on ``MSE(Q(s, a), y)``, then actor on ``-mean Q(s, mu(s))`` with the
-  critic's parameters frozen (2.7.1 let the actor loss add gradients to the critic: defect 9.6),
-  gradient clipping per network, then Polyak updates of both targets with ``tau``.
+  (env, agent, action dim) kept on the device (:class:`OUNoise`, 2.7.1's formula).
+* **n-step targets** (``trainer.n_step``): :func:`nstep_returns` and :func:`bootstrap_targets`; at a time limit
+  with ``trainer.bootstrap_at_time_limit`` the target bootstraps from the episode's final observation (before a reset).
+* **Updates**: critic on ``MSE(Q(s, a), y)``, then actor on ``-mean Q(s, mu(s))`` with the critic's parameters
+  frozen, gradient clipping per network, then Polyak updates of both targets with ``tau``.
 """
 
 from __future__ import annotations
