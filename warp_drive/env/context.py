@@ -251,10 +251,9 @@ class CUDAEnvironmentContext:
 
 
 class _StepKernel:
-    """``env.cuda_step``: the step kernel, called the pycuda way
-    (``self.cuda_step(*args, block=..., grid=...)``, as 2.7.1 envs do). A call that names no
-    ``stream`` launches on the function manager's current stream, so such a step joins the
-    trainer's CUDA-graph capture like every other launch."""
+    """``env.cuda_step``: the step kernel, called the pycuda way (``self.cuda_step(*args, block=..., grid=...)``, as
+    2.7.1 envs do). A call that names no ``stream`` launches on the function manager's current stream, so such a
+    step joins the trainer's CUDA-graph capture like every other launch."""
 
     __slots__ = ("_kernel", "_fm")
 
@@ -288,10 +287,8 @@ def check_seed(seed: Any, what: str = "seed") -> int:
 def has_vectorised_cpu_step(env: Any) -> bool:
     """True when ``env`` (an instance or a class) defines its own ``numpy_step``.
 
-    The cpu backend of :class:`~warp_drive.env_wrapper.EnvWrapper` then steps every replica at
-    once on a NumPy data store (the same API as the GPU). Otherwise the env is taken to be written
-    the 2.7.1 way (one env, gym style) and the cpu backend passes ``reset()`` and ``step(actions)``
-    straight to it, as 2.7.1 did.
+    The cpu backend then steps every replica at once on a NumPy data store; otherwise it passes
+    ``reset()`` and ``step(actions)`` straight to the env (written the 2.7.1 way: one env, gym style).
     """
     cls = env if isinstance(env, type) else type(env)
     impl = getattr(cls, "numpy_step", None)

@@ -21,14 +21,12 @@ does; clone what you keep, or pass ``copy=True`` to get device copies. Terminati
 truncations are fresh bool tensors.
 
 **NumPy outputs** (``output="numpy"``): the same values as NumPy arrays, the types Gymnasium's
-own vector wrappers (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``NormalizeReward``,
-``ClipReward``, ``TransformObservation``, ``ClipAction``, ``RescaleAction``, ...) and NumPy-based
-trainers (skrl's Gymnasium wrapper, CleanRL-style loops) expect: observations ``float32``,
-rewards ``float32``, terminations / truncations / the ``_final_*`` masks ``bool``,
+own vector wrappers (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``ClipAction``, ...)
+and NumPy-based trainers (skrl's Gymnasium wrapper, CleanRL-style loops) expect: observations
+``float32``, rewards ``float32``, terminations / truncations / the ``_final_*`` masks ``bool``,
 ``infos["final_obs"]`` a ``float32`` array. On the cpu backend with ``copy=False`` observations and
 rewards are zero-copy views of the store (overwritten by the next call, as above); on the pycuda
-backend every call copies them to the host once (one device sync per step). Actions may be NumPy
-arrays or torch tensors in both modes.
+backend every call copies them to the host once (one device sync per step).
 
 **Autoreset: same step** (``metadata["autoreset_mode"] = AutoresetMode.SAME_STEP``), WarpDrive's
 natural mode. A sub-env whose episode ends in ``step()`` is reset inside that same ``step()`` (on
@@ -92,10 +90,6 @@ invalid, and how values are clipped: :mod:`warp_drive.interop._actions`.
 
 Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
-``gymnasium.utils.env_checker`` covers single envs only and does not apply here; instead the tests
-check the adapter against Gymnasium's own ``SyncVectorEnv(autoreset_mode=SAME_STEP)`` on
-CartPole-v1 (same seeds and actions), run it (``output="numpy"``) under Gymnasium's own vector
-wrappers, and train skrl's PPO on it (``examples/skrl_ppo.py``).
 """
 
 from __future__ import annotations
@@ -416,8 +410,7 @@ class WarpDriveVectorEnv(VectorEnv):
         return self.wrapper.env
 
     def _view(self, t: torch.Tensor) -> torch.Tensor | np.ndarray:
-        """``t`` as returned to the caller: the store's tensor or a copy (``copy``), as a tensor or a
-        NumPy array (``output``)."""
+        """``t`` as returned: the store's tensor or a copy (``copy``), as a tensor or NumPy array (``output``)."""
         if self.output == "numpy":
             if t.device.type != "cpu":
                 return t.cpu().numpy()  # one device-to-host copy

@@ -36,11 +36,11 @@ Semantics:
   initial state (the classic-control envs then draw exactly gymnasium's ``reset(seed=s)`` initial
   state), re-seeds the reset-pool draws (Philox key) with ``s``, and seeds each agent's action and
   observation space with ``s + index``. Two adapters built without an env seed therefore run
-  identically after the same ``reset(seed=s)`` (PettingZoo's ``parallel_seed_test``). ``reset()`` without a seed draws the next initial state from the env's RNG
-  stream (``redraw_start_states=True``, the default) or, with ``redraw_start_states=False``,
-  restores the replica's saved initial state on the device (WarpDrive's own reset). Envs with
-  fixed starts (TagGridWorld) draw the same state every time. The env's step itself is
-  deterministic; actions come from the caller.
+  identically after the same ``reset(seed=s)`` (PettingZoo's ``parallel_seed_test``). ``reset()``
+  without a seed draws the next initial state from the env's RNG stream
+  (``redraw_start_states=True``, the default) or, with ``redraw_start_states=False``, restores the
+  replica's saved initial state on the device (WarpDrive's own reset). Envs with fixed starts
+  (TagGridWorld) draw the same state every time.
 * **Invalid actions** (``invalid_actions=``) are checked on the host before the push, for all
   live agents at once: ``"raise"`` (the default) refuses the step with
   :class:`~warp_drive.errors.InvalidActionError` naming the agents, ``"clip"`` clips into the
@@ -351,4 +351,3 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             checked = self._check_actions(torch.stack([r.to(dtype) for r in rows]), live.__getitem__).numpy()
             out[0, [self._index[name] for name in live]] = checked
         return out
-

@@ -1,5 +1,4 @@
-"""EnvironmentReset: restore done envs from their saved copies or reset pools, and draw fresh start
-states through the env's start-state hook, in one launch."""
+"""EnvironmentReset: reset done envs on the device (saved copies, reset pools, fresh start states)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A loaded PyCUDA kernel, ``_Kernel``, and the conversion of its launch arguments.
-
-:class:`~warp_drive.managers.pycuda_function_manager.PyCUDAFunctionManager` wraps every kernel it
-loads in a ``_Kernel``: callable the way pycuda's ``Function`` is, with each argument converted
-(and checked) by the kernel's parsed signature, or handed to pycuda's untyped call when the
-signature is unknown. pycuda is imported lazily, as in the manager.
+"""A loaded PyCUDA kernel, ``_Kernel`` (what ``PyCUDAFunctionManager`` hands out), and the conversion of its
+launch arguments. pycuda is imported lazily, as in the manager.
 """
 
 from __future__ import annotations
@@ -156,10 +152,9 @@ class _Kernel:
     elsewhere has no known signature: its arguments then go to pycuda's own untyped call.
 
     :meth:`launch` is the internal fast path (``FunctionManager.launch``, the services): it packs
-    the arguments with the prepared format and calls pycuda's stateless launch directly (what
-    ``prepared_async_call`` does after its per-call argument handling), which matters for eager
-    loops: the sampler's launch is host-bound. It falls back to ``prepared_async_call`` on a
-    pycuda without that entry point.
+    the arguments with the prepared format and calls pycuda's stateless launch directly, skipping
+    ``prepared_async_call``'s per-call argument handling (the sampler's launch is host-bound); it
+    falls back to ``prepared_async_call`` on a pycuda without that entry point.
     """
 
     __slots__ = ("name", "function", "codes", "params", "shared_bytes", "barrier_check", "_checked",

@@ -1,7 +1,6 @@
 """Check that an env's CUDA kernel and its CPU reference compute the same thing.
 
-:class:`EnvironmentCPUvsGPU` takes 2.7.1's arguments in 2.7.1's order. It has two ways of running
-the CPU side, picked from the CPU env class:
+:class:`EnvironmentCPUvsGPU` has two ways of running the CPU side, picked from the CPU env class:
 
 - **vectorised** (envs with a ``numpy_step``, e.g. every env of this package): both backends start
   from the same host reset, receive the same actions every step, and *every* array with an env
@@ -212,7 +211,6 @@ class EnvironmentCPUvsGPU:
         self.policy_tag_to_agent_id_map = policy_tag_to_agent_id_map
         self.create_separate_placeholders_for_each_policy = bool(create_separate_placeholders_for_each_policy)
         self.obs_dim_corresponding_to_num_agents = obs_dim_corresponding_to_num_agents
-        # env classes may state their own per-array tolerances (e.g. float32 transcendental drift)
         self.tolerances = {**getattr(cuda_env_class, "consistency_tolerances", {}), **dict(tolerances or {})}
         self.resync = resync
         self.max_steps = max_steps
