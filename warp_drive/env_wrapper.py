@@ -87,9 +87,6 @@ class EnvWrapper:
         process_id: rank of this process.
         device_id: CUDA device (pycuda backend), keyword only.
         use_cuda: deprecated alias of ``env_backend`` (True -> pycuda; a DeprecationWarning).
-
-    After construction: ``reset_all_envs()`` once (host reset and push), then
-    ``step_all_envs()`` and ``reset_only_done_envs()`` run on the device.
     """
 
     @Argfix({"use_cuda": "env_backend"})

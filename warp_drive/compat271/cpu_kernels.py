@@ -60,8 +60,7 @@ def free_random() -> None:
     """2.7.1 freed its per-thread generators here (no-op)."""
 
 
-#: Kernel name -> NumPy twin, merged into the CPU backend's kernel table
-#: (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`).
+#: Kernel name -> NumPy twin, merged into :data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`.
 KERNELS: dict[str, Callable[..., None]] = {
     "reset_in_float_when_done_2d": reset_in_float_when_done_2d,
     "reset_in_int_when_done_2d": reset_in_int_when_done_2d,

@@ -75,9 +75,8 @@ class CUDAEnvironmentContext:
     #: sequence of names that all take ``step_kernel_args``. Empty when the step kernel handles
     #: every geometry.
     phase_kernels: ClassVar[Mapping[str, Sequence[Any]] | Sequence[str]] = ()
-    #: True when every step writes ``Constants.TRUNCATED`` (1 where the episode ended at the time
-    #: limit without terminating, else 0); the wrapper then creates that array and the rollout and
-    #: the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
+    #: True when every step writes ``Constants.TRUNCATED``: the wrapper then creates that array and the
+    #: rollout and the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
     #: derived from the time limit (:func:`warp_drive.env.done.split_done`).
     writes_truncation: ClassVar[bool] = False
     #: True when ``numpy_step`` computes env ``e``'s rows of every per-env array (reset-registered
@@ -85,10 +84,8 @@ class CUDAEnvironmentContext:
     #: without an env axis: on two or more torch threads the cpu rollout then steps blocks of envs
     #: in parallel threads, each on a view of its rows (:mod:`warp_drive.training.cpu_pipeline`).
     numpy_step_is_env_separable: ClassVar[bool] = False
-    #: Shapes and dtypes of the env's own arrays, as its feeds give them for ONE env (no env
-    #: axis): ``name -> ArraySpec``; symbolic dimensions name env attributes (``"num_agents"``).
-    #: Checked when the wrapper pushes them (:func:`warp_drive.env.schema.check_array_schema`);
-    #: empty: nothing checked beyond the data manager's own rules.
+    #: Shapes and dtypes of the env's own arrays for ONE env (no env axis), ``name -> ArraySpec``, checked
+    #: when the wrapper pushes them (:mod:`warp_drive.env.schema`); empty: only the data manager's checks.
     array_schema: ClassVar[Mapping[str, ArraySpec]] = {}
     #: Name of a per-agent int array (``(N,)`` for one env) that drops to 0 when an agent leaves the
     #: episode before the others (the PettingZoo adapter then ends that agent alone); None: all

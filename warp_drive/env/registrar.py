@@ -197,6 +197,5 @@ def _import_class(name: str, import_path: str) -> type:
 
 
 #: The module-level registrar, as in 2.7.1: the default of every lookup by name. Env packages
-#: register themselves here (``import example_envs``); instances do not share state, so create
-#: your own registrar freely.
+#: register themselves here (``import example_envs``).
 env_registrar = EnvironmentRegistrar()

@@ -20,9 +20,7 @@ Semantics:
 
 * ``possible_agents`` are ``"agent_<id>"`` for the env's agent ids in data-store order.
 * **Termination / truncation.** The replica's ``_done_`` flag ends the episode for every agent
-  still in the game: truncated where the env's step says so (``_truncated_``), or, for envs that
-  write only ``_done_``, when ``_done_ == 1`` and ``_timestep_ >= episode_length`` (the time
-  limit); terminated otherwise (see :func:`warp_drive.env.done.split_done`).
+  still in the game: truncated or terminated as :func:`warp_drive.env.done.split_done` tells.
 * **Agents that leave early.** If the env has a per-agent "in the game" flag (``active_flag``;
   by default the env's ``active_agent_flag`` when the data store holds it with shape ``(1, N)``,
   as TagContinuous's ``still_in_the_game``), an agent whose flag drops to 0 is *terminated* on that step and removed

@@ -137,8 +137,7 @@ class EnvironmentReset:
 
     @property
     def fresh_start_states(self) -> bool:
-        """True: every reset draws a new start state per env and episode through the hook.
-        False: resets restore the saved copies (2.7.1's semantics)."""
+        """True: every reset draws a new start state through the hook; False: resets restore the saved copies."""
         return self._fresh
 
     @fresh_start_states.setter

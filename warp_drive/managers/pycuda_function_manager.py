@@ -231,10 +231,9 @@ class PyCUDAFunctionManager(FunctionManager):
     def load_cuda_from_binary_file(self, cubin: str | os.PathLike[str], default_functions_included: bool = True) -> None:
         """Load a binary: one named by :meth:`_compile` (in this process, or built by it in any
         process: kernel signatures are then known), one of 2.7.1's prebuilt test binaries
-        (``warp_drive/cuda_bin/test_build.fatbin``, ``test_build_multiblocks.fatbin``: built on
-        first use from ``warp_drive/cuda_includes``), or a cubin/fatbin built elsewhere (its
-        kernels are launched through pycuda's untyped call, and the core services are not
-        available)."""
+        (``warp_drive/cuda_bin/test_build*.fatbin``, built on first use), or a cubin/fatbin built
+        elsewhere (its kernels are launched through pycuda's untyped call, and the core services are
+        not available)."""
         import pycuda.driver as cuda
 
         self._check_no_module()

@@ -1,5 +1,6 @@
-"""A loaded PyCUDA kernel, ``_Kernel`` (what ``PyCUDAFunctionManager`` hands out), and the conversion of its
-launch arguments. pycuda is imported lazily, as in the manager.
+"""A loaded PyCUDA kernel, ``_Kernel``, and the conversion of its launch arguments.
+
+pycuda is imported lazily, as in :mod:`warp_drive.managers.pycuda_function_manager`.
 """
 
 from __future__ import annotations
@@ -145,11 +146,10 @@ def _dims(value: Any, what: str, kernel: str) -> tuple[int, ...]:
 class _Kernel:
     """A loaded kernel, callable the way pycuda's ``Function`` is.
 
-    ``kernel(*args, block=(x, 1, 1), grid=(g, 1), stream=None, shared=0)`` launches it; arguments
-    are torch tensors (their device pointers), the values ``dm.device_data(name)`` returns,
-    NumPy scalars, Python numbers or pycuda device pointers, converted by the kernel's parsed
-    signature (wrong kinds raise :class:`KernelSignatureError`). A kernel of a binary built
-    elsewhere has no known signature: its arguments then go to pycuda's own untyped call.
+    ``kernel(*args, block=(x, 1, 1), grid=(g, 1), stream=None, shared=0)`` launches it; arguments are torch
+    tensors (their device pointers), the values ``dm.device_data(name)`` returns, NumPy scalars, Python numbers
+    or pycuda device pointers, converted by the kernel's parsed signature. A kernel of a binary built elsewhere
+    has no known signature: its arguments then go to pycuda's own untyped call.
 
     :meth:`launch` is the internal fast path (``FunctionManager.launch``, the services): it packs
     the arguments with the prepared format and calls pycuda's stateless launch directly, skipping

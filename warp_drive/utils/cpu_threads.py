@@ -1,9 +1,8 @@
 """Torch's thread count on the cpu backend: one decision, made where a cpu env wrapper is built.
 
-Every CPU path (the training CLIs with ``--env``, ``--config`` or ``--resume``, the Lightning CLI
-and module, a ``Trainer`` built in Python, the interop adapters of ``examples/``, the notebooks)
-builds an :class:`~warp_drive.env_wrapper.EnvWrapper` on the cpu backend, and its constructor
-calls :func:`apply_cpu_threads`. The first rule that applies decides (:func:`choose_threads`):
+Every CPU path (CLIs, Lightning, a ``Trainer`` built in Python, the interop adapters, the notebooks)
+builds an :class:`~warp_drive.env_wrapper.EnvWrapper` on the cpu backend, whose constructor calls
+:func:`apply_cpu_threads`. The first rule that applies decides (:func:`choose_threads`):
 
 1. ``WARP_DRIVE_NUM_THREADS`` (a positive integer);
 2. a count set with ``torch.set_num_threads`` before the wrapper was built: one that differs

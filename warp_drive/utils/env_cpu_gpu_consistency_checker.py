@@ -13,9 +13,8 @@
   by one next to a GPU wrapper, for ``num_episodes * episode_length`` steps; observations,
   rewards and done flags are compared after every step and after every reset.
 
-Either way the first mismatch raises :class:`~warp_drive.errors.ConsistencyError` naming the
-config, seed, step, array, env, agent, feature, both values and how many values differ (and
-:data:`SEED_HINT` when every value differs at the first reset of a config without a ``seed``).
+Either way the first mismatch raises :class:`~warp_drive.errors.ConsistencyError` naming the config, seed,
+step, array, env, agent, feature, both values and how many values differ (and :data:`SEED_HINT` if it applies).
 """
 
 from __future__ import annotations
@@ -296,8 +295,7 @@ class EnvironmentCPUvsGPU:
 
     @staticmethod
     def _push_action_table(wrapper: Any) -> None:
-        """2.7.1's gridworld kernels read their action table from a ``__constant__`` array the host
-        fills; do that when the env has ``step_actions`` and the compiled source declares it."""
+        """Fill :data:`ACTION_TABLE_SYMBOL` from ``env.step_actions`` when the compiled source declares it."""
         env, fm, dm = wrapper.env, wrapper.cuda_function_manager, wrapper.cuda_data_manager
         if not (hasattr(env, "step_actions") and hasattr(fm, "initialize_shared_constants")
                 and ACTION_TABLE_SYMBOL in (getattr(fm, "source", None) or "")):

@@ -1,6 +1,5 @@
 """NumPy twins of the reset kernels of ``reset.cuh``: restore done envs from their saved copies or
-reset pools (one Philox draw per env and reset, shared by every pool entry), then run an env's
-start-state hook; and the done / timestep clear.
+reset pools, then run an env's start-state hook; and the done / timestep clear.
 
 Bit-identical to the CUDA kernels. Work is vectorised over envs; the loop runs only over the
 registered entries. :func:`reset_env_rows` resets a block of a batch's envs exactly as the whole

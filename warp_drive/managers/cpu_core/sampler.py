@@ -234,8 +234,7 @@ def sample_action_heads(
         num_actions_0 .. num_actions_3: Actions in each head.
         stream_id_0 .. stream_id_3: Philox key word 1 of each head.
         actions: int32 ``(num_rows, num_heads)`` output.
-        error_flag: int32 word; bit 1 = NaN / negative prob, bit 2 = sum off by > 1e-3, bit 4 = an
-            agent index outside the joint placeholder (that row not written there).
+        error_flag: int32 word, ORed with the ``ERROR_*`` bits (:data:`ERROR_BAD_INDEX`: that row not written).
         log_probs: float32 ``(num_rows,)`` receiving the joint log-probability (float32 sum over
             the heads in order), or None.
         joint_actions: int32 ``(num_envs, num_joint_agents, num_heads)`` joint placeholder, or
