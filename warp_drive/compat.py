@@ -2,12 +2,10 @@
 
 Every module listed in :data:`COMPAT_MODULES` exists only so that code written for Salesforce
 WarpDrive 2.7.1 imports unchanged. Each is a thin re-export of the implementation named in its
-docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of its own. A test
-imports every entry and checks that it holds nothing but imports.
+docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of its own.
 
-:data:`MOVED_MODULES` lists this project's own former module paths, kept the same way (docstring
-``Former path:``): the command-line programs moved to :mod:`warp_drive.cli` (these thin modules are
-the only ones outside ``warp_drive/cli`` that import it), the placeholders to :mod:`warp_drive.env.placeholders`.
+:data:`MOVED_MODULES` lists this project's own former module paths (of the command-line programs, now
+in :mod:`warp_drive.cli`, and of the placeholders), kept the same way (docstring ``Former path:``).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 """

@@ -1,8 +1,5 @@
 """EnvWrapper: reset an env once on the host, push its data, then step and reset on the device.
 
-The constructor takes 2.7.1's arguments in 2.7.1's order (plus ``device_id``, keyword only), and
-the deprecated ``use_cuda=`` (a DeprecationWarning) or a bool ``env_backend``.
-
 Which path an env takes:
 
 - ``env_backend="pycuda"``: every env (a :class:`CUDAEnvironmentContext`) runs on the device. Its
@@ -58,9 +55,8 @@ DEFAULT_TESTING_BIN = "test_build.fatbin"
 
 
 def resolve_backend(env_backend: Any) -> str:
-    """'pycuda' or 'cpu' from a backend name (:mod:`warp_drive.env.backends`) or a bool
-    (``use_cuda``). ``"numba"`` runs on pycuda, with a warning (warp_drive has no Numba backend;
-    envs run their CUDA kernels instead)."""
+    """'pycuda' or 'cpu' from a backend name (:mod:`warp_drive.env.backends`; ``"numba"`` runs on pycuda, with a
+    warning) or a bool (``use_cuda``)."""
     if isinstance(env_backend, (bool, np.bool_)):
         return "pycuda" if env_backend else "cpu"
     if is_numba(env_backend):
@@ -73,7 +69,7 @@ def resolve_backend(env_backend: Any) -> str:
 
 
 class EnvWrapper:
-    """Runs ``num_envs`` replicas of a warp_drive env on one backend.
+    """Runs ``num_envs`` replicas of a warp_drive env on one backend (2.7.1's arguments, in its order).
 
     Args:
         env_obj: an env instance (a :class:`CUDAEnvironmentContext` for the device backends).
@@ -85,16 +81,12 @@ class EnvWrapper:
         env_backend: ``"pycuda"`` (GPU), ``"cpu"``, ``"numba"`` (runs on pycuda) or a bool.
         testing_mode, testing_bin_filename: see the module docstring.
         env_registrar: an :class:`EnvironmentRegistrar` for ``env_name`` and registered sources
-            (default for ``env_name``: :data:`warp_drive.env.env_registrar`, where env packages such
-            as ``example_envs`` register themselves).
+            (default for ``env_name``: :data:`warp_drive.env.env_registrar`).
         event_messenger: 2.7.1's build signal (a multiprocessing Event), set once the build is
             loaded; every process builds (builds are cached by content and safe across processes).
         process_id: rank of this process.
         device_id: CUDA device (pycuda backend), keyword only.
-        use_cuda: deprecated alias of ``env_backend`` (True -> pycuda).
-
-    After construction: ``reset_all_envs()`` once (host reset and push), then
-    ``step_all_envs()`` and ``reset_only_done_envs()`` run on the device.
+        use_cuda: deprecated alias of ``env_backend`` (True -> pycuda; a DeprecationWarning).
     """
 
     @Argfix({"use_cuda": "env_backend"})
@@ -144,7 +136,6 @@ class EnvWrapper:
             )
         self._convert_spaces()
 
-        # Gym-style passthrough: a 2.7.1 env on the cpu backend (no vectorised NumPy step).
         self._passthrough = self.env_backend == "cpu" and not has_vectorised_cpu_step(env_obj)
         if self.env_backend == "cpu":  # every cpu-backend path builds a wrapper: torch's threads are chosen here
             from warp_drive.utils.cpu_threads import apply_cpu_threads

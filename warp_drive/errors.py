@@ -35,8 +35,7 @@ class DataNotFoundError(WarpDriveError, KeyError):
 
 
 class KernelNotBuiltError(DataNotFoundError):
-    """A kernel of a known name is not in the loaded module because its build left it out
-    (WarpDrive 2.7.1's kernels are compiled in only when asked for); the message names the fix."""
+    """A WarpDrive 2.7.1 kernel is not in the loaded module: its build left it out; the message names the fix."""
 
 
 class DataTypeError(WarpDriveError, TypeError):
@@ -48,14 +47,12 @@ class DataShapeError(WarpDriveError, ValueError):
 
 
 class SpaceMismatchError(WarpDriveError, ValueError):
-    """Data does not lie in its declared gymnasium space (e.g. a reset observation outside
-    ``observation_space``)."""
+    """Data does not lie in its declared gymnasium space (e.g. a reset observation outside ``observation_space``)."""
 
 
 class InvalidActionError(SpaceMismatchError, ConfigError):
-    """An action given to an interop adapter lies outside its action space (out of range, not an
-    integer for Discrete / MultiDiscrete, NaN or infinite for Box). Also a ``ConfigError``, which
-    the adapters raised for bad actions before this type existed."""
+    """An action given to an interop adapter lies outside its action space (out of range, not an integer
+    for Discrete / MultiDiscrete, NaN or infinite for Box). Also a ``ConfigError``, the adapters' former type."""
 
 
 class DuplicateDataError(WarpDriveError, ValueError):

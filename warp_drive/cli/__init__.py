@@ -7,6 +7,5 @@ module paths of its programs are thin re-exports, listed in :mod:`warp_drive.com
 - :mod:`warp_drive.cli.setup_and_train`: 2.7.1's script and ``setup_trainer_and_train`` (``python -m
   warp_drive.training.scripts.example_training_script_pycuda``, and its Numba twin);
 - :mod:`warp_drive.cli.common`: what they share (flags, logging, expected errors as short messages);
-- :mod:`warp_drive.cli.envs`: the example envs by name (the one module here that imports
-  ``example_envs``); the programs hand the library env classes only.
+- :mod:`warp_drive.cli.envs`: the example envs by name (the one module here that imports ``example_envs``).
 """

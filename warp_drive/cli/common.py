@@ -66,8 +66,7 @@ def without_flag(argv: Sequence[str], spellings: Sequence[str]) -> list[str]:
 def report_errors(body: Callable[[], int], debug: bool) -> int:
     """``body()``'s exit code; an expected error (:func:`explain_error`) prints one or two lines and
     returns 2 instead (``debug``, or a bug: raised with its traceback); a stop by a signal before
-    training (Ctrl-C), or a second signal, prints its message and returns its exit code (130 / 143).
-    Shared by the training CLIs."""
+    training (Ctrl-C), or a second signal, prints its message and returns its exit code (130 / 143)."""
     try:
         return body()
     except Exception as err:  # noqa: BLE001 - expected errors become short messages, bugs keep their traceback
@@ -81,5 +80,3 @@ def report_errors(body: Callable[[], int], debug: bool) -> int:
             raise
         print(stop if str(stop) else "interrupted", file=sys.stderr)
         return exit_code_of(stop)  # type: ignore[arg-type]
-
-

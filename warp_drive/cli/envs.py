@@ -23,9 +23,8 @@ REFERENCE_ENV_NAMES = {
     "single_continuous_mountain_car_sac": "continuous_mountain_car",
 }
 
-#: example env -> its CPU-sized settings (``cpu_sized.yaml`` in the env's folder): they make it train in
-#: a minute or two on a 2-core CPU (the bundled configs are sized for a GPU). Applied on the cpu backend
-#: to ``--env`` runs, before the command line's own overrides; ``--full_size`` turns them off.
+#: example env -> its CPU-sized settings (``cpu_sized.yaml`` in the env's folder), applied on the cpu backend
+#: to ``--env`` runs before the command line's own overrides (the bundled configs are sized for a GPU).
 CPU_SIZED: dict[str, example_envs.CpuSizedSettings] = {
     name: settings for name in example_envs.example_env_names()
     if (settings := example_envs.get_cpu_sized_settings(name)) is not None}

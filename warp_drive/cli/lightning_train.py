@@ -154,8 +154,7 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
         logger.info("trained %d iterations; logs and checkpoints under %s", engine.iteration if engine else 0,
                     log_dir or args.results_dir)
     # leave the process group before the interpreter exits: a gloo group still alive at exit can
-    # abort the process (std::terminate from its threads; exit code 134 in 2 to 3 of 10 two-process
-    # CPU runs before this call, none in 12 after)
+    # abort the process (std::terminate from its threads: exit code 134)
     clear_torch_process_group()
     return 0
 
@@ -184,10 +183,7 @@ def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`):
-    expected errors before training print one or two lines and return 2; failures once training started
-    print the four-line report (:class:`~warp_drive.training.run_failures.RunFailures`) and write
-    ``<results_dir>/error.log``; a SIGINT / SIGTERM stop returns 130 / 143."""
+    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
     from warp_drive.training.lightning.cli_runs import newest_intact_lightning_checkpoint
 
     args = parse_args(argv)

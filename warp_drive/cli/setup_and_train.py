@@ -2,10 +2,7 @@
 
 2.7.1 shipped ``warp_drive/training/scripts/example_training_script_pycuda.py`` (and a Numba twin)
 with a ``setup_trainer_and_train`` function that its multi-GPU and auto-scaling helpers call back.
-Both import paths (and ``warp_drive.training.setup_and_train``) lead here (see :mod:`warp_drive.compat`);
-the work is done by this project's example-env registry (:mod:`warp_drive.cli.envs`),
-:class:`~warp_drive.env_wrapper.EnvWrapper` and :class:`~warp_drive.training.trainer.Trainer`
-(:func:`~warp_drive.training.build.build_trainer`).
+Both import paths (and ``warp_drive.training.setup_and_train``) lead here (see :mod:`warp_drive.compat`).
 
 Command line (2.7.1's flags)::
 

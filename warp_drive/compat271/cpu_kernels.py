@@ -1,11 +1,10 @@
 """NumPy twins of WarpDrive 2.7.1's reset, log and random-state kernels (``compat_271.cuh``).
 
-Always in the CPU backend's kernel table (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`),
-where a GPU build holds the header only when asked for (:mod:`warp_drive.compat271.kernels`).
-Each takes 2.7.1's parameter list. The reset kernels restore a done env's row or slice from its
-saved copy (pools and the start-state hook are in :mod:`~warp_drive.managers.cpu_core.reset`);
-the log kernels are :func:`~warp_drive.managers.cpu_core.log.log_one_step` with 2.7.1's argument
-order; the random-state kernels are no-ops (counter-based Philox draws need no per-thread state).
+Always in the CPU backend's kernel table (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`). Each takes
+2.7.1's parameter list. The reset kernels restore a done env's row or slice from its saved copy (pools and the
+start-state hook are in :mod:`~warp_drive.managers.cpu_core.reset`); the log kernels are
+:func:`~warp_drive.managers.cpu_core.log.log_one_step` with 2.7.1's argument order; the random-state kernels are
+no-ops (counter-based Philox draws need no per-thread state).
 """
 
 from __future__ import annotations
@@ -61,8 +60,7 @@ def free_random() -> None:
     """2.7.1 freed its per-thread generators here (no-op)."""
 
 
-#: Kernel name -> NumPy twin, merged into the CPU backend's kernel table
-#: (:data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`).
+#: Kernel name -> NumPy twin, merged into :data:`warp_drive.managers.cpu_kernels.CORE_KERNELS`.
 KERNELS: dict[str, Callable[..., None]] = {
     "reset_in_float_when_done_2d": reset_in_float_when_done_2d,
     "reset_in_int_when_done_2d": reset_in_int_when_done_2d,

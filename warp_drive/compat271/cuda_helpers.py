@@ -7,9 +7,6 @@ files and compiled them there. Here the prelude (``wkNumberEnvs``, ``wkNumberAge
 :class:`~warp_drive.errors.ConfigError` naming the call to use instead, and
 ``compile_and_load_cuda`` refuses custom templates (:func:`check_templates`). The device checks and
 look-ups work as in 2.7.1 (with the resident-block count rounded down, not up).
-
-Re-exported by the 2.7.1 import paths ``warp_drive.utils.pycuda_utils.misc``,
-``warp_drive.utils.architecture_validate`` and ``warp_drive.utils.device_context``.
 """
 
 from __future__ import annotations
@@ -31,13 +28,11 @@ _BUILD_HELP = (
     "fm._compile(main_file=..., cubin_file=...) then fm.load_cuda_from_binary_file(cubin_file)"
 )
 
-#: 2.7.1's default table: env name -> its CUDA step source, relative to the project root (2.7.1
-#: looked these paths up the same way; nothing is imported).
+#: 2.7.1's default table: env name -> its CUDA step source, relative to the project root (nothing is imported).
 _DEFAULT_ENV_SOURCES = {
     "TagGridWorld": "example_envs/tag_gridworld/tag_gridworld_step.cu",
     "TagContinuous": "example_envs/tag_continuous/tag_continuous_step.cu",
 }
-
 
 #: 2.7.1's template files (its EnvWrapper passed these names); nothing is generated from them here.
 TEMPLATE_FILES = {"template_header_file": "template_env_config.h", "template_runner_file": "template_env_runner.cu"}

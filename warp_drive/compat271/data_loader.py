@@ -4,10 +4,7 @@
 :class:`~warp_drive.env_wrapper.EnvWrapper` pushes itself (:mod:`warp_drive.env.placeholders`),
 per-head action arrays, per-policy placeholders and rollout batch arrays, and registered the
 actions with a sampler. :func:`create_and_push_data_placeholders` does the same (2.7.1's import
-path: ``warp_drive.training.utils.data_loader``), and accepts everything the wrapper already
-pushed when it has the shape 2.7.1 would give it. The
-:class:`~warp_drive.utils.env_cpu_gpu_consistency_checker.EnvironmentCPUvsGPU` uses it for envs
-written for 2.7.1.
+path: ``warp_drive.training.utils.data_loader``), accepting what the wrapper already pushed in 2.7.1's shape.
 
 Layouts (E = num_envs, A = agents in the group, H = action heads, B = rollout length); the step
 placeholders are those of :mod:`warp_drive.env.placeholders`, suffixed ``_<policy>`` with

@@ -99,16 +99,14 @@ _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 @functools.lru_cache(maxsize=1)
 def _libcuda() -> Any:
-    return ctypes.CDLL("libcuda.so.1")  # loaded once (a failed load is retried next time, as before)
+    return ctypes.CDLL("libcuda.so.1")  # loaded once (a failed load is retried next time)
 
 
 def _occupancy_blocks_per_sm(binary: str | os.PathLike[str] | None, kernel: str, threads: int,
                              shared_bytes: int) -> int | None:
     """Blocks of ``kernel`` (from the cubin ``binary``) that one SM runs at once, from the driver's
-    ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (registers, shared memory, threads and block
-    limits all counted). pycuda does not expose the function handle, so the binary is loaded a
-    second time through the driver API, in the current context, for the query. None when the
-    driver library or the binary is not available."""
+    ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (None when the driver library or the binary is unavailable);
+    pycuda does not expose the function handle, so the binary is loaded a second time through the driver API."""
     if binary is None:
         return None
     try:

@@ -1,10 +1,9 @@
 """WarpDrive 2.7.1's kernels on the GPU: their names, and when ``compat_271.cuh`` is compiled in.
 
-``warp_drive/cuda/core/compat_271.cuh`` holds 2.7.1's kernel-side names (``getEnvID``,
-``getAgentID``, ``getRankInEnv``, ``get_flattened_array_index``, ``wkMaxBlocks``, the env barrier
-``__sync_env_threads``) and 2.7.1's built-in kernels under their names and parameter lists
-(:data:`COMPAT_FUNCTIONS`). This project's own services never use it, so a build holds it only
-when 2.7.1 code asks for it. The rule is decided from text, before anything is compiled:
+``warp_drive/cuda/core/compat_271.cuh`` holds 2.7.1's kernel-side names (:data:`NAMES`, e.g. ``getEnvID``
+and the env barrier ``__sync_env_threads``) and 2.7.1's built-in kernels under their names and parameter
+lists (:data:`COMPAT_FUNCTIONS`). This project's own services never use it, so a build holds it only when
+2.7.1 code asks for it. The rule is decided from text, before anything is compiled:
 
 - a rendered translation unit (:func:`warp_drive.cuda.compiler.render_source`) includes it, right
   after ``core_service.cuh``, when the env source (with the headers it includes by a quoted path)

@@ -1,13 +1,12 @@
 """WarpDrive 2.7.1's ``_compile(main_file, cubin_file)``: self-contained ``.cu`` files built into the cache.
 
 2.7.1 ran nvcc on a main file and wrote the binary to ``cubin_file``, usually inside the installed
-package. Here the binary goes to the content-addressed cache (:mod:`warp_drive.cuda.compiler`), and
-``cubin_file`` becomes a name for it: copied there when that is allowed, and always recorded in a
-process-wide table that ``load_cuda_from_binary_file`` consults (:func:`binary_alias`). Binaries
-built this way also leave their source in the cache, keyed by the binary's hash, so a later
-process that loads the copy still knows the kernels' signatures (:func:`binary_source`). 2.7.1's
-prebuilt test binaries (``warp_drive/cuda_bin/test_build*.fatbin``) are built on first use from
-the shipped sources (:func:`shipped_main_file`).
+package. Here the binary goes to the content-addressed cache (:mod:`warp_drive.cuda.compiler`) and
+``cubin_file`` becomes a name for it (:func:`compile_main_file`). Binaries built this way also leave
+their source in the cache, keyed by the binary's hash, so a later process that loads the copy still
+knows the kernels' signatures (:func:`binary_source`). 2.7.1's prebuilt test binaries
+(``warp_drive/cuda_bin/test_build*.fatbin``) are built on first use from the shipped sources
+(:func:`shipped_main_file`).
 
 A main file states its own launch constants and includes what it needs: ``core_service.cuh``,
 and ``compat_271.cuh`` where it uses 2.7.1's kernel-side names (the shipped ``test_build*.cu`` do).
@@ -106,8 +105,9 @@ def compile_main_file(
     """Compile a self-contained .cu file (it defines the launch constants itself) into the cache.
 
     Includes resolve relative to the file, then the core directory. When ``cubin_file`` is given
-    it is recorded as a name of the result for :func:`binary_alias`, and the binary is copied there
-    unless that path lies inside the installed package or cannot be written.
+    it is recorded as a name of the result in a process-wide table that ``load_cuda_from_binary_file``
+    consults (:func:`binary_alias`), and the binary is copied there unless that path lies inside the
+    installed package or cannot be written.
 
     Raises:
         ConfigError: ``main_file`` does not exist.

@@ -82,9 +82,6 @@ def from_reference_state_dict(state_dict: Mapping[str, Any]) -> "OrderedDict[str
 def to_reference_state_dict(model_or_state: nn.Module | Mapping[str, Any]) -> "OrderedDict[str, torch.Tensor]":
     """Our fully connected model (or its state_dict) in 2.7.1's names, in 2.7.1's key order.
 
-    The result loads into 2.7.1's ``FullyConnected`` with the same ``fc_dims`` and heads, and back
-    into ours (``FullyConnected.load_state_dict`` accepts either naming).
-
     Raises:
         ConfigError: The model has a Gaussian head (``log_std``), which 2.7.1's format cannot hold,
             or parameters that are not our fully connected model's.

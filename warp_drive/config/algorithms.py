@@ -10,9 +10,8 @@ training code), at
 * ``policy``: ``build(context) -> policy``, which builds the per-tag policy object the engine
   drives (:class:`warp_drive.training.algorithms.base.Policy`).
 
-It also says which run-level settings the algorithm reads: ``trainer.n_step`` and extra
-``sampler.params`` keys (DDPG's exploration noise); a config that sets them with no policy of such
-an algorithm is refused, naming the setting.
+A config that sets ``trainer.n_step`` or extra ``sampler.params`` keys with no policy whose entry reads
+them is refused.
 
 Adding an algorithm is one :func:`register_algorithm` call (the built-in ones are the lines of
 :data:`BUILTIN`).

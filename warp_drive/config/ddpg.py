@@ -43,7 +43,6 @@ DDPG_POLICY_DEFAULTS: dict[str, Any] = {
     "num_epochs": 1,
     "num_minibatches": 1,
     "model": None,
-    # 2.7.1 merged its A2C defaults into every policy; DDPG ignores them
     "vf_loss_coeff": None,
     "entropy_coeff": None,
     "clip_param": None,

@@ -48,8 +48,7 @@ def load_raw_config(
 ) -> dict[str, Any]:
     """The run config as a plain dict with the overrides applied, before defaults and validation.
 
-    Override keys are checked (unknown keys are errors); values are not. Used where only a few
-    keys are needed before the whole config can be validated (e.g. the results folder).
+    Override keys are checked (unknown keys are errors); values are not.
 
     Raises:
         ConfigError: Unreadable file, invalid YAML, or an unknown override key.

@@ -1,8 +1,7 @@
 """The ``policy.<tag>.model`` section: one network's type, widths, init and checkpoint file.
 
 Shared by the A2C/PPO policy section (:class:`~warp_drive.config.PolicyConfig`) and the two
-networks of a DDPG section (:class:`~warp_drive.config.ddpg.DDPGModelConfig`), so both import it
-from here.
+networks of a DDPG section (:class:`~warp_drive.config.ddpg.DDPGModelConfig`).
 """
 
 from __future__ import annotations

@@ -36,8 +36,6 @@ ENV_BACKENDS = BACKENDS
 OU_NOISE_PARAMS = ("damping", "stddev", "scale")
 #: num_epochs used when the config leaves it null.
 DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
-
-
 #: ``trainer.update_precision`` values.
 UPDATE_PRECISIONS = ("fp32", "bf16")
 

@@ -2,8 +2,7 @@
 
 Next to each cached binary ``<key>_<arch>.cubin`` lies ``<key>_<arch>.cubin.sha256``, the SHA-256
 of the bytes written. The digest is written first and both are renamed into place atomically, so
-a binary is never visible without its digest. A binary whose bytes no longer match (tampered,
-truncated, zero bytes) or that has no digest is not served: the caller rebuilds it, with a warning.
+a binary is never visible without its digest; :func:`entry_intact` refuses one that does not match.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Compile every CUDA source of the package and of every registered env with nvcc (no GPU needed).
 
-Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90] [--envs example_envs ...]``. Exits
-non-zero when a kernel does not compile. ``--envs`` names packages whose import registers envs in
-warp_drive's env registrar (``example_envs`` for the bundled examples); without it only the core
-layer is built. Each registered env is rendered with its default constants, for one block per
-env and for several blocks per env; the self-contained units of ``warp_drive/cuda_includes`` are
-built as they are. A build that holds WarpDrive 2.7.1's kernels (``compat_271.cuh``, compiled in
-only when the code asks for them: :mod:`warp_drive.compat271.kernels`) is marked ``+2.7.1``.
+Usage: ``python -m warp_drive.cuda.check_build [--arch sm_90] [--envs example_envs ...]``. Exits non-zero
+when a kernel does not compile. ``--envs`` names packages whose import registers envs in warp_drive's env
+registrar (``example_envs`` for the bundled examples); without it only the core layer is built. Each registered
+env is rendered with its default constants, for one block per env and for several blocks per env; the
+self-contained units of ``warp_drive/cuda_includes`` are built as they are. A build that holds WarpDrive
+2.7.1's kernels (:mod:`warp_drive.compat271.kernels`) is marked ``+2.7.1``.
 """
 
 from __future__ import annotations
@@ -70,8 +69,7 @@ def register_env_packages(packages: Sequence[str]) -> None:
 
 
 def _build_failed(label: str, build: Callable[[], str]) -> bool:
-    """Run ``build`` (it returns the source it compiled; ``compile_cubin(...) and text`` does, a Path being
-    true) and print one status line. Returns True when nvcc failed."""
+    """Run ``build`` (it returns the source it compiled) and print one status line; True when nvcc failed."""
     start = time.perf_counter()
     try:
         status = "ok +2.7.1" if includes_header(build()) else "ok"

@@ -8,12 +8,9 @@ version. Files are written to a temporary name and renamed into place, so concur
 (several ranks, several jobs with different shapes) never see a partial binary.
 
 A cached binary is code that runs on the GPU and a cached source decides how kernels are bound,
-so the cache is private: the directory is created with mode 0700 (an existing one owned by the
-user is narrowed to 0700), and an entry is loaded only if it is a regular file owned by the user
-and not group- or world-writable, and only if its bytes match the SHA-256 recorded when it was written
-(:mod:`warp_drive.cuda.cache_digest`); any other entry is rebuilt (with a warning). A cache directory
-owned by another user is not used at all: this process caches in a new private temporary
-directory instead (with a warning that names the fix).
+so the cache is private (:func:`ensure_cache_dir`) and an entry is loaded only when it is trusted
+(:func:`trusted_cache_entry`) and intact (:mod:`warp_drive.cuda.cache_digest`); any other entry is
+rebuilt (with a warning).
 """
 
 from __future__ import annotations
@@ -210,12 +207,10 @@ def render_source(
 ) -> str:
     """Render the whole translation unit as a string.
 
-    Layout: prelude, ``#include "core_service.cuh"``, WarpDrive 2.7.1's ``compat_271.cuh`` where
-    the rule of :mod:`warp_drive.compat271.kernels` asks for it (the env's source, the headers it
-    includes by a quoted path, or ``extra_code`` name a 2.7.1 symbol; or ``compat_271``), then the
-    env's source (inlined with a ``#line`` directive so nvcc errors point at the original file),
-    then one reset kernel per start-state hook the env's source defines
-    (:mod:`warp_drive.cuda.start_state_kernel`), then ``extra_code``.
+    Layout: prelude, ``#include "core_service.cuh"``, WarpDrive 2.7.1's ``compat_271.cuh`` where the rule of
+    :mod:`warp_drive.compat271.kernels` asks for it, then the env's source (inlined with a ``#line`` directive
+    so nvcc errors point at the original file), then one reset kernel per start-state hook the env's source
+    defines (:mod:`warp_drive.cuda.start_state_kernel`), then ``extra_code``.
     """
     code = [extra_code]
     body = []

@@ -40,8 +40,7 @@ def find_start_state_hooks(source: str) -> dict[str, str]:
 
 
 def render_start_state_kernels(source: str) -> str:
-    """CUDA code of one ``Cuda<Name>ResetWithStartState`` kernel per hook defined in ``source``
-    ("" when it defines none). Appended after the env's source by the compiler."""
+    """CUDA code of one ``Cuda<Name>ResetWithStartState`` kernel per hook defined in ``source`` ("" when none)."""
     parts = []
     for name, params in sorted(find_start_state_hooks(source).items()):
         names = [p.name for p in parse_params(params)]

@@ -9,8 +9,7 @@
 - :func:`split_done` (``done.py``): done flag -> (terminated, truncated).
 - ``backends.py``: the backend names; ``placeholders.py``: the step placeholders.
 
-The 2.7.1 paths (``warp_drive.utils.gpu_environment_context``, ``.data_feed``, ``.constants``,
-``.env_registrar``) re-export these. Importing this package imports neither torch nor pycuda.
+Importing this package imports neither torch nor pycuda.
 """
 
 from warp_drive.env.backends import BACKENDS, canonical_backend

@@ -1,8 +1,7 @@
 """Backend names: the one table of accepted spellings and what each runs on.
 
 Two backends exist, ``"pycuda"`` (CUDA kernels on a GPU) and ``"cpu"`` (NumPy twins). Every
-place that reads a backend name (EnvWrapper, the registrar, the run config, the example envs)
-resolves it here.
+place that reads a backend name resolves it here.
 """
 
 from __future__ import annotations

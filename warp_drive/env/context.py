@@ -75,9 +75,8 @@ class CUDAEnvironmentContext:
     #: sequence of names that all take ``step_kernel_args``. Empty when the step kernel handles
     #: every geometry.
     phase_kernels: ClassVar[Mapping[str, Sequence[Any]] | Sequence[str]] = ()
-    #: True when every step writes ``Constants.TRUNCATED`` (1 where the episode ended at the time
-    #: limit without terminating, else 0); the wrapper then creates that array and the rollout and
-    #: the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
+    #: True when every step writes ``Constants.TRUNCATED``: the wrapper then creates that array and the
+    #: rollout and the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
     #: derived from the time limit (:func:`warp_drive.env.done.split_done`).
     writes_truncation: ClassVar[bool] = False
     #: True when ``numpy_step`` computes env ``e``'s rows of every per-env array (reset-registered
@@ -85,10 +84,8 @@ class CUDAEnvironmentContext:
     #: without an env axis: on two or more torch threads the cpu rollout then steps blocks of envs
     #: in parallel threads, each on a view of its rows (:mod:`warp_drive.training.cpu_pipeline`).
     numpy_step_is_env_separable: ClassVar[bool] = False
-    #: Shapes and dtypes of the env's own arrays, as its feeds give them for ONE env (no env
-    #: axis): ``name -> ArraySpec``; symbolic dimensions name env attributes (``"num_agents"``).
-    #: Checked when the wrapper pushes them (:func:`warp_drive.env.schema.check_array_schema`);
-    #: empty: nothing checked beyond the data manager's own rules.
+    #: Shapes and dtypes of the env's own arrays for ONE env (no env axis), ``name -> ArraySpec``, checked
+    #: when the wrapper pushes them (:mod:`warp_drive.env.schema`); empty: only the data manager's checks.
     array_schema: ClassVar[Mapping[str, ArraySpec]] = {}
     #: Name of a per-agent int array (``(N,)`` for one env) that drops to 0 when an agent leaves the
     #: episode before the others (the PettingZoo adapter then ends that agent alone); None: all
@@ -251,10 +248,9 @@ class CUDAEnvironmentContext:
 
 
 class _StepKernel:
-    """``env.cuda_step``: the step kernel, called the pycuda way
-    (``self.cuda_step(*args, block=..., grid=...)``, as 2.7.1 envs do). A call that names no
-    ``stream`` launches on the function manager's current stream, so such a step joins the
-    trainer's CUDA-graph capture like every other launch."""
+    """``env.cuda_step``: the step kernel, called the pycuda way (``self.cuda_step(*args, block=..., grid=...)``, as
+    2.7.1 envs do). A call that names no ``stream`` launches on the function manager's current stream, so such a
+    step joins the trainer's CUDA-graph capture like every other launch."""
 
     __slots__ = ("_kernel", "_fm")
 
@@ -288,10 +284,8 @@ def check_seed(seed: Any, what: str = "seed") -> int:
 def has_vectorised_cpu_step(env: Any) -> bool:
     """True when ``env`` (an instance or a class) defines its own ``numpy_step``.
 
-    The cpu backend of :class:`~warp_drive.env_wrapper.EnvWrapper` then steps every replica at
-    once on a NumPy data store (the same API as the GPU). Otherwise the env is taken to be written
-    the 2.7.1 way (one env, gym style) and the cpu backend passes ``reset()`` and ``step(actions)``
-    straight to it, as 2.7.1 did.
+    The cpu backend then steps every replica at once on a NumPy data store; otherwise it passes
+    ``reset()`` and ``step(actions)`` straight to the env (written the 2.7.1 way: one env, gym style).
     """
     cls = env if isinstance(env, type) else type(env)
     impl = getattr(cls, "numpy_step", None)

@@ -32,8 +32,6 @@ class DataFeed(dict):
     ) -> None:
         """Add one array or scalar under ``name``.
 
-        Other attributes: ``is_reset_pool`` and ``reset_target`` (set by :meth:`add_pool_for_reset`).
-
         Raises:
             DuplicateDataError: ``name`` is already in this feed.
             ConfigError: an attribute the data manager does not know (it would be ignored).

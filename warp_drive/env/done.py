@@ -1,7 +1,4 @@
-"""How an episode ended: the one rule that splits the done flag into (terminated, truncated).
-
-Used by the trainer's rollout and by the interop adapters.
-"""
+"""How an episode ended: the one rule that splits the done flag into (terminated, truncated)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 :class:`~warp_drive.env_wrapper.EnvWrapper` pushes the step placeholders itself at the first
 ``reset_all_envs()`` (:func:`placeholder_feed`), so an env's kernel finds them before its first
-step. 2.7.1's training placeholders (``create_and_push_data_placeholders``: per-head action
-arrays, per-policy placeholders, rollout batch arrays) are :mod:`warp_drive.compat271.data_loader`'s.
+step. 2.7.1's training placeholders are :mod:`warp_drive.compat271.data_loader`'s.
 
 Layouts (E = num_envs, A = agents in the group, H = action heads)::
 

@@ -30,12 +30,9 @@ logger = logging.getLogger(__name__)
 class EnvironmentRegistrar:
     """Maps env names (case-insensitive) to classes, optional CUDA source paths and run configs.
 
-    The calls of 2.7.1 work unchanged: ``add(env_backend=..., cuda_env_src_path=...)`` (a class
-    decorator), ``get(name, env_backend)``, ``has_env(name, env_backend)``,
-    ``add_cuda_env_src_path(name, path, env_backend="pycuda")`` and
-    ``get_cuda_env_src_path(name, env_backend="pycuda")`` (None when nothing is registered).
-    :meth:`register` adds an env by import path (imported on first :meth:`get`) with its run
-    config, the way env packages register themselves.
+    2.7.1's calls work unchanged (:meth:`add`, a class decorator, :meth:`get`, :meth:`has_env`,
+    :meth:`add_cuda_env_src_path`, :meth:`get_cuda_env_src_path`). :meth:`register` adds an env by
+    import path (imported on first :meth:`get`) with its run config, the way env packages register themselves.
 
     Unlike 2.7.1, every registrar holds its own tables, so two registrars never share state.
     Envs are dual mode: by default one class is registered for both backends.
@@ -200,6 +197,5 @@ def _import_class(name: str, import_path: str) -> type:
 
 
 #: The module-level registrar, as in 2.7.1: the default of every lookup by name. Env packages
-#: register themselves here (``import example_envs``); instances do not share state, so create
-#: your own registrar freely.
+#: register themselves here (``import example_envs``).
 env_registrar = EnvironmentRegistrar()

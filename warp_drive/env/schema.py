@@ -10,11 +10,9 @@ axis)::
             "num_runners": ArraySpec((), "int32"),           # a scalar
         }
 
-A string dimension names an attribute of the env instance (an int). When the wrapper pushes the
-env's data, :func:`check_array_schema` compares every declared array with its spec and raises a
-typed error naming the array, its shape and the expected one, before any kernel runs, instead of
-a raw NumPy error at the first step. Envs without a schema are checked as before (dtype rules,
-ragged data, reset copies and pools, by the data manager).
+A string dimension names an int attribute of the env. The wrapper checks the arrays when it pushes
+them (:func:`check_array_schema`), before any kernel runs, instead of a raw NumPy error at the first
+step; envs without a schema get only the data manager's checks (dtype rules, ragged data, pools).
 """
 
 from __future__ import annotations

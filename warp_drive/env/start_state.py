@@ -6,10 +6,8 @@ start-state hook can instead give every replica and every episode its own start 
 inside the one-launch reset with no host round trip:
 
 * CUDA: ``__device__ void <Name>StartState(WkStartKey start, <arrays and scalars>)`` in the env's
-  ``.cu`` file. The compiler appends a kernel ``Cuda<Name>ResetWithStartState`` (rendered by
-  :func:`warp_drive.cuda.start_state_kernel.render_start_state_kernels`): one block per env restores the saved copies and pool rows
-  (as ``reset_when_done`` does), then every thread of the block calls the hook, then the done flag
-  and timestep are cleared. Draws come from ``wkStartWords(start, slot)``
+  ``.cu`` file, called by every thread of the env's block in the reset kernel the compiler appends
+  (:mod:`warp_drive.cuda.start_state_kernel`). Draws come from ``wkStartWords(start, slot)``
   (``warp_drive/cuda/core/start_state.cuh``).
 * NumPy twin: ``numpy_start_state(self, data, rows, key)`` writes rows ``rows`` of the arrays in
   ``data`` (the store's host views, or a block of envs of them) from :meth:`StartKey.words`, which

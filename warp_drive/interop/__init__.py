@@ -7,8 +7,7 @@ Classes are imported on first use, so ``import warp_drive.interop`` does not imp
 - :class:`~warp_drive.interop.pettingzoo_env.WarpDrivePettingZooEnv`: ``pettingzoo.ParallelEnv``
   over one replica (host copies; for tooling, tests and evaluation). Needs ``pettingzoo``.
 - :class:`~warp_drive.interop.gymnasium_vector.WarpDriveVectorEnv`: ``gymnasium.vector.VectorEnv``
-  over all replicas of a single-agent env (or every (env, agent) pair with ``flatten_agents``),
-  returning torch tensors on the data store's device; same-step autoreset.
+  over all replicas of a single-agent env (or every (env, agent) pair), on the data store's device.
 """
 
 from __future__ import annotations

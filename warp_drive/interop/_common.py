@@ -44,8 +44,7 @@ def make_env(
         env: an env instance, or the name of an env registered in ``registrar``.
         env_config: keyword arguments of the registered env class (only with a name).
         backend: resolved backend name; passed to the registered env as ``env_backend``.
-        registrar: where names are looked up; default: :data:`warp_drive.env.env_registrar`
-            (where ``import example_envs`` registers the example envs).
+        registrar: where names are looked up; default: :data:`warp_drive.env.env_registrar`.
 
     Raises:
         ConfigError: unknown name (:class:`~warp_drive.errors.UnknownEnvError`), bad arguments,
@@ -171,18 +170,13 @@ def install_start_states(
     known: dict[str, np.ndarray],
 ) -> int:
     """Draw a new initial state on the host for each replica in ``rows`` and make it that replica's
-    reset state.
+    reset state: row ``rows[k]`` of every saved copy ``<name>_at_reset`` (``observations`` included;
+    arrays refilled from a reset pool are left to the pool), which its next device reset restores.
 
-    With ``shared_seed``, the env is first re-seeded as a whole with it (:func:`reseed_env`: roles,
-    reset pools, ...) and the arrays shared by all replicas are rewritten on the store
-    (:func:`refresh_shared_data`: those that differ from ``known``, the adapter's record of what
-    the store holds); pass it only when every replica restarts. Then, for replica ``rows[k]``: if
-    ``seeds[k]`` is not None the env's start-state RNG is re-seeded with it
-    (:func:`reseed_env` with ``method="reseed_start_states"``); ``env.reset()`` draws one initial state, its observations are checked
-    against the observation space, and every array the env flags ``save_copy_and_apply_at_reset``
-    (and the ``observations`` placeholder) gets that state in row ``rows[k]`` of its saved copy
-    (``<name>_at_reset``). The next device reset of that replica restores it. Arrays refilled from
-    a reset pool are left to the pool.
+    ``shared_seed`` (pass it only when every replica restarts) first re-seeds the whole env
+    (:func:`reseed_env`) and rewrites the shared arrays that differ from ``known``, the adapter's record
+    of the store (:func:`refresh_shared_data`). ``seeds[k]``, when not None, re-seeds the start-state
+    RNG (``reseed_start_states``) before ``env.reset()`` draws replica ``rows[k]``'s state.
 
     Returns:
         The number of saved-copy arrays rewritten.

@@ -21,24 +21,23 @@ does; clone what you keep, or pass ``copy=True`` to get device copies. Terminati
 truncations are fresh bool tensors.
 
 **NumPy outputs** (``output="numpy"``): the same values as NumPy arrays, the types Gymnasium's
-own vector wrappers (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``NormalizeReward``,
-``ClipReward``, ``TransformObservation``, ``ClipAction``, ``RescaleAction``, ...) and NumPy-based
-trainers (skrl's Gymnasium wrapper, CleanRL-style loops) expect: observations ``float32``,
-rewards ``float32``, terminations / truncations / the ``_final_*`` masks ``bool``,
+own vector wrappers (``RecordEpisodeStatistics``, ``NormalizeObservation``, ``ClipAction``, ...)
+and NumPy-based trainers (skrl's Gymnasium wrapper, CleanRL-style loops) expect: observations
+``float32``, rewards ``float32``, terminations / truncations / the ``_final_*`` masks ``bool``,
 ``infos["final_obs"]`` a ``float32`` array. On the cpu backend with ``copy=False`` observations and
 rewards are zero-copy views of the store (overwritten by the next call, as above); on the pycuda
-backend every call copies them to the host once (one device sync per step). Actions may be NumPy
-arrays or torch tensors in both modes.
+backend every call copies them to the host once (one device sync per step).
 
 **Autoreset: same step** (``metadata["autoreset_mode"] = AutoresetMode.SAME_STEP``), WarpDrive's
 natural mode. A sub-env whose episode ends in ``step()`` is reset inside that same ``step()`` (on
-the device, from its saved initial state or a reset-pool draw); the returned observation is its
-*reset* observation, while the reward, termination and truncation are those of the final
-transition. Its final observation is in ``infos["final_obs"]`` (a device copy of all sub-envs'
-observations taken after the env step and before the reset; rows of sub-envs that did not end hold
-their current observation), with the bool mask ``infos["_final_obs"]`` marking the sub-envs that
-ended. ``infos["final_info"]`` is ``{}`` with the same mask ``infos["_final_info"]`` (warp_drive
-envs report no per-step info). Use ``final_obs`` to bootstrap values of truncated episodes.
+the device, never touching the host: from its saved initial state, the one its last ``reset()``
+installed, or a reset-pool draw); the returned observation is its *reset* observation, while the
+reward, termination and truncation are those of the final transition. Its final observation is in
+``infos["final_obs"]`` (a device copy of all sub-envs' observations taken after the env step and
+before the reset; rows of sub-envs that did not end hold their current observation), with the bool
+mask ``infos["_final_obs"]`` marking the sub-envs that ended. ``infos["final_info"]`` is ``{}`` with
+the same mask ``infos["_final_info"]`` (warp_drive envs report no per-step info). Use ``final_obs``
+to bootstrap values of truncated episodes.
 
 **Other autoreset modes** (``autoreset_mode=``, as Gymnasium's ``SyncVectorEnv`` takes it; Gymnasium's
 observation wrappers such as ``NormalizeObservation`` accept only these two):
@@ -52,9 +51,8 @@ observation wrappers such as ``NormalizeObservation`` accept only these two):
   ``reset(options={"reset_mask": mask})``. ``step()`` refuses to step a replica whose episode
   ended and was not reset (one host sync per step for that check).
 
-**Termination vs truncation.** ``_done_ > 0`` ends an episode; it is a truncation when
-``_done_ == 1`` and ``_timestep_ >= episode_length``, otherwise a termination (see
-:func:`~warp_drive.interop._common.split_done`).
+**Termination vs truncation.** ``_done_ > 0`` ends an episode; :func:`warp_drive.env.done.split_done`
+tells a truncation from a termination.
 
 **Agents.** Only single-agent envs (N == 1) are accepted, unless ``flatten_agents=True``: then
 each (env replica, agent) pair is one sub-env, ``num_envs = E * N`` in env-major order (sub-env
@@ -75,9 +73,7 @@ adapters built without an env seed behave identically after the same ``reset(see
 running replicas are kept).
 ``reset()`` without a seed draws new initial states from the env's RNG stream
 (``redraw_start_states=True``, default) or only restores the saved ones on the device
-(``redraw_start_states=False``). Autoresets inside ``step()`` never touch the host: a replica
-restarts from its saved initial state (the one its last ``reset()`` installed), or from a
-reset-pool draw for envs with a reset pool.
+(``redraw_start_states=False``).
 
 **Actions** are a torch tensor (ideally already on the device) or anything NumPy accepts, with
 ``num_envs`` rows: shape ``(num_envs,)`` or ``(num_envs, 1)`` for Discrete, ``(num_envs, heads)``
@@ -92,10 +88,6 @@ invalid, and how values are clipped: :mod:`warp_drive.interop._actions`.
 
 Gymnasium utilities used: ``gymnasium.vector.utils.batch_space`` builds the batched spaces;
 ``gymnasium.vector.VectorEnv`` supplies ``np_random`` seeding, ``close()`` and ``unwrapped``.
-``gymnasium.utils.env_checker`` covers single envs only and does not apply here; instead the tests
-check the adapter against Gymnasium's own ``SyncVectorEnv(autoreset_mode=SAME_STEP)`` on
-CartPole-v1 (same seeds and actions), run it (``output="numpy"``) under Gymnasium's own vector
-wrappers, and train skrl's PPO on it (``examples/skrl_ppo.py``).
 """
 
 from __future__ import annotations
@@ -253,7 +245,6 @@ class WarpDriveVectorEnv(VectorEnv):
                 "%s: observations are stored as %s; the observation space says %s",
                 wrapper.name, obs_store.dtype, self.single_observation_space.dtype,
             )
-        # views of the data store (no copies)
         self._obs = obs_store.view(self.num_envs, *obs_shape)
         self._rewards = dm.data_on_device_via_torch(Constants.REWARDS).view(self.num_envs)
         self._actions = dm.data_on_device_via_torch(Constants.ACTIONS)  # (E, N, heads)
@@ -378,8 +369,7 @@ class WarpDriveVectorEnv(VectorEnv):
         ended = terminated | truncated
         obs = self._obs.clone()  # final observations of the replicas that ended now
         rewards = self._rewards.clone().masked_fill_(self._per_sub_env(pending), 0.0)
-        # Replicas that ended restart now; pending ones restart again (the step they just took from
-        # their reset state is discarded), so the store holds the reset state the next call returns.
+        # ended replicas restart now, pending ones again: the store then holds their reset state (module docstring)
         self._done.masked_fill_(pending, 1)
         self.wrapper.reset_only_done_envs()
         rows = self._per_sub_env(pending).view(-1, *([1] * (obs.dim() - 1)))
@@ -416,8 +406,7 @@ class WarpDriveVectorEnv(VectorEnv):
         return self.wrapper.env
 
     def _view(self, t: torch.Tensor) -> torch.Tensor | np.ndarray:
-        """``t`` as returned to the caller: the store's tensor or a copy (``copy``), as a tensor or a
-        NumPy array (``output``)."""
+        """``t`` as returned: the store's tensor or a copy (``copy``), as a tensor or NumPy array (``output``)."""
         if self.output == "numpy":
             if t.device.type != "cpu":
                 return t.cpu().numpy()  # one device-to-host copy

@@ -20,9 +20,7 @@ Semantics:
 
 * ``possible_agents`` are ``"agent_<id>"`` for the env's agent ids in data-store order.
 * **Termination / truncation.** The replica's ``_done_`` flag ends the episode for every agent
-  still in the game: truncated where the env's step says so (``_truncated_``), or, for envs that
-  write only ``_done_``, when ``_done_ == 1`` and ``_timestep_ >= episode_length`` (the time
-  limit); terminated otherwise (see :func:`warp_drive.env.done.split_done`).
+  still in the game: truncated or terminated as :func:`warp_drive.env.done.split_done` tells.
 * **Agents that leave early.** If the env has a per-agent "in the game" flag (``active_flag``;
   by default the env's ``active_agent_flag`` when the data store holds it with shape ``(1, N)``,
   as TagContinuous's ``still_in_the_game``), an agent whose flag drops to 0 is *terminated* on that step and removed
@@ -36,11 +34,11 @@ Semantics:
   initial state (the classic-control envs then draw exactly gymnasium's ``reset(seed=s)`` initial
   state), re-seeds the reset-pool draws (Philox key) with ``s``, and seeds each agent's action and
   observation space with ``s + index``. Two adapters built without an env seed therefore run
-  identically after the same ``reset(seed=s)`` (PettingZoo's ``parallel_seed_test``). ``reset()`` without a seed draws the next initial state from the env's RNG
-  stream (``redraw_start_states=True``, the default) or, with ``redraw_start_states=False``,
-  restores the replica's saved initial state on the device (WarpDrive's own reset). Envs with
-  fixed starts (TagGridWorld) draw the same state every time. The env's step itself is
-  deterministic; actions come from the caller.
+  identically after the same ``reset(seed=s)`` (PettingZoo's ``parallel_seed_test``). ``reset()``
+  without a seed draws the next initial state from the env's RNG stream
+  (``redraw_start_states=True``, the default) or, with ``redraw_start_states=False``, restores the
+  replica's saved initial state on the device (WarpDrive's own reset). Envs with fixed starts
+  (TagGridWorld) draw the same state every time.
 * **Invalid actions** (``invalid_actions=``) are checked on the host before the push, for all
   live agents at once: ``"raise"`` (the default) refuses the step with
   :class:`~warp_drive.errors.InvalidActionError` naming the agents, ``"clip"`` clips into the
@@ -351,4 +349,3 @@ class WarpDrivePettingZooEnv(ParallelEnv):
             checked = self._check_actions(torch.stack([r.to(dtype) for r in rows]), live.__getitem__).numpy()
             out[0, [self._index[name] for name in live]] = checked
         return out
-

@@ -8,9 +8,8 @@ path of this package's own twins.
 Every function has the name and argument order of its CUDA kernel. Pointer arguments are
 C-contiguous NumPy arrays (or CPU torch tensors), treated as flat word arrays and written in place;
 ``reset_when_done`` takes Python lists of arrays instead of device pointer tables. Results are
-bit-identical to the CUDA kernels for categorical sampling, resets and logging (same Philox draws,
-same float32 sums without FMA); Gaussian samples agree within the float32 rounding of the
-device's transcendental functions.
+bit-identical to the CUDA kernels but for the float32 rounding of Gaussian samples
+(:mod:`~warp_drive.managers.cpu_core.sampler`).
 """
 
 from __future__ import annotations

@@ -43,8 +43,7 @@ def positive_int(name: str, value: Any) -> int:
 
 
 def _ragged_detail(data: Any, path: str = "") -> str | None:
-    """Where nested sequences in ``data`` stop being rectangular, e.g. ``"[2] has 3 entries but
-    [0] has 4"`` (None when they are rectangular)."""
+    """Where nested sequences in ``data`` stop being rectangular (``"[2] has 3 entries but [0] has 4"``), or None."""
     if _nested_shape(data) is not None:
         return None
     items = list(data)
@@ -320,8 +319,7 @@ class DataManager:
         self._reset_target_to_pool[target] = name
 
     def _check_pool_fits(self, pool: str, pool_host: Any, target: str, target_data: Any) -> None:
-        """A pool row must have the shape and dtype of one env's slot of its target: the reset
-        kernel copies the row's words into the slot."""
+        """A pool row must match one env's slot of its target in shape and dtype (the reset kernel copies its words)."""
         row_shape = tuple(pool_host.shape[1:])
         slot_shape = tuple(target_data.shape[1:])
         fix = (

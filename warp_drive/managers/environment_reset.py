@@ -1,5 +1,4 @@
-"""EnvironmentReset: restore done envs from their saved copies or reset pools, and draw fresh start
-states through the env's start-state hook, in one launch."""
+"""EnvironmentReset: reset done envs on the device (saved copies, reset pools, fresh start states)."""
 
 from __future__ import annotations
 
@@ -138,8 +137,7 @@ class EnvironmentReset:
 
     @property
     def fresh_start_states(self) -> bool:
-        """True: every reset draws a new start state per env and episode through the hook.
-        False: resets restore the saved copies (2.7.1's semantics)."""
+        """True: every reset draws a new start state through the hook; False: resets restore the saved copies."""
         return self._fresh
 
     @fresh_start_states.setter

@@ -235,8 +235,7 @@ class CPUFunctionManager(FunctionManager):
     """Runs the NumPy twins of the core kernels (``cpu_kernels.CORE_KERNELS``).
 
     Env steps on this backend are the env's ``numpy_step``; extra Python functions can be added
-    with :meth:`register_function`. ``get_function(name)`` returns a :class:`PythonFunction`,
-    callable as ``f(*args, block=fm.block, grid=fm.grid)`` like a pycuda kernel.
+    with :meth:`register_function`. ``get_function(name)`` returns a :class:`PythonFunction`.
     """
 
     backend = "cpu"
@@ -292,4 +291,3 @@ def __getattr__(name: str) -> Any:
         module, attr = _SERVICE_ALIASES[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-

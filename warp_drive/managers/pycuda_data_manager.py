@@ -13,9 +13,6 @@ __all__ = ["CUDADataManager", "CudaTensorHolder", "PyCUDADataManager"]
 class PyCUDADataManager(DataManager):
     """Arrays as CUDA torch tensors on the device's primary context.
 
-    Kernels launched through :class:`~warp_drive.managers.pycuda_function_manager.PyCUDAFunctionManager`
-    receive each tensor's device pointer, so kernels and PyTorch read and write the same memory.
-
     Args:
         num_agents, num_envs, blocks_per_env, episode_length: as
             :class:`~warp_drive.managers.data_manager.DataManager` (2.7.1's positional order).
@@ -56,4 +53,3 @@ class CudaTensorHolder:
 
     def __repr__(self) -> str:
         return f"CudaTensorHolder(0x{self.gpudata:x}, shape={tuple(self.tensor.shape)})"
-

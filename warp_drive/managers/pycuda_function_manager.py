@@ -3,13 +3,9 @@
 pycuda is imported lazily, so this module can be imported (and documented) without it; using it
 without pycuda or a GPU raises :class:`~warp_drive.errors.DeviceUnavailableError`.
 
-The kernel wrapper the manager hands out (``_Kernel``) lives in
-:mod:`warp_drive.managers.pycuda_kernel`; what serves WarpDrive 2.7.1 code lives in
-:mod:`warp_drive.compat271`: the geometry checks of its env barrier (``ENV_BARRIER``,
-``estimate_blocks_per_sm``, ``check_env_barrier_geometry``, ``_occupancy_blocks_per_sm``, in
-:mod:`~warp_drive.compat271.env_barrier`), its ``_compile`` of main files
-(:mod:`~warp_drive.compat271.main_files`) and the rule that compiles its kernels
-(``compat_271.cuh``) into a module only when asked for (:mod:`~warp_drive.compat271.kernels`).
+The kernel wrapper (``_Kernel``) lives in :mod:`warp_drive.managers.pycuda_kernel`; what serves
+WarpDrive 2.7.1 code (env barrier checks, ``_compile`` of main files, when ``compat_271.cuh`` is
+compiled in) in :mod:`warp_drive.compat271`.
 """
 
 from __future__ import annotations
@@ -153,12 +149,9 @@ class PyCUDAFunctionManager(FunctionManager):
     ) -> Path:
         """Render core + env source with the launch constants, compile (cached) and load it.
 
-        The positional parameters are 2.7.1's. Its template files are not needed (the prelude
-        with ``wkNumberEnvs``, ``wkNumberAgents``, ``wkBlocksPerEnv`` is rendered in memory and
-        nothing is written into the package): ``template_*`` are accepted with 2.7.1's default
-        values and refused otherwise (custom templates cannot be honoured). Every
-        process compiles (the cache serialises identical builds), so ``event_messenger`` is only
-        set when given.
+        The positional parameters are 2.7.1's; ``template_*`` accept only 2.7.1's defaults (the prelude
+        is rendered in memory: :func:`~warp_drive.compat271.cuda_helpers.check_templates`). Every process
+        compiles (the cache serialises identical builds), so ``event_messenger`` is only set when given.
 
         Args:
             env_name: look the env's source up in ``customized_env_registrar`` when
@@ -169,9 +162,8 @@ class PyCUDAFunctionManager(FunctionManager):
             constants: extra ``constexpr`` values for the prelude (the env's ``cuda_constants()``).
             include_dirs: extra include directories (the env's folder is added automatically).
             options: nvcc options.
-            compat_271: also compile WarpDrive 2.7.1's kernels (``compat_271.cuh``: its reset, log
-                and random-state kernels by their 2.7.1 names). Without it they are compiled in
-                only when the env's source names a 2.7.1 symbol (:mod:`warp_drive.compat271.kernels`).
+            compat_271: also compile WarpDrive 2.7.1's kernels (``compat_271.cuh``); without it, only
+                when the env's source names a 2.7.1 symbol (:mod:`warp_drive.compat271.kernels`).
 
         Returns:
             Path of the cached cubin.
@@ -219,12 +211,11 @@ class PyCUDAFunctionManager(FunctionManager):
     @staticmethod
     def _compile(main_file: str | os.PathLike[str], cubin_file: str | os.PathLike[str] | None = None,
                  arch: str | None = None) -> Path:
-        """Compile a self-contained ``.cu`` file (2.7.1's static ``_compile``).
+        """Compile a self-contained ``.cu`` file (2.7.1's static ``_compile``) into the kernel cache.
 
-        The binary goes to the content-addressed cache; ``cubin_file`` names it for
-        :meth:`load_cuda_from_binary_file` in this process, and the binary is also copied there
-        unless that path is inside the installed package or not writable. ``arch`` defaults to
-        the current device's. Returns the cached binary's path.
+        ``cubin_file`` names the binary for :meth:`load_cuda_from_binary_file`
+        (:func:`~warp_drive.compat271.main_files.compile_main_file`); ``arch`` defaults to the current
+        device's. Returns the cached binary's path.
         """
         if arch is None:
             init_cuda()
@@ -240,10 +231,9 @@ class PyCUDAFunctionManager(FunctionManager):
     def load_cuda_from_binary_file(self, cubin: str | os.PathLike[str], default_functions_included: bool = True) -> None:
         """Load a binary: one named by :meth:`_compile` (in this process, or built by it in any
         process: kernel signatures are then known), one of 2.7.1's prebuilt test binaries
-        (``warp_drive/cuda_bin/test_build.fatbin``, ``test_build_multiblocks.fatbin``: built on
-        first use from ``warp_drive/cuda_includes``), or a cubin/fatbin built elsewhere (its
-        kernels are launched through pycuda's untyped call, and the core services are not
-        available)."""
+        (``warp_drive/cuda_bin/test_build*.fatbin``, built on first use), or a cubin/fatbin built
+        elsewhere (its kernels are launched through pycuda's untyped call, and the core services are
+        not available)."""
         import pycuda.driver as cuda
 
         self._check_no_module()

@@ -1,9 +1,6 @@
 """A loaded PyCUDA kernel, ``_Kernel``, and the conversion of its launch arguments.
 
-:class:`~warp_drive.managers.pycuda_function_manager.PyCUDAFunctionManager` wraps every kernel it
-loads in a ``_Kernel``: callable the way pycuda's ``Function`` is, with each argument converted
-(and checked) by the kernel's parsed signature, or handed to pycuda's untyped call when the
-signature is unknown. pycuda is imported lazily, as in the manager.
+pycuda is imported lazily, as in :mod:`warp_drive.managers.pycuda_function_manager`.
 """
 
 from __future__ import annotations
@@ -149,17 +146,15 @@ def _dims(value: Any, what: str, kernel: str) -> tuple[int, ...]:
 class _Kernel:
     """A loaded kernel, callable the way pycuda's ``Function`` is.
 
-    ``kernel(*args, block=(x, 1, 1), grid=(g, 1), stream=None, shared=0)`` launches it; arguments
-    are torch tensors (their device pointers), the values ``dm.device_data(name)`` returns,
-    NumPy scalars, Python numbers or pycuda device pointers, converted by the kernel's parsed
-    signature (wrong kinds raise :class:`KernelSignatureError`). A kernel of a binary built
-    elsewhere has no known signature: its arguments then go to pycuda's own untyped call.
+    ``kernel(*args, block=(x, 1, 1), grid=(g, 1), stream=None, shared=0)`` launches it; arguments are torch
+    tensors (their device pointers), the values ``dm.device_data(name)`` returns, NumPy scalars, Python numbers
+    or pycuda device pointers, converted by the kernel's parsed signature. A kernel of a binary built elsewhere
+    has no known signature: its arguments then go to pycuda's own untyped call.
 
     :meth:`launch` is the internal fast path (``FunctionManager.launch``, the services): it packs
-    the arguments with the prepared format and calls pycuda's stateless launch directly (what
-    ``prepared_async_call`` does after its per-call argument handling), which matters for eager
-    loops: the sampler's launch is host-bound. It falls back to ``prepared_async_call`` on a
-    pycuda without that entry point.
+    the arguments with the prepared format and calls pycuda's stateless launch directly, skipping
+    ``prepared_async_call``'s per-call argument handling (the sampler's launch is host-bound); it
+    falls back to ``prepared_async_call`` on a pycuda without that entry point.
     """
 
     __slots__ = ("name", "function", "codes", "params", "shared_bytes", "barrier_check", "_checked",

@@ -101,8 +101,7 @@ class Sampler:
         return counter
 
     def _actions(self, data_manager: Any, action_name: str, dist: torch.Tensor, head: int, is_float: bool) -> torch.Tensor:
-        """The (num_envs, num_agents, num_heads) view of ``action_name`` after checking that ``dist``
-        fits it and that ``head`` is one of its columns."""
+        """The (E, A, H) view of ``action_name``, after checking ``dist`` and ``head`` against it."""
         if self._seed is None:
             raise SamplerError("call init_random(seed) before sampling")
         if action_name not in self._registered:
@@ -403,14 +402,12 @@ class Sampler:
 
 
 def _heads_view(actions: torch.Tensor) -> torch.Tensor:
-    """An action placeholder as (num_envs, num_agents, num_heads): a view with one head column
-    when it is (num_envs, num_agents)."""
+    """An action placeholder as (num_envs, num_agents, num_heads) (a 2-d one gets one head column)."""
     return actions.view(*actions.shape, 1) if actions.dim() == 2 else actions
 
 
 def _check_distribution(dist: Any, actions: torch.Tensor, action_name: str) -> None:
-    """Raise unless ``dist`` is a float32 (num_envs, num_agents, n) tensor on the device of
-    ``actions`` (the (E, A, H) view of ``action_name``)."""
+    """Raise unless ``dist`` is a float32 (E, A, n) tensor on the device of ``actions`` (E, A, H)."""
     if not isinstance(dist, torch.Tensor):
         raise DataTypeError(f"distribution must be a torch tensor, got {type(dist).__name__}")
     if dist.dtype != torch.float32:

@@ -1,9 +1,8 @@
 """Torch's thread count on the cpu backend: one decision, made where a cpu env wrapper is built.
 
-Every CPU path (the training CLIs with ``--env``, ``--config`` or ``--resume``, the Lightning CLI
-and module, a ``Trainer`` built in Python, the interop adapters of ``examples/``, the notebooks)
-builds an :class:`~warp_drive.env_wrapper.EnvWrapper` on the cpu backend, and its constructor
-calls :func:`apply_cpu_threads`. The first rule that applies decides (:func:`choose_threads`):
+Every CPU path (CLIs, Lightning, a ``Trainer`` built in Python, the interop adapters, the notebooks)
+builds an :class:`~warp_drive.env_wrapper.EnvWrapper` on the cpu backend, whose constructor calls
+:func:`apply_cpu_threads`. The first rule that applies decides (:func:`choose_threads`):
 
 1. ``WARP_DRIVE_NUM_THREADS`` (a positive integer);
 2. a count set with ``torch.set_num_threads`` before the wrapper was built: one that differs
@@ -16,13 +15,7 @@ calls :func:`apply_cpu_threads`. The first rule that applies decides (:func:`cho
 
 Why rule 4: small policies on a few hundred rows gain nothing from a second thread, and a thread
 per core stalls whenever another process holds one of the cores (OpenMP threads wait for each
-other at every parallel region). Measured on 2 cores (``benchmarks/bench_cpu_threads.py``; idle
-rows on 2 pinned cores of the H100 host, torch 2.11): Tag continuous at 240 / 960 agent rows ran
-1.9x / 1.2x faster on 1 thread than on 2, at 3,840 / 11,000 rows 1.6x / 1.5x slower (on 2
-threads the rollout runs in env parts, :mod:`warp_drive.training.cpu_pipeline`); CartPole at 100
-rows about equal, at 1,000 rows 1.2x slower. Beside a busy process on a 2-core machine, 20
-iterations of CartPole at 100 envs took 479.8 s on 2 threads and 22.3 s on 1 (the CPU-sized Tag
-405.2 s and 42.0 s; ``benchmarks/results/cpu_threads.json``).
+other at every parallel region); ``benchmarks/bench_cpu_threads.py`` measures it.
 
 Nothing here runs at import.
 """

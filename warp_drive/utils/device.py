@@ -1,9 +1,8 @@
 """Device discovery and the shared CUDA context (PyTorch and PyCUDA on the primary context).
 
-Nothing here runs at import time. ``init_cuda()`` is called by the pycuda backend when it is
-first constructed. ``python -m warp_drive.utils.device`` prints what this machine has for each
-backend (GPU and architecture, NVIDIA driver, CUDA of PyTorch, pycuda, nvcc and its CUDA version,
-the kernel cache) as a table, or as JSON with ``--json``; it works without a GPU, pycuda or nvcc.
+Nothing here runs at import time. ``init_cuda()`` is called by the pycuda backend when it is first
+constructed. ``python -m warp_drive.utils.device`` prints what this machine offers each backend
+(:func:`device_report`) as a table, or as JSON with ``--json``; it works without a GPU, pycuda or nvcc.
 """
 
 from __future__ import annotations

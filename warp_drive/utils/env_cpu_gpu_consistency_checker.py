@@ -1,7 +1,6 @@
 """Check that an env's CUDA kernel and its CPU reference compute the same thing.
 
-:class:`EnvironmentCPUvsGPU` takes 2.7.1's arguments in 2.7.1's order. It has two ways of running
-the CPU side, picked from the CPU env class:
+:class:`EnvironmentCPUvsGPU` has two ways of running the CPU side, picked from the CPU env class:
 
 - **vectorised** (envs with a ``numpy_step``, e.g. every env of this package): both backends start
   from the same host reset, receive the same actions every step, and *every* array with an env
@@ -14,9 +13,8 @@ the CPU side, picked from the CPU env class:
   by one next to a GPU wrapper, for ``num_episodes * episode_length`` steps; observations,
   rewards and done flags are compared after every step and after every reset.
 
-Either way the first mismatch raises :class:`~warp_drive.errors.ConsistencyError` naming the
-config, seed, step, array, env, agent, feature, both values and how many values differ (and
-:data:`SEED_HINT` when every value differs at the first reset of a config without a ``seed``).
+Either way the first mismatch raises :class:`~warp_drive.errors.ConsistencyError` naming the config, seed,
+step, array, env, agent, feature, both values and how many values differ (and :data:`SEED_HINT` if it applies).
 """
 
 from __future__ import annotations
@@ -212,7 +210,6 @@ class EnvironmentCPUvsGPU:
         self.policy_tag_to_agent_id_map = policy_tag_to_agent_id_map
         self.create_separate_placeholders_for_each_policy = bool(create_separate_placeholders_for_each_policy)
         self.obs_dim_corresponding_to_num_agents = obs_dim_corresponding_to_num_agents
-        # env classes may state their own per-array tolerances (e.g. float32 transcendental drift)
         self.tolerances = {**getattr(cuda_env_class, "consistency_tolerances", {}), **dict(tolerances or {})}
         self.resync = resync
         self.max_steps = max_steps
@@ -298,8 +295,7 @@ class EnvironmentCPUvsGPU:
 
     @staticmethod
     def _push_action_table(wrapper: Any) -> None:
-        """2.7.1's gridworld kernels read their action table from a ``__constant__`` array the host
-        fills; do that when the env has ``step_actions`` and the compiled source declares it."""
+        """Fill :data:`ACTION_TABLE_SYMBOL` from ``env.step_actions`` when the compiled source declares it."""
         env, fm, dm = wrapper.env, wrapper.cuda_function_manager, wrapper.cuda_data_manager
         if not (hasattr(env, "step_actions") and hasattr(fm, "initialize_shared_constants")
                 and ACTION_TABLE_SYMBOL in (getattr(fm, "source", None) or "")):

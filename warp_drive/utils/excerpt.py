@@ -14,7 +14,6 @@ from typing import Any
 BRIEF_LIMIT = 80
 
 
-
 class _BoundedRepr(reprlib.Repr):
     def repr_int(self, x: int, level: int) -> str:  # repr() of a huge int is slow or refused
         return super().repr_int(x, level) if x.bit_length() <= 256 else f"<int of {x.bit_length()} bits>"

@@ -39,8 +39,7 @@ _TWO_PI = 2.0 * np.pi
 
 
 def to_uint32(value: int | np.ndarray) -> np.ndarray | np.uint32:
-    """An integer or integer array (e.g. a signed ``int`` seed) modulo 2**32 as ``np.uint32``
-    (two's complement wrap)."""
+    """An integer or integer array (e.g. a signed ``int`` seed) modulo 2**32 as ``np.uint32`` (two's complement)."""
     if np.isscalar(value):
         return np.uint32(int(value) & 0xFFFFFFFF)
     arr = np.asarray(value)
@@ -59,9 +58,7 @@ def _round(c0, c1, c2, c3, k0, k1):
 
 
 def philox4x32_10(ctr: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Philox4x32-10 block function.
-
-    Twin of ``wkPhilox4x32_10`` in ``philox.cuh``.
+    """Philox4x32-10 block function (twin of ``wkPhilox4x32_10`` in ``philox.cuh``).
 
     Args:
         ctr: Counters, shape ``(..., 4)``, values taken modulo 2**32.

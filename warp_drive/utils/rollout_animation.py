@@ -4,10 +4,8 @@ Two steps, usable separately, for any env that has a vectorised ``numpy_step`` a
 (``render_rollout`` and ``render_state_names`` of the env contract,
 :class:`~warp_drive.env.context.CUDAEnvironmentContext`):
 
-1. :func:`collect_episode` steps the env's NumPy reference for one replica with a policy (or
-   uniformly random actions) and records the arrays the env draws, one row per time step.
-2. :func:`render_episode` passes them to ``env.render_rollout`` and writes the animation into a
-   GIF (Pillow) or an MP4 (ffmpeg; falls back to GIF when ffmpeg is missing).
+1. :func:`collect_episode` records the arrays the env draws over one episode of one replica;
+2. :func:`render_episode` animates them with ``env.render_rollout`` into a GIF or an MP4.
 
 Arrays recorded on the GPU work too (e.g. ``<name>_for_log`` of arrays logged with
 ``log_data_across_episode``): pass ``{name: rows}`` to ``env.render_rollout`` directly. The Tag

@@ -1,6 +1,5 @@
 """NumPy twins of the reset kernels of ``reset.cuh``: restore done envs from their saved copies or
-reset pools (one Philox draw per env and reset, shared by every pool entry), then run an env's
-start-state hook; and the done / timestep clear.
+reset pools, then run an env's start-state hook; and the done / timestep clear.
 
 Bit-identical to the CUDA kernels. Work is vectorised over envs; the loop runs only over the
 registered entries. :func:`reset_env_rows` resets a block of a batch's envs exactly as the whole
@@ -45,17 +44,11 @@ def reset_env_rows(
 ) -> None:
     """Restores every registered array of every done env of envs ``env_offset ..`` of a batch.
 
-    :data:`reset_when_done` (from env 0: a whole batch) is the twin of the ``reset_when_done``
-    kernel (``reset.cuh``).
-
-    Env ``e`` resets when ``force_reset`` or ``done[e] > 0``. For entry ``k``,
-    ``sizes[k]`` 4-byte words are copied: ``dst[k][e] = src[k][row]`` with
-    ``row = e`` (saved copy, ``pool_sizes[k] == 0``) or
-    ``row = floor(u_e * pool_sizes[k])`` (pool). ``u_e`` is one draw per env
-    and reset from Philox(key=(seed, POOL_STREAM), ctr=(e, pool_counters[e], 0, 0)),
-    shared by all pool entries so pools stay aligned; ``pool_counters[e]``
-    then advances by one. With ``undo_done``, ``done[e]`` and ``timestep[e]``
-    are cleared.
+    Env ``e`` resets when ``force_reset`` or ``done[e] > 0``. For entry ``k``, ``sizes[k]`` 4-byte words are
+    copied: ``dst[k][e] = src[k][row]`` with ``row = e`` (saved copy, ``pool_sizes[k] == 0``) or
+    ``row = floor(u_e * pool_sizes[k])`` (pool). ``u_e`` is one draw per env and reset from
+    Philox(key=(seed, POOL_STREAM), ctr=(e, pool_counters[e], 0, 0)), shared by all pool entries so pools stay
+    aligned; ``pool_counters[e]`` then advances by one.
 
     Args:
         env_offset: Index of the first env in the whole batch (counter word 0 of its pool draw);
@@ -105,9 +98,7 @@ reset_when_done = functools.partial(reset_env_rows, 0)
 def undo_done_flag_and_reset_timestep(
     done: np.ndarray, timestep: np.ndarray, force_reset: int
 ) -> None:
-    """Clears ``done[e]`` and ``timestep[e]`` where forced or ``done[e] > 0``.
-
-    Twin of ``undo_done_flag_and_reset_timestep`` (``reset.cuh``).
+    """Clears ``done[e]`` and ``timestep[e]`` where forced or ``done[e] > 0`` (twin of the kernel, ``reset.cuh``).
 
     Args:
         done: int32 ``(num_envs,)``.

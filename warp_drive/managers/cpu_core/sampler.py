@@ -60,9 +60,8 @@ def _categorical_errors(p: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
     """Pass 1 of the categorical sampler on ``(rows, actions)`` float32 ``p``: ``(total, bits,
     running)``, the per-row sums (left to right, as on the device), the ORed error bits, and the
     column-major ``(actions, rows)`` running sums (``total`` is their last row; pass 2 reuses them)."""
-    # One column at a time over every row (the rows are the vectorised axis): running[i] =
-    # running[i - 1] + p[:, i] in float32, the device's left-to-right order, exactly. (np.cumsum
-    # along either axis loops per row here: several times slower.)
+    # running[i] = running[i - 1] + p[:, i] over every row at once, in float32: the device's order, exactly
+    # (np.cumsum along either axis loops per row here: several times slower)
     rows, n = p.shape
     running = np.empty((n, rows), dtype=np.float32)
     if n:
@@ -155,9 +154,8 @@ def sample_action_rows(
 ) -> None:
     """Categorical sampling of rows ``row_offset .. row_offset + num_rows - 1`` of a batch.
 
-    :data:`sample_actions` (this from row 0: a whole batch) is the twin of the ``sample_actions``
-    kernel (``sampler.cuh``). Row ``r`` draws ``u`` from Philox(key=(seed, stream_id), ctr=(r, counters[r], 0, 0))
-    word 0 and writes ``actions[r * action_stride + action_offset]``.
+    Row ``r`` draws ``u`` from Philox(key=(seed, stream_id), ctr=(r, counters[r], 0, 0)) word 0 and writes
+    ``actions[r * action_stride + action_offset]``.
 
     Args:
         row_offset: Index of the first row in the whole batch (counter word 0 of its draw); every
@@ -236,8 +234,7 @@ def sample_action_heads(
         num_actions_0 .. num_actions_3: Actions in each head.
         stream_id_0 .. stream_id_3: Philox key word 1 of each head.
         actions: int32 ``(num_rows, num_heads)`` output.
-        error_flag: int32 word; bit 1 = NaN / negative prob, bit 2 = sum off by > 1e-3, bit 4 = an
-            agent index outside the joint placeholder (that row not written there).
+        error_flag: int32 word, ORed with the ``ERROR_*`` bits (:data:`ERROR_BAD_INDEX`: that row not written).
         log_probs: float32 ``(num_rows,)`` receiving the joint log-probability (float32 sum over
             the heads in order), or None.
         joint_actions: int32 ``(num_envs, num_joint_agents, num_heads)`` joint placeholder, or
@@ -289,17 +286,13 @@ def sample_gaussian_action_rows(
 ) -> None:
     """Diagonal Gaussian sampling of rows ``row_offset ..`` of a batch (as :func:`sample_action_rows`).
 
-    :data:`sample_gaussian_actions` (from row 0) is the twin of the ``sample_gaussian_actions``
-    kernel (``sampler.cuh``).
-
     ``actions[r, j] = mean[r, j] + std[r, j] * z_j`` in float32, where dims
     ``2k, 2k+1`` take Box-Muller normals from words 0, 1 of
     Philox(key=(seed, stream_id), ctr=(r, counters[r], k, 0)).
 
     Args:
         row_offset: Index of the first row in the whole batch (counter word 0 of its draws).
-        mean: ``(num_rows, action_dim)`` float32.
-        std: ``(num_rows, action_dim)`` float32.
+        mean, std: ``(num_rows, action_dim)`` float32.
         actions: ``(num_rows, action_dim)`` float32 output.
         counters: uint32 (or int32) per-row call counters, advanced by one unless deterministic.
         error_flag: int32 word; bit 1 = NaN mean or std, or std < 0.

@@ -1,9 +1,7 @@
 """Kernel arguments as flat 4-byte word arrays: what a CUDA kernel's pointers are, for the NumPy twins.
 
-A pointer argument of a core kernel is a C-contiguous NumPy array (or an object ``np.asarray``
-maps onto its memory, such as a CPU torch tensor) of 4-byte items; the twins read and write it in
-place through the views made here, reinterpreting the words as float32, int32 or uint32 as the
-kernel does.
+The twins read and write a pointer argument (C-contiguous, 4-byte items, e.g. a CPU torch tensor) in
+place through these views, reinterpreting the words as float32, int32 or uint32 as the kernel does.
 """
 
 from __future__ import annotations
