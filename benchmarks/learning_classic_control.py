@@ -197,9 +197,9 @@ def merge(files: list[str], out: str | None) -> int:
     for doc in docs:
         for key, entry in doc["envs"].items():
             merged = envs.setdefault(key, {"zoo": entry["zoo"], "seeds": [], "load_average_at_end": []})
-            seen = {s["seed"] for s in merged["seeds"]}
-            if seen & {s["seed"] for s in entry["seeds"]}:
-                raise SystemExit(f"{key}: seed(s) {sorted(seen & {s['seed'] for s in entry['seeds']})} in more than one file")
+            twice = {s["seed"] for s in merged["seeds"]} & {s["seed"] for s in entry["seeds"]}
+            if twice:
+                raise SystemExit(f"{key}: seed(s) {sorted(twice)} in more than one file")
             merged["seeds"] += entry["seeds"]
             merged["load_average_at_end"].append(entry["load_average_at_end"])
     for entry in envs.values():

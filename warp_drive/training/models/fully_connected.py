@@ -221,7 +221,7 @@ class FullyConnected(nn.Module):
             self.obs_normalizer.update(self.flatten_obs(obs)[0])
 
     def _trunk(self, x: Tensor) -> Tensor:
-        """``self.trunk(x)``, each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
+        """``self.trunk(x)``; with ReLU each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
         (:func:`~warp_drive.training.models.fused_linear.linear_relu`)."""
         if self.activation != "relu":
             return self.trunk(x)
