@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import difflib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from warp_drive.errors import ConfigError
@@ -167,6 +167,18 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
     if number < 0:
         raise ConfigError(f"`{key}`={number} must be >= 0; set `{key}` to a non-negative number.")
     return number
+
+
+def as_schedules(value: Any, key: str, roles: Sequence[str], required: Sequence[str], example: str) -> dict[str, Any]:
+    """A positive schedule per role (learning rates of several optimizers): one number or schedule for
+    every role, or ``{role: schedule}`` with the ``required`` roles; an optional role left out is absent."""
+    if not isinstance(value, Mapping):
+        return dict.fromkeys(roles, as_schedule(value, key, positive_number=True))
+    reject_unknown_keys(value, roles, key)
+    missing = [r for r in required if r not in value]
+    if missing:
+        raise ConfigError(f"`{key}` lacks `{missing[0]}`; write `{key}: {example}` or one number for all.")
+    return {r: as_schedule(value[r], f"{key}.{r}", positive_number=True) for r in roles if r in value}
 
 
 def schedule_to_plain(value: float | Schedule) -> float | list[list[float]]:

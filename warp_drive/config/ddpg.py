@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from warp_drive.config import _checks as chk
-from warp_drive.config.model import ModelConfig
+from warp_drive.config.model import ActorCriticModelConfig
 from warp_drive.errors import ConfigError
 
 #: Defaults of a DDPG policy section (2.7.1's values where it had one).
@@ -56,23 +56,12 @@ OU_DEFAULTS: dict[str, float] = {"damping": 0.15, "stddev": 0.2, "scale": 1.0}
 ROLES = ("actor", "critic")
 
 
-def _role_model(section: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> ModelConfig:
-    return ModelConfig.from_dict(chk.merged_section(section, defaults, prefix), prefix)
+class DDPGModelConfig(ActorCriticModelConfig):
+    """``policy.<tag>.model`` of a DDPG policy (``type`` defaults to ``fully_connected_actor`` and
+    ``fully_connected_action_value_critic``)."""
 
-
-@dataclass(frozen=True)
-class DDPGModelConfig:
-    """``policy.<tag>.model`` of a DDPG policy: one :class:`~warp_drive.config.ModelConfig` per role.
-
-    Attributes:
-        actor, critic: the two networks (``type`` defaults to ``fully_connected_actor`` and
-            ``fully_connected_action_value_critic``).
-        model_ckpt_filepath: ``{"actor": path, "critic": path}`` ("" = fresh weights).
-    """
-
-    actor: ModelConfig
-    critic: ModelConfig
-    model_ckpt_filepath: dict[str, str]
+    ALGORITHM = "DDPG"
+    DEFAULTS = {"actor": ACTOR_DEFAULTS, "critic": CRITIC_DEFAULTS}
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str) -> DDPGModelConfig:
@@ -81,47 +70,17 @@ class DDPGModelConfig:
         A model section without ``actor``/``critic`` (2.7.1 then used it for both networks) is
         accepted: each role gets it, with its own default ``type``.
         """
-        section = dict(chk.require_mapping(section, prefix))
+        section = chk.require_mapping(section, prefix)
         if "actor" in section or "critic" in section:
-            chk.reject_unknown_keys(section, ("actor", "critic", "model_ckpt_filepath"), prefix)
-            actor_raw = chk.require_mapping(section.get("actor"), chk.join_key(prefix, "actor"))
-            critic_raw = chk.require_mapping(section.get("critic"), chk.join_key(prefix, "critic"))
-        else:
-            actor_raw = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
-            critic_raw = {k: v for k, v in actor_raw.items() if k not in ("output_w", "output_b")}
-            if "type" in actor_raw:
-                raise ConfigError(
-                    f"`{chk.join_key(prefix, 'type')}`={chk.brief(actor_raw['type'])}: a DDPG policy has two networks; "
-                    f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
-                    "fully_connected_action_value_critic).")
-        actor = _role_model(actor_raw, ACTOR_DEFAULTS, chk.join_key(prefix, "actor"))
-        critic = _role_model(critic_raw, CRITIC_DEFAULTS, chk.join_key(prefix, "critic"))
-        ckpt_key = chk.join_key(prefix, "model_ckpt_filepath")
-        ckpt_raw = section.get("model_ckpt_filepath")
-        if ckpt_raw in (None, ""):
-            ckpt_raw = {}
-        if not isinstance(ckpt_raw, Mapping):
+            return super().from_dict(section, prefix)
+        actor_raw = {k: v for k, v in section.items() if k != "model_ckpt_filepath"}
+        if "type" in actor_raw:
             raise ConfigError(
-                f"`{ckpt_key}`={chk.brief(ckpt_raw)}: a DDPG policy loads two files; write "
-                f"`{ckpt_key}: {{actor: <path>, critic: <path>}}` (\"\" = fresh weights).")
-        chk.reject_unknown_keys(ckpt_raw, ROLES, ckpt_key)
-        paths = {}
-        for role, model in (("actor", actor), ("critic", critic)):
-            value = ckpt_raw.get(role) or model.model_ckpt_filepath or ""
-            paths[role] = chk.as_str(value, chk.join_key(ckpt_key, role)) if value else ""
-        return cls(actor=actor, critic=critic, model_ckpt_filepath=paths)
-
-    @property
-    def type(self) -> str:
-        """Refuses the single-model path: a DDPG policy has two networks."""
-        raise ConfigError(
-            "this policy uses DDPG (an actor and a critic network): its model section has `actor.type` and "
-            "`critic.type`, not one `type`")
-
-    def to_dict(self) -> dict[str, Any]:
-        critic = {k: v for k, v in self.critic.to_dict().items() if k not in ("output_w", "output_b")}
-        return {"actor": self.actor.to_dict(), "critic": critic,
-                "model_ckpt_filepath": dict(self.model_ckpt_filepath)}
+                f"`{chk.join_key(prefix, 'type')}`={chk.brief(actor_raw['type'])}: a DDPG policy has two networks; "
+                f"write `{prefix}.actor.type` and `{prefix}.critic.type` (defaults: fully_connected_actor, "
+                "fully_connected_action_value_critic).")
+        critic_raw = {k: v for k, v in actor_raw.items() if k not in ("output_w", "output_b")}
+        return cls.from_networks({"actor": actor_raw, "critic": critic_raw}, section.get("model_ckpt_filepath"), prefix)
 
 
 @dataclass(frozen=True)
@@ -160,16 +119,7 @@ class DDPGPolicyConfig:
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
         tau = chk.as_unit_interval(d["tau"], key("tau"), "(2.7.1 used 0.05)")
-        lr_raw = d["lr"]
-        if isinstance(lr_raw, Mapping):
-            chk.reject_unknown_keys(lr_raw, ROLES, key("lr"))
-            missing = [r for r in ROLES if r not in lr_raw]
-            if missing:
-                raise ConfigError(f"`{key('lr')}` lacks `{missing[0]}`; write `{key('lr')}: {{actor: 0.001, critic: 0.0001}}` "
-                                  "or one number for both.")
-            lr = {r: chk.as_schedule(lr_raw[r], f"{key('lr')}.{r}", positive_number=True) for r in ROLES}
-        else:
-            lr = dict.fromkeys(ROLES, chk.as_schedule(lr_raw, key("lr"), positive_number=True))
+        lr = chk.as_schedules(d["lr"], key("lr"), ROLES, ROLES, "{actor: 0.001, critic: 0.0001}")
         if chk.as_bool(d["normalize_return"], key("normalize_return")):
             raise ConfigError(
                 f"`{key('normalize_return')}`=true is not supported for DDPG: the critic learns Q in reward "

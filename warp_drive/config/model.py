@@ -1,14 +1,14 @@
 """The ``policy.<tag>.model`` section: one network's type, widths, init and checkpoint file.
 
-Shared by the A2C/PPO policy section (:class:`~warp_drive.config.PolicyConfig`) and the two
-networks of a DDPG section (:class:`~warp_drive.config.ddpg.DDPGModelConfig`).
+Shared by the A2C/PPO policy section (:class:`~warp_drive.config.PolicyConfig`) and, through
+:class:`ActorCriticModelConfig`, by the two networks of a DDPG or SAC section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults
@@ -69,3 +69,50 @@ class ModelConfig(chk.PlainDict):
             output_w=None if d["output_w"] is None else chk.as_float(d["output_w"], key("output_w")),
             output_b=None if d["output_b"] is None else chk.as_float(d["output_b"], key("output_b")),
         )
+
+
+@dataclass(frozen=True)
+class ActorCriticModelConfig:
+    """``policy.<tag>.model`` of an algorithm with an actor and a critic network (subclassed per algorithm).
+
+    Attributes:
+        actor, critic: one :class:`ModelConfig` per network.
+        model_ckpt_filepath: ``{"actor": path, "critic": path}`` ("" = fresh weights).
+    """
+
+    #: the algorithm's name (for messages) and each network's defaults (the keys it may set)
+    ALGORITHM: ClassVar[str]
+    DEFAULTS: ClassVar[Mapping[str, Mapping[str, Any]]]
+    ROLES: ClassVar[tuple[str, str]] = ("actor", "critic")
+
+    actor: ModelConfig
+    critic: ModelConfig
+    model_ckpt_filepath: dict[str, str]
+
+    @classmethod
+    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str) -> ActorCriticModelConfig:
+        section = chk.require_mapping(section, prefix)
+        chk.reject_unknown_keys(section, (*cls.ROLES, "model_ckpt_filepath"), prefix)
+        return cls.from_networks(section, section.get("model_ckpt_filepath"), prefix)
+
+    @classmethod
+    def from_networks(cls, nets: Mapping[str, Any], files: Any, prefix: str) -> ActorCriticModelConfig:
+        """Builds from ``{role: section}`` (each merged over its defaults) and the weight files."""
+        models = {}
+        for role in cls.ROLES:
+            key = chk.join_key(prefix, role)
+            models[role] = ModelConfig.from_dict(chk.merged_section(nets.get(role), cls.DEFAULTS[role], key), key)
+        files_key = chk.join_key(prefix, "model_ckpt_filepath")
+        files = files or {}
+        if not isinstance(files, Mapping):
+            raise ConfigError(f"`{files_key}`={chk.brief(files)}: a {cls.ALGORITHM} policy loads two weight files; "
+                              f"write `{files_key}: {{actor: <path>, critic: <path>}}` (\"\" = fresh weights).")
+        chk.reject_unknown_keys(files, cls.ROLES, files_key)
+        paths = {role: files.get(role) or models[role].model_ckpt_filepath or "" for role in cls.ROLES}
+        paths = {role: chk.as_str(p, chk.join_key(files_key, role)) if p else "" for role, p in paths.items()}
+        return cls(actor=models["actor"], critic=models["critic"], model_ckpt_filepath=paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        nets = {role: {k: v for k, v in getattr(self, role).to_dict().items() if k in self.DEFAULTS[role]}
+                for role in self.ROLES}
+        return {**nets, "model_ckpt_filepath": dict(self.model_ckpt_filepath)}

@@ -75,6 +75,10 @@ def test_reference_ddpg_configs_load_with_their_values(tmp_path, name):
     (lambda r: r["policy"]["shared"].update(normalize_return=True), "normalize_return"),
     (lambda r: r["policy"]["shared"]["model"]["critic"].update(output_w=2.0), "policy.shared.model.critic"),
     (lambda r: r["sampler"]["params"].update(damping=1.5), "sampler.params.damping"),
+    (lambda r: r["policy"]["shared"].update(lr={"actor": 0.1}), r"`policy.shared.lr` lacks `critic`"),
+    (lambda r: r["policy"]["shared"].update(model={"type": "fully_connected"}), "a DDPG policy has two networks"),
+    (lambda r: r["policy"]["shared"]["model"].update(model_ckpt_filepath="x.pt"), "a DDPG policy loads two weight files"),
+    (lambda r: r["policy"]["shared"]["model"].update(model_ckpt_filepath={"actr": "x.pt"}), "did you mean `policy.shared.model.model_ckpt_filepath.actor`"),
     (lambda r: r["policy"]["shared"].update(algorithm="DDPGG"), "did you mean DDPG"),
     (lambda r: r["trainer"].update(n_step=3) or r.update(sampler={}) or r["policy"].update(shared={"algorithm": "PPO"}),
      "only DDPG use n-step targets"),
@@ -84,6 +88,22 @@ def test_bad_ddpg_configs_name_the_key(mutate, match):
     mutate(raw)
     with pytest.raises(ConfigError, match=match):
         load_run_config(raw)
+
+
+def test_a_single_ddpg_model_section_builds_both_networks():
+    """2.7.1 accepted one model section for both networks: each gets it, with its own default type,
+    the critic without the actor's output scale; weight files come from the section's own key."""
+    raw = copy.deepcopy(REFERENCE_CONFIGS["single_pendulum"])
+    raw["policy"]["shared"]["model"] = {"fc_dims": [32, 16], "output_w": 2.0,
+                                        "model_ckpt_filepath": {"critic": "c.pt"}}
+    cfg = load_run_config(raw)
+    model = cfg.policy["shared"].model
+    assert (model.actor.type, model.actor.fc_dims, model.actor.output_w) == ("fully_connected_actor", (32, 16), 2.0)
+    assert (model.critic.type, model.critic.fc_dims, model.critic.output_w) == (
+        "fully_connected_action_value_critic", (32, 16), None)
+    assert model.model_ckpt_filepath == {"actor": "", "critic": "c.pt"}
+    assert "output_w" not in cfg.to_dict()["policy"]["shared"]["model"]["critic"]
+    assert load_run_config(cfg.to_dict()) == cfg
 
 
 def test_ddpg_config_trains_through_setup_trainer_and_train(tmp_path):

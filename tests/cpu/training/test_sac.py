@@ -70,7 +70,7 @@ def test_defaults_and_round_trip():
     (_section(to_train="yes"), r"`policy.shared.to_train`='yes' must be a boolean"),
     (_section(model={"actr": {}}), r"did you mean `policy.shared.model.actor`"),
     (_section(model={"actor": {"fc_dim": [3]}}), r"did you mean `policy.shared.model.actor.fc_dims`"),
-    (_section(model={"model_ckpt_filepath": "x.pt"}), r"`policy.shared.model.model_ckpt_filepath`='x.pt': a SAC policy has two"),
+    (_section(model={"model_ckpt_filepath": "x.pt"}), r"`policy.shared.model.model_ckpt_filepath`='x.pt': a SAC policy loads two"),
     (_section(algorithm="PPO"), r"reads SAC sections only"),
 ])
 def test_bad_sections_name_the_key_and_the_fix(section, match):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from warp_drive.config import _checks as chk
-from warp_drive.config.model import ModelConfig
+from warp_drive.config.model import ActorCriticModelConfig
 from warp_drive.errors import ConfigError
 
 #: Defaults of a SAC policy section.
@@ -73,41 +73,11 @@ OPTIMIZERS = ("actor", "critic", "alpha")
 MAX_BUFFER_SIZE = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class SACModelConfig:
-    """``policy.<tag>.model`` of a SAC policy.
+class SACModelConfig(ActorCriticModelConfig):
+    """``policy.<tag>.model`` of a SAC policy (the critic config builds both Q networks)."""
 
-    Attributes:
-        actor, critic: one :class:`ModelConfig` per network (the critic config builds both Q networks).
-        model_ckpt_filepath: ``{"actor": path, "critic": path}`` ("" = fresh weights).
-    """
-
-    actor: ModelConfig
-    critic: ModelConfig
-    model_ckpt_filepath: dict[str, str]
-
-    @classmethod
-    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str) -> SACModelConfig:
-        section = chk.require_mapping(section, prefix)
-        chk.reject_unknown_keys(section, (*NETWORKS, "model_ckpt_filepath"), prefix)
-        nets = {}
-        for role in NETWORKS:
-            key = chk.join_key(prefix, role)
-            merged = chk.merged_section(section.get(role), SAC_MODEL_DEFAULTS[role], key)
-            nets[role] = ModelConfig.from_dict(merged, key)
-        files_key = chk.join_key(prefix, "model_ckpt_filepath")
-        files = section.get("model_ckpt_filepath") or {}
-        if not isinstance(files, Mapping):
-            raise ConfigError(f"`{files_key}`={chk.brief(files)}: a SAC policy has two weight files; write "
-                              f"`{files_key}: {{actor: <path>, critic: <path>}}` (\"\" = fresh weights).")
-        chk.reject_unknown_keys(files, NETWORKS, files_key)
-        paths = {role: files.get(role) or nets[role].model_ckpt_filepath or "" for role in NETWORKS}
-        paths = {role: chk.as_str(p, chk.join_key(files_key, role)) for role, p in paths.items()}
-        return cls(actor=nets["actor"], critic=nets["critic"], model_ckpt_filepath=paths)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"actor": self.actor.to_dict(), "critic": self.critic.to_dict(),
-                "model_ckpt_filepath": dict(self.model_ckpt_filepath)}
+    ALGORITHM = "SAC"
+    DEFAULTS = SAC_MODEL_DEFAULTS
 
 
 def _auto_or_number(value: Any, key: str, what: str) -> float | None:
@@ -168,12 +138,8 @@ class SACPolicyConfig:
         algorithm = chk.as_str(d["algorithm"], key("algorithm"))
         if algorithm.upper() != "SAC":
             raise ConfigError(f"`{key('algorithm')}`={chk.brief(algorithm)}: this section parser reads SAC sections only.")
-        gamma = chk.as_float(d["gamma"], key("gamma"))
-        if not 0.0 < gamma <= 1.0:
-            raise ConfigError(f"`{key('gamma')}`={gamma} is out of range; expected 0 < gamma <= 1 (e.g. 0.99).")
-        tau = chk.as_float(d["tau"], key("tau"))
-        if not 0.0 < tau <= 1.0:
-            raise ConfigError(f"`{key('tau')}`={tau} is out of range; expected 0 < tau <= 1 (e.g. 0.005).")
+        gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
+        tau = chk.as_unit_interval(d["tau"], key("tau"), "(e.g. 0.005)")
         ratio = chk.as_positive(d["replay_ratio"], key("replay_ratio"))
         steps = d["gradient_steps"]
         steps = None if steps is None else chk.as_int(steps, key("gradient_steps"), minimum=1, maximum=10**7)
@@ -184,6 +150,9 @@ class SACPolicyConfig:
         if not 0.0 <= rho < 1.0:
             raise ConfigError(f"`{key('noise_correlation')}`={rho} is out of range; expected 0 <= rho < 1 "
                               "(0: independent draws; e.g. 0.9 for exploration that varies over about 10 steps).")
+        lr = chk.as_schedules(d["lr"], key("lr"), OPTIMIZERS, NETWORKS,
+                              "{actor: 0.0003, critic: 0.0003} (alpha optional, default: the critic's)")
+        lr.setdefault("alpha", lr["critic"])
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
         if minibatches != 1:
             raise ConfigError(f"`{key('num_minibatches')}`={minibatches}: SAC draws `batch_size` transitions from its "
@@ -193,7 +162,7 @@ class SACPolicyConfig:
             algorithm="SAC",
             gamma=gamma,
             tau=tau,
-            lr=_learning_rates(d["lr"], key("lr")),
+            lr=lr,
             buffer_size=chk.as_int(d["buffer_size"], key("buffer_size"), minimum=1, maximum=MAX_BUFFER_SIZE),
             batch_size=chk.as_int(d["batch_size"], key("batch_size"), minimum=1, maximum=2**24),
             learning_starts=chk.as_int(d["learning_starts"], key("learning_starts"), minimum=0),
@@ -227,18 +196,3 @@ class SACPolicyConfig:
         if self.gradient_steps is not None:
             return self.gradient_steps
         return max(1, round(self.replay_ratio * int(env_steps)))
-
-
-def _learning_rates(value: Any, key: str) -> dict[str, Any]:
-    """``lr``: one schedule for every optimizer, or ``{actor, critic, alpha}`` (alpha defaults to critic's)."""
-    if not isinstance(value, Mapping):
-        one = chk.as_schedule(value, key, positive_number=True)
-        return dict.fromkeys(OPTIMIZERS, one)
-    chk.reject_unknown_keys(value, OPTIMIZERS, key)
-    missing = [r for r in NETWORKS if r not in value]
-    if missing:
-        raise ConfigError(f"`{key}` lacks `{missing[0]}`; write `{key}: {{actor: 0.0003, critic: 0.0003}}` "
-                          "(alpha optional, default: the critic's) or one number for all.")
-    out = {r: chk.as_schedule(value[r], f"{key}.{r}", positive_number=True) for r in NETWORKS}
-    out["alpha"] = chk.as_schedule(value["alpha"], f"{key}.alpha", positive_number=True) if "alpha" in value else out["critic"]
-    return out
