@@ -27,7 +27,7 @@ import torch
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.counters import RunCounters
-from warp_drive.training.distributed import unwrap
+from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
 from warp_drive.training.env_subset import env_subset
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.phase_timer import EAGER, PhaseTimer
@@ -58,8 +58,6 @@ def rank_seed_of(seed: int, rank: int) -> int:
 
 def _sync_each(normalizers: list[Any]) -> None:
     """Average every return normalizer's statistics over the torch.distributed ranks (if any)."""
-    from warp_drive.training.distributed import sync_buffers
-
     for normalizer in normalizers:
         sync_buffers(normalizer)
 
@@ -193,7 +191,6 @@ class Engine:
         """The policy of ``tag``, built by its algorithm's registry entry (:mod:`warp_drive.config.algorithms`)."""
         from warp_drive.config.algorithms import algorithm_entry
         from warp_drive.training.algorithms.base import BuildContext
-        from warp_drive.training.distributed import wrap_model
         from warp_drive.training.acting import policy_obs
 
         pc = self.config.policy[tag]

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from warp_drive.env.constants import Constants
-from warp_drive.errors import ConfigError, UsageError
+from warp_drive.errors import ConfigError, DataNotFoundError, UsageError
 from warp_drive.training.statistics import Interval, mean_interval
 
 logger = logging.getLogger(__name__)
@@ -362,8 +362,6 @@ def fetch_episode_states(
         when only probabilities are asked for (2.7.1 silently dropped them then).
         ``policy`` restricts actions, rewards and probabilities to that policy's agents.
     """
-    from warp_drive.errors import DataNotFoundError
-
     w, policies, dm, E, T = _playing(engine)
     if isinstance(env_id, bool) or not isinstance(env_id, (int, np.integer)) or not 0 <= env_id < E:
         raise ConfigError(f"env_id={env_id!r} is not an env index; use 0 <= env_id < {E}")
