@@ -198,7 +198,6 @@ class FullyConnected(nn.Module):
             if self.bounded_mean:
                 mean = self.action_bias + self.action_scale * torch.tanh(mean)
             return [(mean, self.log_std.exp().expand_as(mean))], values
-        masks = None
         if mask is not None:
             if mask.shape[-1] != self.action_spec.num_logits:
                 raise DataShapeError(
@@ -206,12 +205,8 @@ class FullyConnected(nn.Module):
                     f"{self.action_spec.num_logits} (sum of head sizes)."
                 )
             masks = torch.split(mask, list(self.action_spec.categorical), dim=-1)
-        probs: list[HeadOutput] = []
-        for i, logits in enumerate(outputs):
-            if masks is not None:
-                logits = logits.masked_fill(masks[i] == 0, torch.finfo(logits.dtype).min)
-            probs.append(torch.softmax(logits, dim=-1))
-        return probs, values
+            outputs = [logits.masked_fill(m == 0, torch.finfo(logits.dtype).min) for logits, m in zip(outputs, masks)]
+        return [torch.softmax(logits, dim=-1) for logits in outputs], values
 
     @torch.no_grad()
     def update_obs_normalizer(self, obs: Tensor | Mapping[str, Tensor]) -> None:
