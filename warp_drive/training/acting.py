@@ -17,6 +17,7 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.buffers import obs_row, record_obs
+from warp_drive.training.utils.minibatch import slice_rows
 
 Tensor = torch.Tensor
 
@@ -73,12 +74,7 @@ def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
     num_envs = first.shape[0]
     if chunk_envs is None or chunk_envs >= num_envs:
         return model(obs)
-    parts = []
-    for start in range(0, num_envs, chunk_envs):
-        stop = min(start + chunk_envs, num_envs)
-        part = {k: v[start:stop] for k, v in obs.items()} if isinstance(obs, dict) else obs[start:stop]
-        parts.append(model(part))
-    return cat_outputs(parts)
+    return cat_outputs([model(slice_rows(obs, start, start + chunk_envs)) for start in range(0, num_envs, chunk_envs)])
 
 
 def cat_outputs(parts: list[Any]) -> Any:
