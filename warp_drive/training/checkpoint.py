@@ -190,13 +190,9 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> 
     """``["key: checkpoint X, now Y", ...]`` for the env, model and num_envs keys that differ."""
     a, b = _shape_keys(saved), _shape_keys(current)
     missing = object()
-    out = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, missing), b.get(key, missing)
-        if va != vb:
-            show = lambda v: "(unset)" if v is missing else json.dumps(v)  # noqa: E731
-            out.append(f"{key}: checkpoint {show(va)}, now {show(vb)}")
-    return out
+    show = lambda v: "(unset)" if v is missing else json.dumps(v)  # noqa: E731
+    pairs = {key: (a.get(key, missing), b.get(key, missing)) for key in sorted(set(a) | set(b))}
+    return [f"{key}: checkpoint {show(va)}, now {show(vb)}" for key, (va, vb) in pairs.items() if va != vb]
 
 
 #: Differing keys a resume-mismatch message names (the others are counted).
