@@ -164,9 +164,7 @@ def truncate_metrics(save_dir: str | Path, last_iteration: int) -> int:
             keep_rows = _kept(whole, lambda row: row[col], last_iteration)
             if len(keep_rows) != len(body) or not text.endswith("\n"):
                 buf = io.StringIO()
-                writer = csv.writer(buf)
-                writer.writerow(header)
-                writer.writerows(keep_rows)
+                csv.writer(buf).writerows([header, *keep_rows])
                 _atomic_write_text(csv_path, buf.getvalue())
                 removed += len(body) - len(keep_rows)
     return removed
