@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import torch
 
+from warp_drive.cuda import project_root
 from warp_drive.cuda.start_state_kernel import reset_kernel
 from warp_drive.env.backends import canonical_backend, is_numba
 from warp_drive.env.constants import Constants
@@ -41,10 +43,12 @@ from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.env.registrar import env_registrar as default_registrar
 from warp_drive.env.schema import check_array_schema
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.managers.data_manager import positive_int
+from warp_drive.managers.data_manager import CPUDataManager, positive_int
 from warp_drive.managers.environment_reset import EnvironmentReset
-from warp_drive.managers.function_manager import FunctionFeed
+from warp_drive.managers.function_manager import CPUFunctionManager, FunctionFeed
 from warp_drive.utils.argument_fix import Argfix
+from warp_drive.utils.cpu_threads import apply_cpu_threads
+from warp_drive.utils.device import device_attributes, init_cuda
 from warp_drive.utils.obs_checks import check_reset_observations
 from warp_drive.utils.recursive_obs_dict_to_spaces_dict import recursive_obs_dict_to_spaces_dict
 from warp_drive.utils.spaces import agent_spaces_to_gymnasium
@@ -138,8 +142,6 @@ class EnvWrapper:
 
         self._passthrough = self.env_backend == "cpu" and not has_vectorised_cpu_step(env_obj)
         if self.env_backend == "cpu":  # every cpu-backend path builds a wrapper: torch's threads are chosen here
-            from warp_drive.utils.cpu_threads import apply_cpu_threads
-
             apply_cpu_threads(self.n_envs * self.n_agents, announce=process_id == 0)
         self.reset_on_host = True
         self.has_custom_reset = False
@@ -174,15 +176,10 @@ class EnvWrapper:
                     event_messenger=event_messenger, env_source=source, constants=self.env.cuda_constants()
                 )
             else:
-                from warp_drive.cuda import project_root as get_project_root
-
-                binary = Path(get_project_root()) / "warp_drive" / "cuda_bin" / (testing_bin_filename or DEFAULT_TESTING_BIN)
+                binary = Path(project_root()) / "warp_drive" / "cuda_bin" / (testing_bin_filename or DEFAULT_TESTING_BIN)
                 logger.info("testing_mode: %s has no CUDA source; loading the test build %s", self.name, binary)
                 self.cuda_function_manager.load_cuda_from_binary_file(str(binary))
         else:
-            from warp_drive.managers.data_manager import CPUDataManager
-            from warp_drive.managers.function_manager import CPUFunctionManager
-
             self.cuda_data_manager = CPUDataManager(episode_length=self.episode_length, **args)
             self.cuda_function_manager = CPUFunctionManager(process_id=process_id, **args)
             self.cuda_function_manager.initialize_default_functions()
@@ -234,11 +231,7 @@ class EnvWrapper:
             return positive_int("blocks_per_env", requested)
         if self.env_backend != "pycuda":
             return 1
-        from warp_drive.utils.device import device_attributes, init_cuda
-
         init_cuda(device_id)
-        import torch
-
         dev = torch.cuda.current_device() if device_id is None else device_id
         return math.ceil(self.n_agents / device_attributes(dev)["max_threads_per_block"])
 

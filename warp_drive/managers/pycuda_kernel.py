@@ -256,8 +256,6 @@ class _Kernel:
         block = _dims(block, "block", self.name)
         grid = _dims(grid, "grid", self.name)
         shared = int(shared) if shared else self.shared_bytes
-        if self.barrier_check is not None:
-            self._check_geometry(grid, block, shared)
         if time_kernel:
             import pycuda.driver as cuda
 

@@ -49,32 +49,6 @@ SEED_HINT = "every value differs at the first reset: seed both sides alike (env 
 
 
 @dataclass
-class Mismatch:
-    """First disagreement between the backends."""
-
-    config: str
-    seed: int
-    step: Any
-    name: str
-    index: tuple[int, ...]
-    cpu_value: Any
-    gpu_value: Any
-    count: int = 1
-    size: int = 1
-    hint: str = ""
-
-    def __str__(self) -> str:
-        env = self.index[0] if self.index else "-"
-        agent = self.index[1] if len(self.index) > 1 else "-"
-        feature = self.index[2:] if len(self.index) > 2 else "-"
-        return (
-            f"[{self.config}, seed {self.seed}] step {self.step}: '{self.name}' differs at env {env}, "
-            f"agent {agent}, feature {feature}: cpu={self.cpu_value!r} gpu={self.gpu_value!r} "
-            f"({self.count} of {self.size} values differ)" + (f"; {self.hint}" if self.hint else "")
-        )
-
-
-@dataclass
 class ConsistencyReport:
     """What was compared."""
 
@@ -129,11 +103,17 @@ def random_actions(action_space: Mapping[Any, Any], num_envs: int, rng: np.rando
 
 
 def _first_mismatch(bad: np.ndarray, a: np.ndarray, b: np.ndarray, config: str, seed: int, step: Any, name: str,
-                    unseeded: bool = False) -> Mismatch:
-    """The first bad entry, with :data:`SEED_HINT` when ``unseeded`` and every value differs at the first reset."""
+                    unseeded: bool = False) -> str:
+    """The first bad entry's message, with :data:`SEED_HINT` when ``unseeded`` and every value differs at the first reset."""
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    hint = SEED_HINT if unseeded and step == "reset" and bad.all() else ""
-    return Mismatch(config, seed, step, name, idx, a[idx].item(), b[idx].item(), int(bad.sum()), int(bad.size), hint)
+    env = idx[0] if idx else "-"
+    agent = idx[1] if len(idx) > 1 else "-"
+    feature = idx[2:] if len(idx) > 2 else "-"
+    hint = f"; {SEED_HINT}" if unseeded and step == "reset" and bad.all() else ""
+    return (
+        f"[{config}, seed {seed}] step {step}: '{name}' differs at env {env}, agent {agent}, feature {feature}: "
+        f"cpu={a[idx].item()!r} gpu={b[idx].item()!r} ({int(bad.sum())} of {int(bad.size)} values differ){hint}"
+    )
 
 
 class EnvironmentCPUvsGPU:
@@ -381,7 +361,7 @@ class EnvironmentCPUvsGPU:
             else:
                 bad = a != b
             if bad.any():
-                raise ConsistencyError(str(_first_mismatch(bad, a, b, label, seed, step, name, self._unseeded)))
+                raise ConsistencyError(_first_mismatch(bad, a, b, label, seed, step, name, self._unseeded))
 
     # ------------------------------------------------------------------------------------------ gym style
     def _make_cpu_env(self, config: dict) -> Any:
@@ -415,7 +395,7 @@ class EnvironmentCPUvsGPU:
             done_gpu = dm.pull_data_from_device(Constants.DONE) > 0
             bad = done_cpu != done_gpu
             if bad.any():
-                raise ConsistencyError(str(_first_mismatch(bad, done_cpu, done_gpu, label, seed, t, "done")))
+                raise ConsistencyError(_first_mismatch(bad, done_cpu, done_gpu, label, seed, t, "done"))
             episodes += done_cpu
             gpu.reset_only_done_envs()
             left = dm.pull_data_from_device(Constants.DONE)
@@ -462,4 +442,4 @@ class EnvironmentCPUvsGPU:
         if a.size:
             report.max_abs_error[name] = max(report.max_abs_error.get(name, 0.0), float(np.nanmax(diff)))
         if not ok.all():
-            raise ConsistencyError(str(_first_mismatch(~ok, cpu, gpu, label, seed, step, name, self._unseeded)))
+            raise ConsistencyError(_first_mismatch(~ok, cpu, gpu, label, seed, step, name, self._unseeded))

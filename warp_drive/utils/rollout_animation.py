@@ -88,14 +88,11 @@ def numpy_data_store(env: Any, num_envs: int = 1) -> dict[str, Any]:
     }
     for feed in (env.get_data_dictionary(), env.get_tensor_dictionary()):
         for name, entry in feed.items():
-            value, attrs = entry["data"], entry["attributes"]
-            if attrs.get("save_copy_and_apply_at_reset") or name in targets:
-                arr = _to_32bit(value)
+            arr = _to_32bit(entry["data"])  # a new array (astype copies)
+            if entry["attributes"].get("save_copy_and_apply_at_reset") or name in targets:
                 data[name] = np.broadcast_to(arr, (num_envs, *arr.shape)).copy()
-            elif np.ndim(value) == 0:
-                data[name] = _to_32bit(value)[()]
             else:
-                data[name] = _to_32bit(value).copy()
+                data[name] = arr[()] if arr.ndim == 0 else arr
     stacked = np.stack([np.asarray(obs[a], np.float32) for a in sorted(obs)])
     data[Constants.OBSERVATIONS] = np.broadcast_to(stacked, (num_envs, *stacked.shape)).copy()
     data[Constants.ACTIONS] = np.zeros((num_envs, n, _num_heads(env.action_space[0])), np.int32)
