@@ -75,13 +75,12 @@ def as_bool(value: Any, key: str) -> bool:
 
 def as_int(value: Any, key: str, *, minimum: int | None = None, maximum: int = MAX_INT) -> int:
     """Checks an integer (bools are refused), an optional lower bound and an upper one."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(
-                f"`{key}`={brief(value)} must be an integer; set `{key}` to a whole number."
-            )
+        raise ConfigError(
+            f"`{key}`={brief(value)} must be an integer; set `{key}` to a whole number."
+        )
     if minimum is not None and value < minimum:
         raise ConfigError(f"`{key}`={brief(value)} is too small; expected `{key}` >= {minimum}.")
     if value > maximum:
