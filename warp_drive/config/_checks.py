@@ -158,11 +158,9 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
                 )
             pairs.append((t, v))
         return tuple(pairs)
-    number = as_float(value, key)
+    number = as_positive(value, key) if positive_number else as_float(value, key)
     if number > MAX_SCHEDULE_VALUE:
         raise ConfigError(f"`{key}`={number:g} is too large; expected `{key}` <= {MAX_SCHEDULE_VALUE:g}.")
-    if positive_number and number <= 0:
-        raise ConfigError(f"`{key}`={number} must be > 0; set `{key}` to a positive number.")
     if number < 0:
         raise ConfigError(f"`{key}`={number} must be >= 0; set `{key}` to a non-negative number.")
     return number
