@@ -245,9 +245,3 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     return value
-
-
-def check_env_seed(env: Mapping[str, Any]) -> None:
-    """Checks ``env.seed`` when the config sets it: None or an integer in [0, 2**31)."""
-    if env.get("seed") is not None:
-        as_int(env["seed"], "env.seed", minimum=0)
