@@ -75,13 +75,12 @@ def as_bool(value: Any, key: str) -> bool:
 
 def as_int(value: Any, key: str, *, minimum: int | None = None, maximum: int = MAX_INT) -> int:
     """Checks an integer (bools are refused), an optional lower bound and an upper one."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(
-                f"`{key}`={brief(value)} must be an integer; set `{key}` to a whole number."
-            )
+        raise ConfigError(
+            f"`{key}`={brief(value)} must be an integer; set `{key}` to a whole number."
+        )
     if minimum is not None and value < minimum:
         raise ConfigError(f"`{key}`={brief(value)} is too small; expected `{key}` >= {minimum}.")
     if value > maximum:
@@ -159,11 +158,9 @@ def as_schedule(value: Any, key: str, *, positive_number: bool) -> float | Sched
                 )
             pairs.append((t, v))
         return tuple(pairs)
-    number = as_float(value, key)
+    number = as_positive(value, key) if positive_number else as_float(value, key)
     if number > MAX_SCHEDULE_VALUE:
         raise ConfigError(f"`{key}`={number:g} is too large; expected `{key}` <= {MAX_SCHEDULE_VALUE:g}.")
-    if positive_number and number <= 0:
-        raise ConfigError(f"`{key}`={number} must be > 0; set `{key}` to a positive number.")
     if number < 0:
         raise ConfigError(f"`{key}`={number} must be >= 0; set `{key}` to a non-negative number.")
     return number
@@ -248,9 +245,3 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     return value
-
-
-def check_env_seed(env: Mapping[str, Any]) -> None:
-    """Checks ``env.seed`` when the config sets it: None or an integer in [0, 2**31)."""
-    if env.get("seed") is not None:
-        as_int(env["seed"], "env.seed", minimum=0)

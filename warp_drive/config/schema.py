@@ -357,7 +357,8 @@ class RunConfig:
         if not any(p.to_train for p in policy.values()):
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))
-        chk.check_env_seed(env)
+        if env.get("seed") is not None:  # None or an integer in [0, 2**31)
+            chk.as_int(env["seed"], "env.seed", minimum=0)
         if "episode_length" in env:
             trainer.num_iterations(
                 chk.as_int(env["episode_length"], "env.episode_length", minimum=1)

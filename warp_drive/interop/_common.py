@@ -130,14 +130,11 @@ def shared_host_values(wrapper: EnvWrapper) -> dict[str, np.ndarray]:
             if name not in skip and dm.is_data_on_device(name)}
 
 
-def refresh_shared_data(wrapper: EnvWrapper, known: dict[str, np.ndarray]) -> list[str]:
+def refresh_shared_data(wrapper: EnvWrapper, known: dict[str, np.ndarray]) -> None:
     """Write into the data store the env's shared arrays whose host values differ from ``known``
     (the host values last written to the store, from :func:`shared_host_values`; updated in
     place), e.g. the roles and pools a :func:`reseed_env` redrew. Arrays the env did not change
     keep their values on the store (even if a step changed them there).
-
-    Returns:
-        The names of the arrays rewritten.
 
     Raises:
         DataShapeError: an array changed shape (the env must keep every array's shape).
@@ -159,7 +156,6 @@ def refresh_shared_data(wrapper: EnvWrapper, known: dict[str, np.ndarray]) -> li
         changed.append(name)
     if changed:
         logger.debug("%s: rewrote %s after re-seeding", wrapper.name, changed)
-    return changed
 
 
 def install_start_states(
@@ -168,7 +164,7 @@ def install_start_states(
     seeds: Sequence[int | None],
     shared_seed: int | None,
     known: dict[str, np.ndarray],
-) -> int:
+) -> None:
     """Draw a new initial state on the host for each replica in ``rows`` and make it that replica's
     reset state: row ``rows[k]`` of every saved copy ``<name>_at_reset`` (``observations`` included;
     arrays refilled from a reset pool are left to the pool), which its next device reset restores.
@@ -177,9 +173,6 @@ def install_start_states(
     (:func:`reseed_env`) and rewrites the shared arrays that differ from ``known``, the adapter's record
     of the store (:func:`refresh_shared_data`). ``seeds[k]``, when not None, re-seeds the start-state
     RNG (``reseed_start_states``) before ``env.reset()`` draws replica ``rows[k]``'s state.
-
-    Returns:
-        The number of saved-copy arrays rewritten.
 
     Raises:
         DataShapeError: a new state's array has another shape than the replica's slot on the store.
@@ -193,7 +186,7 @@ def install_start_states(
     pools = dm.reset_target_to_pool
     names = [n for n in dm.reset_data_list if n not in pools]
     if not names or not rows:
-        return 0
+        return
     saved = {n: dm.pull_data_from_device(n + Constants.AT_RESET_SUFFIX) for n in names}
     missing: set[str] = set()
     for row, seed in zip(rows, seeds):
@@ -223,7 +216,6 @@ def install_start_states(
         if name not in missing:
             dm.assign(name + Constants.AT_RESET_SUFFIX, saved[name])
     env.timestep = 0
-    return len(names) - len(missing)
 
 
 # ----------------------------------------------------------------------------- done flags

@@ -255,9 +255,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
         done_t, timestep_t, cut_t = done_tensors(dm)
         terminated_t, truncated_t = split_done(done_t, timestep_t, self._episode_length, cut_t)
         env_terminated, env_truncated = bool(terminated_t[0]), bool(truncated_t[0])
-        active = None
-        if self._active_flag is not None:
-            active = dm.pull_data_from_device(self._active_flag)[0] != 0
+        active = None if self._active_flag is None else dm.pull_data_from_device(self._active_flag)[0] != 0
 
         live = self.agents
         left = {name: active is not None and not active[self._index[name]] for name in live}

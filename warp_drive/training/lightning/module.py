@@ -203,11 +203,10 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         self.engine = engine
         for tag, p in engine.policies.items():
             self.policy_models[tag] = policy_networks(p)
-            loose = loose_parameters(p, self.policy_models[tag]) if p.to_train else []
-            if loose:
-                self.policy_parameters[tag] = nn.ParameterList(loose)
             if not p.to_train:
                 self.policy_models[tag].requires_grad_(False)
+            elif loose := loose_parameters(p, self.policy_models[tag]):
+                self.policy_parameters[tag] = nn.ParameterList(loose)
         self._trained, self._optimizer_keys = trained, keys
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
