@@ -53,7 +53,6 @@ CRITIC_DEFAULTS: dict[str, Any] = {"type": "fully_connected_action_value_critic"
                                    "init_method": "default", "kwargs": {}, "model_ckpt_filepath": ""}
 #: 2.7.1's OU-noise defaults (its Numba sampler's).
 OU_DEFAULTS: dict[str, float] = {"damping": 0.15, "stddev": 0.2, "scale": 1.0}
-ROLES = ("actor", "critic")
 
 
 class DDPGModelConfig(ActorCriticModelConfig):
@@ -119,7 +118,8 @@ class DDPGPolicyConfig:
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
         tau = chk.as_unit_interval(d["tau"], key("tau"), "(2.7.1 used 0.05)")
-        lr = chk.as_schedules(d["lr"], key("lr"), ROLES, ROLES, "{actor: 0.001, critic: 0.0001}")
+        roles = DDPGModelConfig.ROLES
+        lr = chk.as_schedules(d["lr"], key("lr"), roles, roles, "{actor: 0.001, critic: 0.0001}")
         if chk.as_bool(d["normalize_return"], key("normalize_return")):
             raise ConfigError(
                 f"`{key('normalize_return')}`=true is not supported for DDPG: the critic learns Q in reward "

@@ -66,8 +66,7 @@ SAC_MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "critic": {"type": "fully_connected_action_value_critic", "fc_dims": [256, 256], "init_method": "default",
                "output_w": None, "output_b": None, "kwargs": {}, "model_ckpt_filepath": ""},
 }
-#: The networks of a SAC policy, and the optimizers (the temperature has one too).
-NETWORKS = ("actor", "critic")
+#: The optimizers of a SAC policy: one per network (SACModelConfig.ROLES) and the temperature's.
 OPTIMIZERS = ("actor", "critic", "alpha")
 #: The largest replay a config may ask for (transitions).
 MAX_BUFFER_SIZE = 2**31 - 1
@@ -150,7 +149,7 @@ class SACPolicyConfig:
         if not 0.0 <= rho < 1.0:
             raise ConfigError(f"`{key('noise_correlation')}`={rho} is out of range; expected 0 <= rho < 1 "
                               "(0: independent draws; e.g. 0.9 for exploration that varies over about 10 steps).")
-        lr = chk.as_schedules(d["lr"], key("lr"), OPTIMIZERS, NETWORKS,
+        lr = chk.as_schedules(d["lr"], key("lr"), OPTIMIZERS, SACModelConfig.ROLES,
                               "{actor: 0.0003, critic: 0.0003} (alpha optional, default: the critic's)")
         lr.setdefault("alpha", lr["critic"])
         minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
