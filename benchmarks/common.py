@@ -76,16 +76,17 @@ TAG_TUTORIAL_A2C = [
 ]
 
 
-def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", results_dir: str = "/tmp/wd_bench") -> Any:
+def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", results_dir: str = "/tmp/wd_bench",
+                 tutorial: bool = True) -> Any:
     """Trainer for a bundled example config with dotted overrides (Tag continuous: on top of
-    :data:`TAG_TUTORIAL_A2C`)."""
+    :data:`TAG_TUTORIAL_A2C` unless ``tutorial`` is False: the bundled config as committed)."""
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
     from warp_drive.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 
-    tutorial = TAG_TUTORIAL_A2C if env_name == "tag_continuous" else []
+    tutorial = TAG_TUTORIAL_A2C if env_name == "tag_continuous" and tutorial else []
     cfg = load_run_config(get_default_config_path(env_name), [*tutorial, f"trainer.env_backend={backend}",
                           "saving.metrics_log_freq=1000000", "saving.model_params_save_freq=100000000", *overrides])
     env = get_example_env_class(env_name)(**cfg.env)

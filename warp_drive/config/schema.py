@@ -67,6 +67,10 @@ class TrainerConfig(chk.PlainDict):
         tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
         update_precision: ``"fp32"`` or ``"bf16"``: the update's forward and backward run under
             bfloat16 autocast (weights, optimizer state and losses stay float32).
+        rollout_precision: ``"fp32"`` or ``"bf16"``: the rollout's policy forward runs under bfloat16
+            autocast (the sampled probabilities and values are float32).
+        compile: ``torch.compile`` (Inductor) the policy forward of the rollout and the forward + loss
+            of the update on a GPU (:mod:`~warp_drive.training.algorithms.compiled`); ignored on the CPU.
         n_step: 2.7.1's n-step return horizon of DDPG; A2C/PPO accept only 1 (they use GAE over
             the whole rollout, see ``policy.<tag>.gae_lambda``).
         neg_pos_env_ratio: When > 0, each update trains on the envs whose rollout holds a
@@ -86,6 +90,8 @@ class TrainerConfig(chk.PlainDict):
     use_cuda_graph: bool = True
     tf32: bool = True
     update_precision: str = "fp32"
+    rollout_precision: str = "fp32"
+    compile: bool = False
     n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
@@ -118,8 +124,9 @@ class TrainerConfig(chk.PlainDict):
             env_backend=backend,
             seed=None if d["seed"] is None else chk.as_int(d["seed"], key("seed"), minimum=0),  # and < 2**31
             **{k: chk.as_bool(d[k], key(k))
-               for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator")},
+               for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator", "compile")},
             update_precision=_precision(d["update_precision"], key("update_precision")),
+            rollout_precision=_precision(d["rollout_precision"], key("rollout_precision")),
             n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
         )

@@ -165,11 +165,12 @@ class Engine:
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in self.policy_tag_to_agent_id_map.items()}
         self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
         self.update_chunk_samples: int | None = None  # GPU update chunks; None: sized automatically
+        tc = self.config.trainer
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
-                                           self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows),
+                                           self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows,
+                                           torch.bfloat16 if tc.rollout_precision == "bf16" else None, tc.compile),
                                greedy=self.config.sampler.use_argmax)
         self._collected = False
-        tc = self.config.trainer
         self.graphed_rollout: GraphedRollout | None = None
         eager_only = [p.tag for p in self.policies.values() if not p.captures_in_cuda_graph]
         if tc.use_cuda_graph:
@@ -316,7 +317,8 @@ class Engine:
                     optimizers=given if given is None or isinstance(given, Mapping) else dict.fromkeys(p.optimizers(), given),
                     backward=backward, clip_gradients=clip_gradients, track_grad_norm=track_grad_norm,
                     chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype,
-                    cuda_graph=self.config.trainer.use_cuda_graph and self.device.type == "cuda")
+                    cuda_graph=self.config.trainer.use_cuda_graph and self.device.type == "cuda",
+                    compile=self.config.trainer.compile)
                 out[p.tag] = p.update(batches[p.tag], context)
             if timer is not None:
                 timer.stop()

@@ -42,6 +42,7 @@ from warp_drive.errors import UsageError
 from warp_drive.training.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
                                         record_policy_obs, where_done)
 from warp_drive.training.algorithms.base import Policy
+from warp_drive.training.algorithms.compiled import ActingForward
 from warp_drive.training.buffers import SharedBuffers, record_row, split_episode_ends
 from warp_drive.training.cpu_pipeline import rollout_in_env_parts
 from warp_drive.training.interrupt import check_abort
@@ -53,7 +54,8 @@ Tensor = torch.Tensor
 @dataclass(frozen=True)
 class RolloutSpec:
     """What a :class:`Rollout` reads of its engine: a read-only view, built once (``cpu_chunk_rows(num_agents)``:
-    the envs per policy forward on the cpu backend, None on a GPU)."""
+    the envs per policy forward on the cpu backend, None on a GPU; ``forward_dtype`` and ``compile``: the
+    policy forward's autocast dtype and ``torch.compile``, :class:`~warp_drive.training.algorithms.compiled.ActingForward`)."""
 
     env_wrapper: Any
     policies: Mapping[str, Policy]
@@ -63,6 +65,8 @@ class RolloutSpec:
     reset_obs_known: bool
     bootstrap_at_time_limit: bool
     cpu_chunk_rows: Callable[[int], int | None] | None = None
+    forward_dtype: torch.dtype | None = None
+    compile: bool = False
 
 
 class Rollout:
@@ -96,6 +100,9 @@ class Rollout:
         self._reset_first = not spec.bootstrap_at_time_limit
         self._streams: list[Any] = []  # side streams of forward_policies
         self._fits_heads: dict[str, bool] = {}  # per policy: one sampler launch for all heads (_one_launch)
+        #: per sampled policy: its forward in the rollout's precision, compiled with ``compile``
+        self._forwards = {p.tag: ActingForward(p.model, self.dm.device, spec.forward_dtype, spec.compile)
+                          for p in spec.policies.values() if p.samples_in_kernel}
         own_placeholders = any(p.action_name != Constants.ACTIONS for p in spec.policies.values())
         self.shared = SharedBuffers(spec.steps_per_iter, self.dm, time_limits=spec.bootstrap_at_time_limit,
                                     joint_actions=own_placeholders)
@@ -131,7 +138,7 @@ class Rollout:
                 return values
         mark = timer.start if timer is not None else no_mark
         mark("policy")
-        with cached_head_weights(p.model for p in self.spec.policies.values()):
+        with cached_head_weights(p.model for p in self.spec.policies.values() if self._caches_head_weights(p)):
             self.begin(record=True)
             for step in range(self.spec.steps_per_iter):
                 check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
@@ -192,8 +199,13 @@ class Rollout:
         """``(outputs, values)`` of the policy's model on (E, A, ...) observations (in env chunks on
         the cpu backend): the head outputs and values of a policy the kernels sample, else the
         model's outputs (what :meth:`Policy.act` reads) and None."""
-        out = forward_in_chunks(p.model, obs, self.chunk_envs(p))
-        return out if p.samples_in_kernel else (out, None)
+        if not p.samples_in_kernel:
+            return forward_in_chunks(p.model, obs, self.chunk_envs(p)), None
+        return forward_in_chunks(self._forwards[p.tag], obs, self.chunk_envs(p))
+
+    def _caches_head_weights(self, p: Policy) -> bool:
+        forward = self._forwards.get(p.tag)
+        return forward is None or forward.caches_head_weights
 
     def next_obs_row(self, step: int | None) -> int | None:
         """The obs buffer row of the observations after step ``step``'s reset (reset-first order), or None."""

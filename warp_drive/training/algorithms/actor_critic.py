@@ -18,6 +18,7 @@ import torch
 from warp_drive.env.constants import Constants
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
+from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
 from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
@@ -58,6 +59,7 @@ class ActorCriticPolicy(Policy):
     train_model: torch.nn.Module | None = None  # the model used for gradient steps (DDP-wrapped if distributed)
     obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
     graphed: GraphedUpdate | None = None  # the captured minibatch step, once an update replays one
+    loss_fn: LossFunction | None = None  # the update's forward + loss (compiled with trainer.compile)
 
     def finalize(self, last_values: Any, bootstrap: bool) -> None:
         """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
@@ -80,11 +82,12 @@ class ActorCriticPolicy(Policy):
         optimizer = context.optimizer(self.optimizer, OPTIMIZER)
         match_device_form(self.optimizer)  # on CUDA the captured step's Adam arithmetic, graphed or not
         set_optimizer_lr(self.optimizer, self.lr_schedule.get_param_value(self.timestep))
+        loss_fn = self._loss_function(context)
         if self._graphable(batch, context):
             if self.graphed is None:
                 self.graphed = GraphedUpdate(self.model, self.optimizer, self.algorithm, batch,
                                              num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
-                                             autocast_dtype=context.autocast_dtype)
+                                             autocast_dtype=context.autocast_dtype, loss_fn=loss_fn)
             return self.graphed.run(timestep=self.timestep, num_epochs=pc.num_epochs, generator=context.generator)
         hook = context.clip_gradients
         clip = None if hook is None else (lambda o=optimizer, m=max_norm: hook(o, m))
@@ -93,7 +96,15 @@ class ActorCriticPolicy(Policy):
             num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
             generator=context.generator, backward=context.backward, clip_gradients=clip,
             track_grad_norm=context.track_grad_norm, chunk_rows=context.chunk_rows,
-            autocast_dtype=context.autocast_dtype)
+            autocast_dtype=context.autocast_dtype, loss_fn=loss_fn)
+
+    def _loss_function(self, context: UpdateContext) -> LossFunction:
+        """The update's forward + loss for this context's model, precision and compile flag (built once)."""
+        fn = self.loss_fn
+        if (fn is None or fn.model is not self.train_model or fn.dtype != context.autocast_dtype
+                or fn.requested != context.compile):
+            fn = self.loss_fn = LossFunction(self.train_model, self.algorithm, context.autocast_dtype, context.compile)
+        return fn
 
     def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:
         """Whether this update replays a captured step (:mod:`.graphed_update`). A minibatch must fit twice in

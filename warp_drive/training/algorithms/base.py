@@ -110,6 +110,8 @@ class UpdateContext:
         autocast_dtype: autocast dtype of the forward and backward (``trainer.update_precision``).
         cuda_graph: a policy may capture its minibatch step in a CUDA graph and replay it
             (``trainer.use_cuda_graph`` on a CUDA device).
+        compile: a policy may compile its forward + loss with ``torch.compile`` (``trainer.compile``;
+            :mod:`~warp_drive.training.algorithms.compiled`).
     """
 
     generator: torch.Generator
@@ -121,6 +123,7 @@ class UpdateContext:
     chunk_rows: int | None = None
     autocast_dtype: torch.dtype | None = None
     cuda_graph: bool = False
+    compile: bool = False
 
     def optimizer(self, own: Any, name: str) -> Any:
         """The optimizer to step for the policy's optimizer ``name`` (``own`` unless a driver's)."""

@@ -28,10 +28,10 @@ import torch
 from torch import nn
 
 from warp_drive.training.algorithms.a2c import A2C, Metrics
-from warp_drive.training.algorithms.update import grad_norm_and_clip, minibatch_loss, update_obs_statistics
+from warp_drive.training.algorithms.compiled import LossFunction
+from warp_drive.training.algorithms.update import grad_norm_and_clip, update_obs_statistics
 from warp_drive.training.buffers import RolloutBatch
-from warp_drive.training.utils.minibatch import (check_minibatches, flatten_leading, index_tree, map_tensors,
-                                                  minibatch_indices)
+from warp_drive.training.utils.minibatch import check_minibatches, flatten_leading, map_tensors, minibatch_indices
 
 Tensor = torch.Tensor
 
@@ -89,15 +89,18 @@ class GraphedUpdate:
         num_minibatches: gradient steps per pass over the batch.
         max_grad_norm: clip threshold, or None.
         autocast_dtype: the forward's autocast dtype, or None.
+        loss_fn: the policy's (possibly compiled) forward + loss; None: an uncompiled one in ``autocast_dtype``.
 
     Construction runs :data:`WARMUP_STEPS` eager steps, restores the parameters and optimizer
     state they changed, and captures the step.
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, algorithm: A2C, batch: RolloutBatch, *,
-                 num_minibatches: int, max_grad_norm: float | None, autocast_dtype: torch.dtype | None) -> None:
+                 num_minibatches: int, max_grad_norm: float | None, autocast_dtype: torch.dtype | None,
+                 loss_fn: LossFunction | None = None) -> None:
         self.model, self.optimizer, self.algorithm = model, optimizer, algorithm
-        self.max_grad_norm, self.autocast_dtype = max_grad_norm, autocast_dtype
+        self.max_grad_norm = max_grad_norm
+        self.loss_fn = loss_fn or LossFunction(model, algorithm, autocast_dtype, compile=False)
         self.num_minibatches = num_minibatches
         batch = RolloutBatch.of(batch)
         self.obs, self.flat = batch.obs, flatten_leading(dict(batch))
@@ -113,10 +116,8 @@ class GraphedUpdate:
 
     def _step(self) -> Metrics:
         """One eager minibatch step on the rows ``self.index`` (all rows with one minibatch)."""
-        rows = self.flat if self.num_minibatches == 1 else index_tree(self.flat, self.index)
-        loss, metrics, _ = minibatch_loss(self.model, self.algorithm, RolloutBatch.of(rows), 0,
-                                          autocast_dtype=self.autocast_dtype,
-                                          coefficients=(self.coefficients[0], self.coefficients[1]))
+        index = None if self.num_minibatches == 1 else self.index  # the gather runs inside the loss function
+        loss, metrics, _ = self.loss_fn(self.flat, (self.coefficients[0], self.coefficients[1]), index=index)
         loss.backward()
         metrics["grad_norm"] = grad_norm_and_clip(self.params, self.max_grad_norm).detach()
         self.optimizer.step()

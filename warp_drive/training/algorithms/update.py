@@ -11,10 +11,10 @@ from torch import nn
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
+from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.normalization import moments
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.buffers import RolloutBatch
-from warp_drive.training.utils.minibatch import map_tensors
 
 Tensor = torch.Tensor
 
@@ -52,6 +52,7 @@ def update_policy(
     track_grad_norm: bool = True,
     chunk_rows: int | None = None,
     autocast_dtype: torch.dtype | None = None,
+    loss_fn: LossFunction | None = None,
 ) -> Metrics:
     """Runs ``num_epochs`` passes of ``num_minibatches`` gradient steps over a rollout batch.
 
@@ -78,6 +79,8 @@ def update_policy(
             dtype (``torch.bfloat16``: ``trainer.update_precision: bf16``); its outputs are cast
             back to float32 before the loss, and weights, gradients and optimizer state stay
             float32. None: the model's own precision.
+        loss_fn: the policy's (possibly compiled) forward + loss
+            (:class:`~warp_drive.training.algorithms.compiled.LossFunction`); None: an uncompiled one.
 
     Returns:
         Metrics averaged over all gradient steps (0-d tensors, no host sync), plus
@@ -101,9 +104,10 @@ def update_policy(
             optimizer.zero_grad(set_to_none=True)
             if chunk_rows is not None and _num_rows(mb.obs) > chunk_rows:
                 metrics = accumulate_gradients(model, algorithm, mb, timestep=timestep, chunk_rows=chunk_rows,
-                                               backward=backward, autocast_dtype=autocast_dtype)
+                                               backward=backward, autocast_dtype=autocast_dtype, loss_fn=loss_fn)
             else:
-                loss, metrics, _ = minibatch_loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype)
+                loss, metrics, _ = minibatch_loss(model, algorithm, mb, timestep, autocast_dtype=autocast_dtype,
+                                                  loss_fn=loss_fn)
                 (backward or Tensor.backward)(loss)
             if clip_gradients is None:
                 metrics["grad_norm"] = grad_norm_and_clip(params, max_grad_norm).detach()
@@ -140,6 +144,7 @@ def accumulate_gradients(
     chunk_rows: int,
     backward: Callable[[Tensor], None] | None = None,
     autocast_dtype: torch.dtype | None = None,
+    loss_fn: LossFunction | None = None,
 ) -> Metrics:
     """Accumulates one minibatch's loss gradient into ``.grad``, ``chunk_rows`` rows at a time.
 
@@ -168,7 +173,8 @@ def accumulate_gradients(
         weight = (stop - start) / rows
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
-            loss, last, values = minibatch_loss(model, algorithm, chunk, timestep, stats, autocast_dtype)
+            loss, last, values = minibatch_loss(model, algorithm, chunk, timestep, stats, autocast_dtype,
+                                                loss_fn=loss_fn)
             (backward or Tensor.backward)(loss * weight)
         if values_seen is None:
             values_seen = values.new_empty((rows, *values.shape[1:]))
@@ -188,37 +194,17 @@ def accumulate_gradients(
 def minibatch_loss(model: nn.Module, algorithm: A2C, batch: RolloutBatch, timestep: int,
                    advantage_stats: tuple[Tensor, Tensor] | None = None,
                    autocast_dtype: torch.dtype | None = None,
-                   coefficients: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Metrics, Tensor]:
+                   coefficients: tuple[Tensor, Tensor] | None = None,
+                   loss_fn: LossFunction | None = None) -> tuple[Tensor, Metrics, Tensor]:
     """The model's forward on ``batch`` (under autocast to ``autocast_dtype`` if given, outputs
     back in float32) and the algorithm's loss: ``(loss, metrics, values)``. ``coefficients``:
     ``(vf_loss_coeff, entropy_coeff)`` as 0-d tensors instead of the schedules' values at
-    ``timestep`` (a captured step reads them from fixed addresses)."""
-    if autocast_dtype is None:
-        head_outputs, values = model(batch.obs)
-    else:
-        device_type = next(model.parameters()).device.type
-        # no cast cache: a CUDA graph must not capture casts cached from an earlier region
-        with torch.autocast(device_type, dtype=autocast_dtype, cache_enabled=False):
-            head_outputs, values = model(batch.obs)
-        head_outputs, values = _float32(head_outputs), _float32(values)
-    loss, metrics = algorithm.compute_loss(
-        head_outputs,
-        values,
-        batch.actions,
-        batch.advantages,
-        batch.returns,
-        timestep=timestep,
-        old_log_probs=batch.old_log_probs,
-        old_values=batch.old_values,
-        coefficients=coefficients,
-        **({} if advantage_stats is None else {"advantage_stats": advantage_stats}),
-    )
-    return loss, metrics, values
-
-
-def _float32(tree: Any) -> Any:
-    """Floating tensors of a (nested) list/tuple/mapping as float32 (a no-op where they already are)."""
-    return map_tensors(lambda t: t.float() if t.is_floating_point() else t, tree)
+    ``timestep`` (a captured step reads them from fixed addresses). ``loss_fn``: the policy's
+    (possibly compiled) :class:`~warp_drive.training.algorithms.compiled.LossFunction`, instead of an
+    uncompiled one for ``model``, ``algorithm`` and ``autocast_dtype``."""
+    fn = loss_fn or LossFunction(model, algorithm, autocast_dtype, compile=False)
+    return fn(batch, algorithm.coefficients(timestep) if coefficients is None else coefficients,
+              advantage_stats=advantage_stats)
 
 
 def _num_rows(obs: Any) -> int:

@@ -3,7 +3,7 @@
 A trunk layer written as ``nn.Linear`` then ``nn.ReLU`` costs two kernels and one extra write and
 read of the activations; ``torch._addmm_activation`` fuses the ReLU into the cuBLASLt GEMM. It has
 no derivative in PyTorch, so :class:`_LinearReLU` supplies the backward (the same three products
-and ReLU mask autograd would build). Float32 CUDA inputs outside autocast take the fused path
+and ReLU mask autograd would build). Float32 CUDA inputs outside autocast and ``torch.compile`` take the fused path
 (:func:`fused_path`); everything else runs the plain ``relu(linear(x))``.
 """
 
@@ -44,7 +44,14 @@ def fused_path(x: Tensor, linear: torch.nn.Linear) -> bool:
         and linear.weight.dtype == torch.float32
         and linear.bias is not None
         and not _cuda_autocast_enabled()
+        and not _compiling()
     )
+
+
+def _compiling() -> bool:
+    """Inside ``torch.compile``'s tracing: Inductor fuses the ReLU itself (trainer.compile)."""
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling()) if is_compiling is not None else False
 
 
 def _cuda_autocast_enabled() -> bool:
