@@ -117,7 +117,22 @@ def env_step_ms(t: Any, repeats: int) -> float:
     return _events_ms(graphed, repeats)
 
 
-def measure(env: str, overrides: list[str], tutorial: bool, iters: int, repeats: int) -> dict[str, Any]:
+def top_kernels(t: Any, last: dict[str, Any], rows: int = 25) -> list[dict[str, Any]]:
+    """The GPU kernels of one rollout + update by total time (torch.profiler), with their share."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t.update(t.generate_rollout())
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    total = sum(e.self_device_time_total for e in events) or 1.0
+    events.sort(key=lambda e: -e.self_device_time_total)
+    return [{"kernel": e.key[:110], "ms": e.self_device_time_total / 1000, "share": e.self_device_time_total / total,
+             "calls": e.count} for e in events[:rows]]
+
+
+def measure(env: str, overrides: list[str], tutorial: bool, iters: int, repeats: int,
+            profile: bool = False) -> dict[str, Any]:
     t = make_trainer(env, [*overrides, "trainer.num_episodes=100000000", "trainer.seed=0"], tutorial=tutorial)
     start = time.perf_counter()
     t.train(2)  # warm-up: kernel builds, torch.compile, CUDA graph captures, allocator
@@ -137,6 +152,7 @@ def measure(env: str, overrides: list[str], tutorial: bool, iters: int, repeats:
     for p in t.policies.values():
         if not all(torch.isfinite(q).all() for q in p.model.parameters()):
             raise RuntimeError(f"non-finite weights in policy {p.tag}")
+    kernels = top_kernels(t, last) if profile else None
     env_ms = env_step_ms(t, repeats)
     work = work_per_iteration(t)
     batch = t.config.trainer.train_batch_size
@@ -152,6 +168,8 @@ def measure(env: str, overrides: list[str], tutorial: bool, iters: int, repeats:
         "update_tflops": work["update_flops"] / up_s / 1e12,
         "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
     }
+    if kernels is not None:
+        out["top_kernels"] = kernels
     if tflops:
         out["bf16_peak_tflops"], out["memory_tbps"] = tflops, tbps
         out["iteration_peak_fraction"] = out["iteration_tflops"] / tflops
@@ -170,6 +188,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--name", default="learner")
+    ap.add_argument("--profile", action="store_true", help="also list the top GPU kernels of one iteration")
     args = ap.parse_args()
     results: dict[str, Any] = {}
     for name in args.configs:
@@ -177,7 +196,8 @@ def main() -> None:
         for variant in args.variants:
             key = f"{name}/{variant}"
             try:
-                results[key] = measure(env, overrides + VARIANTS[variant], tutorial, args.iters, args.repeats)
+                results[key] = measure(env, overrides + VARIANTS[variant], tutorial, args.iters, args.repeats,
+                                       args.profile)
             except Exception as err:  # a variant the tree under test does not know: recorded, the rest runs
                 results[key] = {"error": f"{type(err).__name__}: {err}"[:600]}
             r = results[key]
@@ -188,6 +208,8 @@ def main() -> None:
                   f"env {r['env_step_ms']:6.1f} fwd+sample {r['forward_sampling_ms']:7.1f} update {r['update_ms']:7.1f} ms"
                   f" | update {r['update_tflops']:6.1f} TFLOP/s ({100 * r.get('update_peak_fraction', 0):4.1f}% of bf16 peak),"
                   f" floor {100 * r.get('memory_floor_fraction', 0):4.1f}%", flush=True)
+            for k in r.get("top_kernels", []):
+                print(f"    {100 * k['share']:5.1f}% {k['ms']:8.2f} ms {k['calls']:6d}x  {k['kernel']}", flush=True)
     write_results(args.name, {"iters": args.iters, "variants": {k: VARIANTS[k] for k in args.variants}, "results": results})
 
 

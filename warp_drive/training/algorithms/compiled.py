@@ -57,12 +57,22 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
     return torch.autocast(device.type, dtype=dtype, cache_enabled=False)
 
 
+#: compiled variants one function may keep: Dynamo keys its cache by code object, so every policy's
+#: forward (or loss) shares one cache, each with its own shapes (and an update's last chunk)
+RECOMPILE_LIMIT = 64
+
+
 def _compiled(fn: Callable[..., Any], device: torch.device, enabled: bool, what: str) -> Callable[..., Any]:
     if not enabled:
         return fn
     if not can_compile(device):
         logger.debug("trainer.compile: no Triton GPU backend on %s; %s runs uncompiled", device, what)
         return fn
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):  # the name changed in torch 2.7
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), RECOMPILE_LIMIT))
+            break
     return torch.compile(fn, dynamic=False)
 
 
