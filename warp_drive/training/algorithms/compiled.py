@@ -92,7 +92,7 @@ class ActingForward:
         self._fn = _compiled(self._forward, device, compile, "the rollout forward")
         #: the model's no-grad forward may use cached head weights (FullyConnected.cache_head_weights):
         #: not inside a compiled function, whose guards would see a new tensor every rollout
-        self.caches_head_weights = self._fn is self._forward
+        self.caches_head_weights = not (compile and can_compile(device))
 
     def _forward(self, obs: Any) -> Any:
         if self.dtype is None:
