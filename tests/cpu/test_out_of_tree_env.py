@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,41 @@ def test_import_of_a_missing_module_and_a_bad_cpu_sized_file(on_path):
     (bad / "cpu_sized.yaml").write_text("summary: x\noverrides: trainer.num_envs=4\n")
     with pytest.raises(ConfigError, match="must be a list of dotted key=value strings"):
         envs.read_cpu_sized(bad)
+
+
+# ----------------------------------------------------------------------------- check_build and one-block envs
+def test_check_build_reports_a_package_that_registers_no_env(tmp_path):
+    (tmp_path / "empty_pkg").mkdir()
+    (tmp_path / "empty_pkg" / "__init__.py").write_text("")
+    res = _subprocess(["warp_drive.cuda.check_build", "--envs", "empty_pkg"], tmp_path, tmp_path)
+    assert res.returncode == 1
+    assert "no env registered by empty_pkg" in res.stderr and "all CUDA sources compile" not in res.stdout
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="check_build compiles with nvcc")
+def test_check_build_builds_a_one_block_env_for_one_block_only(ext, tmp_path):
+    """The fixture's kernel holds static_assert(wkBlocksPerEnv == 1): max_blocks_per_env = 1 keeps BPE=3 out."""
+    res = _subprocess(["warp_drive.cuda.check_build", "--envs", PACKAGE], tmp_path, ext)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    lines = [line for line in res.stdout.splitlines() if line.startswith(f"{PACKAGE}_gather ")]
+    assert len(lines) == 1 and "BPE=1" in lines[0] and "ok" in lines[0]
+    assert "max_blocks_per_env = 1, built for one block per env only" in res.stdout
+
+
+def test_build_geometries_honour_max_blocks_per_env():
+    from warp_drive.cuda.check_build import BuildCase
+
+    case = BuildCase("env", None, {}, 8, [])
+    assert case.blocks_per_env() == [1, 3]
+    assert case._replace(max_blocks_per_env=1).blocks_per_env() == [1]
+    assert case._replace(max_blocks_per_env=2).blocks_per_env() == [1, 2]
+    assert case._replace(num_agents=1).blocks_per_env() == [1]
+
+
+def test_wrapper_refuses_more_blocks_than_a_one_block_env_declares(on_path):
+    from warp_drive.env_wrapper import EnvWrapper
+
+    gather = envs.resolve_env(f"{PACKAGE}.gather:Gather").env_class
+    with pytest.raises(ConfigError, match="declares max_blocks_per_env = 1, but this wrapper needs blocks_per_env=2"):
+        EnvWrapper(gather(num_agents=4), num_envs=2, env_backend="cpu", blocks_per_env=2)
+    assert EnvWrapper(gather(num_agents=4), num_envs=2, env_backend="cpu").blocks_per_env == 1
