@@ -36,7 +36,7 @@ from warp_drive.cuda import project_root
 from warp_drive.cuda.start_state_kernel import reset_kernel
 from warp_drive.env.backends import canonical_backend, is_numba
 from warp_drive.env.constants import Constants
-from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.env.context import CUDAEnvironmentContext, binds_episode_index, has_vectorised_cpu_step
 from warp_drive.env.data_feed import DataFeed
 from warp_drive.env.placeholders import placeholder_feed
 from warp_drive.env.registrar import EnvironmentRegistrar
@@ -277,6 +277,8 @@ class EnvWrapper:
         dm.push_data_to_device(pools)
         if getattr(self.env, "writes_truncation", False):
             dm.add_truncation_flag()
+        if binds_episode_index(self.env):
+            dm.add_episode_index()
         dm.push_data_to_device(
             placeholder_feed(self._host_obs, self.env.action_space, self.n_envs, set(dm.names())),
             torch_accessible=True,

@@ -287,6 +287,15 @@ def check_seed(seed: Any, what: str = "seed") -> int:
     return int(seed)
 
 
+def binds_episode_index(env: Any) -> bool:
+    """Whether ``env``'s step, phase or start-state kernels take ``Constants.EPISODE`` (the wrapper then creates it)."""
+    specs = [*(getattr(env, "step_kernel_args", ()) or ()), *(getattr(env, "start_state_args", ()) or ())]
+    phases = getattr(env, "phase_kernels", ()) or ()
+    if isinstance(phases, Mapping):
+        specs += [spec for args in phases.values() for spec in args]
+    return any((spec if isinstance(spec, str) else spec[0]) == Constants.EPISODE for spec in specs)
+
+
 def has_vectorised_cpu_step(env: Any) -> bool:
     """True when ``env`` (an instance or a class) defines its own ``numpy_step``.
 
