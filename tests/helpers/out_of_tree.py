@@ -2,8 +2,9 @@
 tutorial 4's Gather env (CUDA kernel, NumPy twin step, run config, CPU-sized settings), importable as
 ``<package>`` once ``root`` is on ``sys.path``.
 
-- ``<package>.gather:Gather``: the env class (``run_config.yaml`` and ``cpu_sized.yaml`` next to it);
-- ``import <package>`` registers it in warp_drive's env registrar as ``<package>_gather``;
+- ``<package>.<module>:<cls>`` (default ``gather:Gather``): the env class (``run_config.yaml`` and
+  ``cpu_sized.yaml`` next to it);
+- ``import <package>`` registers it in warp_drive's env registrar as ``<registered>`` (default ``<package>_gather``);
 - with ``entry_point=True`` a ``.dist-info`` folder in ``root`` names it in the group ``warp_drive.envs``
   as ``<package>_ep`` (as ``pip install`` of a package that declares that entry point would).
 """
@@ -25,7 +26,7 @@ from warp_drive.env import Constants, CUDAEnvironmentContext, DataFeed
 OBS_DIM = 3
 
 
-class Gather(CUDAEnvironmentContext):
+class {cls}(CUDAEnvironmentContext):
     name = "Gather"
     cuda_source = Path(__file__).with_name("gather_step.cu")
     max_blocks_per_env = 1
@@ -112,7 +113,7 @@ extern "C" __global__ void CudaGatherStep(int* x_arr, const int* sampled_actions
 
 RUN_CONFIG = '''
 # Gather, sized for a GPU; cpu_sized.yaml holds the settings the cpu backend trains with.
-name: {package}.gather:Gather
+name: {package}.{module}:{cls}
 env:
   num_agents: 8
   grid_length: 20
@@ -145,27 +146,32 @@ overrides:
 '''
 
 INIT_PY = '''
-"""A user's env package: importing it registers Gather as '{package}_gather' in warp_drive's env registrar."""
+"""A user's env package: importing it registers {cls} as '{registered}' in warp_drive's env registrar."""
 from pathlib import Path
 
 from warp_drive.env import env_registrar
 
-env_registrar.register("{package}_gather", "{package}.gather:Gather",
+env_registrar.register("{registered}", "{package}.{module}:{cls}",
                        run_config=Path(__file__).with_name("run_config.yaml"))
 '''
 
 
-def write_env_package(root: Path, package: str = "ring_pkg", entry_point: bool = False) -> Path:
+def write_env_package(root: Path, package: str = "ring_pkg", entry_point: bool = False, module: str = "gather",
+                      cls: str = "Gather", registered: str | None = None) -> Path:
     """Writes ``root/<package>/`` (and with ``entry_point`` its ``.dist-info``); returns the package folder."""
     folder = root / package
     folder.mkdir(parents=True)
-    files = {"__init__.py": INIT_PY, "gather.py": GATHER_PY, "gather_step.cu": GATHER_CU,
+    names = {"{package}": package, "{module}": module, "{cls}": cls, "{registered}": registered or f"{package}_gather"}
+    files = {"__init__.py": INIT_PY, f"{module}.py": GATHER_PY, "gather_step.cu": GATHER_CU,
              "run_config.yaml": RUN_CONFIG, "cpu_sized.yaml": CPU_SIZED}
     for name, text in files.items():
-        (folder / name).write_text(textwrap.dedent(text).lstrip().replace("{package}", package))
+        text = textwrap.dedent(text).lstrip()
+        for key, value in names.items():
+            text = text.replace(key, value)
+        (folder / name).write_text(text)
     if entry_point:
         info = root / f"{package}-0.1.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
-        (info / "entry_points.txt").write_text(f"[warp_drive.envs]\n{package}_ep = {package}.gather:Gather\n")
+        (info / "entry_points.txt").write_text(f"[warp_drive.envs]\n{package}_ep = {package}.{module}:{cls}\n")
     return folder
