@@ -7,45 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gymnasium import spaces
 
-from warp_drive.env import Constants, CUDAEnvironmentContext, DataFeed, binds_episode_index
+from tests.helpers.episode_draws import DRAWS_CU, Draws
+from warp_drive.env import Constants, binds_episode_index
 from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.utils.philox import philox_words, uniform_from_bits
-
-STREAM = 0x64726177  # "draw": the env's own Philox stream
-
-
-class Draws(CUDAEnvironmentContext):
-    """Each agent draws one uniform per step from Philox(key=(seed, STREAM), ctr=(row, timestep, episode))."""
-
-    name = "Draws"
-    step_kernel_args = ("draw", Constants.ACTIONS, Constants.OBSERVATIONS, Constants.REWARDS, Constants.DONE,
-                        Constants.TIMESTEP, Constants.EPISODE, ("episode_length", "meta"))
-    numpy_step_is_env_separable = True
-
-    def __init__(self, num_agents: int = 3, episode_length: int = 4, seed: int = 7, with_episode: bool = True):
-        self.num_agents, self.episode_length, self.seed, self.with_episode = num_agents, episode_length, seed, with_episode
-        self.observation_space = {a: spaces.Box(0.0, 1.0, (1,), np.float32) for a in range(num_agents)}
-        self.action_space = {a: spaces.Discrete(2) for a in range(num_agents)}
-
-    def reset(self) -> dict:
-        return {a: np.zeros(1, np.float32) for a in range(self.num_agents)}
-
-    def get_data_dictionary(self) -> DataFeed:
-        feed = DataFeed()
-        feed.add_data("draw", np.zeros(self.num_agents, np.float32), save_copy_and_apply_at_reset=True)
-        return feed
-
-    def numpy_step(self, data: dict) -> None:
-        timestep, episode = data[Constants.TIMESTEP], data[Constants.EPISODE]
-        envs = data["draw"].shape[0]
-        rows = np.arange(envs)[:, None] * self.num_agents + np.arange(self.num_agents)
-        third = episode[:, None] if self.with_episode else 0
-        data["draw"][...] = uniform_from_bits(philox_words(self.seed, STREAM, rows, timestep[:, None], third)[..., 0])
-        data[Constants.OBSERVATIONS][..., 0] = data["draw"]
-        timestep += 1
-        data[Constants.DONE][timestep >= int(data["episode_length"])] = 1
 
 
 def _draws_per_episode(env: Draws, episodes: int = 3, num_envs: int = 2) -> tuple[np.ndarray, list[list[int]]]:
@@ -105,9 +70,7 @@ def test_the_kernel_parameter_episode_arr_binds_the_episode_index():
     from warp_drive.cuda.signature import parse_kernel_signatures
     from warp_drive.errors import KernelSignatureError
 
-    source = ('extern "C" __global__ void CudaDrawsStep(float* draw_arr, const int* sampled_actions_arr, '
-              "float* observations_arr, float* rewards_arr, int* done_arr, int* timestep_arr, "
-              "const int* episode_arr, int episode_length) {}")
+    source = DRAWS_CU
     wrapper = EnvWrapper(Draws(), num_envs=2, env_backend="cpu")
     wrapper.reset_all_envs()
     fm, dm = wrapper.cuda_function_manager, wrapper.cuda_data_manager
