@@ -36,7 +36,7 @@ from warp_drive.cuda import project_root
 from warp_drive.cuda.start_state_kernel import reset_kernel
 from warp_drive.env.backends import canonical_backend, is_numba
 from warp_drive.env.constants import Constants
-from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.env.context import CUDAEnvironmentContext, binds_episode_index, has_vectorised_cpu_step
 from warp_drive.env.data_feed import DataFeed
 from warp_drive.env.placeholders import placeholder_feed
 from warp_drive.env.registrar import EnvironmentRegistrar
@@ -227,13 +227,23 @@ class EnvWrapper:
         )
 
     def _blocks_per_env(self, requested: int | None, device_id: int | None) -> int:
+        """``requested``, else 1 on the cpu backend and enough for the agents on the GPU; never more than
+        the env's ``max_blocks_per_env`` (ConfigError naming both and the fix)."""
         if requested is not None:
-            return positive_int("blocks_per_env", requested)
-        if self.env_backend != "pycuda":
-            return 1
-        init_cuda(device_id)
-        dev = torch.cuda.current_device() if device_id is None else device_id
-        return math.ceil(self.n_agents / device_attributes(dev)["max_threads_per_block"])
+            blocks = positive_int("blocks_per_env", requested)
+        elif self.env_backend != "pycuda":
+            blocks = 1
+        else:
+            init_cuda(device_id)
+            dev = torch.cuda.current_device() if device_id is None else device_id
+            blocks = math.ceil(self.n_agents / device_attributes(dev)["max_threads_per_block"])
+        limit = getattr(self.env, "max_blocks_per_env", None)
+        if limit is not None and blocks > int(limit):
+            raise ConfigError(
+                f"{type(self.env).__name__} declares max_blocks_per_env = {limit}, but this wrapper needs blocks_per_env="
+                f"{blocks} ({self.n_agents} agents); pass blocks_per_env <= {limit}, or fewer agents per env "
+                f"(at most {limit} x the GPU's threads per block)")
+        return blocks
 
     def _require_store(self, what: str) -> None:
         if self._passthrough:
@@ -267,6 +277,8 @@ class EnvWrapper:
         dm.push_data_to_device(pools)
         if getattr(self.env, "writes_truncation", False):
             dm.add_truncation_flag()
+        if binds_episode_index(self.env):
+            dm.add_episode_index()
         dm.push_data_to_device(
             placeholder_feed(self._host_obs, self.env.action_space, self.n_envs, set(dm.names())),
             torch_accessible=True,

@@ -96,3 +96,8 @@ class UsageError(WarpDriveError, RuntimeError):
 class UnknownEnvError(ConfigError, DataNotFoundError):
     """No env is registered under a name (the message lists the registered names). Its message
     prints unquoted: DataNotFoundError's ``__str__`` comes before KeyError's in the MRO."""
+
+
+class EnvLoadError(ConfigError):
+    """An env named by import path (``package.module:Class``), by entry point, or registered by a module of
+    ``--import`` cannot be loaded: the module fails to import or lacks the class (the message names both)."""

@@ -29,6 +29,9 @@ from warp_drive.utils.constants import Constants
 from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 from warp_drive.utils.spaces import to_gymnasium
 
+#: Both sides run NumPy here on purpose (the module docstring): the checker's warning that says so is expected.
+pytestmark = pytest.mark.filterwarnings("ignore:EnvironmentCPUvsGPU\\(gpu_env_backend='cpu'\\):UserWarning")
+
 CROWD = {"crowded": dict(num_agents=6, grid_length=2, episode_length=5, seed=5),
          "roomy": dict(num_agents=3, grid_length=5, episode_length=4, seed=1)}
 
@@ -270,3 +273,9 @@ def test_get_obs_and_flattened_size():
     assert get_flattened_obs_size(space) == 6
     assert get_flattened_obs_size(to_gymnasium(space)) == 6
     assert get_flattened_obs_size(gym_spaces.Box(0.0, 1.0, (4, 2))) == 8
+
+
+@pytest.mark.filterwarnings("default")
+def test_a_cpu_only_check_says_it_compares_the_numpy_step_with_itself():
+    with pytest.warns(UserWarning, match=r"compares TagGridWorld's NumPy step with itself.*gpu_env_backend='pycuda' on a GPU"):
+        EnvironmentCPUvsGPU(dual_mode_env_class=TagGridWorld, gpu_env_backend="cpu")

@@ -15,6 +15,9 @@ from warp_drive.utils.env_cpu_gpu_consistency_checker import SEED_HINT, _first_m
 
 TAG = dict(num_taggers=1, num_runners=2, episode_length=4)
 
+#: Both sides run NumPy here on purpose (the module docstring): the checker's warning that says so is expected.
+pytestmark = pytest.mark.filterwarnings("ignore:EnvironmentCPUvsGPU\\(gpu_env_backend='cpu'\\):UserWarning")
+
 
 def check(cls, config, **kwargs):
     return EnvironmentCPUvsGPU(dual_mode_env_class=cls, env_configs={"c": config}, num_envs=3, gpu_env_backend="cpu",

@@ -39,6 +39,8 @@ HANDLERS: list[tuple[str, str]] = [
     (re.escape(SCRIPT) + r" --config my_run\.yaml --backend cpu .*", "test_config_reference_commands_run"),
     (r"warp-drive-train --env tag_continuous --results_dir runs/tag --tensorboard", "test_console_script_command_runs"),
     (re.escape(SCRIPT) + r" --env my_env", "test_adding_an_env_command_runs"),
+    (re.escape(SCRIPT) + r" (--env my_pkg\.my_env:MyEnv|--import my_pkg --env my_env) --backend cpu", "test_own_env_commands_run"),
+    (r"python -m warp_drive\.cuda\.check_build --envs my_pkg", "test_own_env_commands_run"),
     (r"torchrun --nproc_per_node N( -m warp_drive\.training\.example_training_script \.\.\.)?", "test_torchrun_command_runs"),
     (r'python -m pytest -m "not gpu" -n auto --maxprocesses 4 --dist loadfile',
      'ci:pytest -m "not gpu" -n auto --maxprocesses 4 --dist loadfile'),
@@ -256,6 +258,25 @@ def test_adding_an_env_command_runs(tmp_path, monkeypatch, capsys):
     argv = shlex.split(command)[3:] + ["--backend", "cpu", "--quiet", "--results_dir", str(tmp_path / "run")]
     assert script.main(argv) == 0
     assert (tmp_path / "run" / "checkpoint_latest.pt").is_file()
+
+
+def test_own_env_commands_run(tmp_path):
+    """config_reference.md's "Your own env": a package my_pkg outside the repository (tests/helpers/out_of_tree.py:
+    my_pkg.my_env:MyEnv, registered as my_env on import) trains by import path and by --import (its CPU-sized
+    settings: 3 iterations), and check_build builds it (when nvcc is here)."""
+    from tests.helpers.out_of_tree import write_env_package
+
+    write_env_package(tmp_path / "ext", "my_pkg", module="my_env", cls="MyEnv", registered="my_env")
+    path = os.pathsep.join([str(tmp_path / "ext"), str(ROOT)])
+    commands = sorted(set(commands_for("test_own_env_commands_run")))  # check_build's is also in adding_an_env.md
+    assert len(commands) == 3
+    for i, command in enumerate(c for c in commands if "check_build" not in c):
+        res = run_ok(python_argv(command) + ["--eval_episodes", "0", "--results_dir", f"run{i}"], cwd=tmp_path,
+                     PYTHONPATH=path)
+        assert "CPU-sized settings for" in res.stdout and (tmp_path / f"run{i}" / "checkpoint_latest.pt").is_file()
+    if shutil.which("nvcc"):
+        (check,) = [c for c in commands if "check_build" in c]
+        assert "all CUDA sources compile" in run_ok(python_argv(check), cwd=tmp_path, PYTHONPATH=path).stdout
 
 
 def test_torchrun_command_runs(tmp_path):

@@ -40,8 +40,8 @@ print("backend:", BACKEND)
 # %%
 import numpy as np
 
+from warp_drive.env import DataFeed
 from warp_drive.managers.data_manager import CPUDataManager
-from warp_drive.utils.data_feed import DataFeed
 
 NUM_ENVS, NUM_AGENTS, EPISODE_LENGTH = 3, 4, 10
 

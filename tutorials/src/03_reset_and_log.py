@@ -33,9 +33,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from warp_drive.env import DataFeed
 from warp_drive.managers.data_manager import CPUDataManager
 from warp_drive.managers.function_manager import CPUFunctionManager
-from warp_drive.utils.data_feed import DataFeed
 
 
 def make_managers(num_envs: int, num_agents: int, episode_length: int):

@@ -97,6 +97,7 @@ print("hand-computed steps OK; last observation of agent 0:", observations[0, 0]
 # | member | purpose |
 # |---|---|
 # | `name` | the kernel is called `Cuda<name>Step` |
+# | `max_blocks_per_env = 1` | the step needs the whole env in one block (its reduction is in shared memory) |
 # | `step_kernel_args` | the kernel's arguments, **by data name**, in kernel order |
 # | `num_agents`, `episode_length`, `observation_space`, `action_space` | sizes and gymnasium spaces (dicts agent id -> space) |
 # | `reset()` | host reset of one env, returns `{agent_id: observation}` |
@@ -113,10 +114,8 @@ print("hand-computed steps OK; last observation of agent 0:", observations[0, 0]
 # %%
 from gymnasium import spaces
 
+from warp_drive.env import Constants, CUDAEnvironmentContext, DataFeed  # the env contract's one import path
 from warp_drive.errors import ConfigError
-from warp_drive.utils.constants import Constants
-from warp_drive.utils.data_feed import DataFeed
-from warp_drive.utils.gpu_environment_context import CUDAEnvironmentContext
 
 
 class Gather(CUDAEnvironmentContext):
@@ -124,6 +123,7 @@ class Gather(CUDAEnvironmentContext):
 
     name = "Gather"
     cuda_source = None  # the .cu file, set in section 4
+    max_blocks_per_env = 1  # one block per env: the wrapper refuses more, check_build builds only this
     step_kernel_args = (
         "x",
         Constants.ACTIONS,
@@ -321,6 +321,13 @@ if BACKEND == "pycuda":
     print("5 steps: CPU and GPU arrays are identical")
 
 # %% [markdown]
+# **Without a GPU** the cells of this section are skipped. On a CPU you can check the NumPy step (the
+# hand-computed steps above), train the env on the cpu backend (section 7), compile the kernel with nvcc
+# alone (`python -m warp_drive.cuda.check_build --envs my_pkg`, once your package registers the env) and
+# check the kernel's signature (section 4), but not that the kernel computes what the NumPy step does:
+# `EnvironmentCPUvsGPU(..., gpu_env_backend="cpu")` would compare the NumPy step with itself (it warns
+# so). That check needs a GPU.
+#
 # `EnvironmentCPUvsGPU` does this systematically: for each config and seed it runs both backends
 # from the same reset with the same random actions for at least two episodes per env, compares
 # every array with an env axis after every step and every reset, and raises a `ConsistencyError`
@@ -369,12 +376,15 @@ if BACKEND == "pycuda":
 # ## 6. Registration
 #
 # An `EnvironmentRegistrar` maps names to env classes (and optionally their `.cu` files), so an
-# `EnvWrapper` (or a run config's `name`) can build the env by name. The example envs shipped with
-# WarpDrive are listed in `example_envs/__init__.py` (`get_example_env_class("tag_continuous")`);
-# an env added to the repository gets an entry there and a `run_config.yaml` next to it.
+# `EnvWrapper` can build the env by name. Here the class itself is registered under its `name`; the
+# alternative, `registrar.register("gather", "my_pkg.gather:Gather", run_config=...)`, registers it by
+# import path instead (one of the two, not both). In your own package, the training command line finds the
+# env without any registrar (`--env my_pkg.gather:Gather`, or `--import my_pkg` for a package that
+# registers it on import: docs/config_reference.md, "Your own env"). The example envs shipped with
+# WarpDrive are listed in `example_envs/__init__.py` (`get_example_env_class("tag_continuous")`).
 
 # %%
-from warp_drive.utils.env_registrar import EnvironmentRegistrar
+from warp_drive.env import EnvironmentRegistrar
 
 registrar = EnvironmentRegistrar()
 registrar.add(cuda_env_src_path=str(CUDA_SOURCE))(Gather)  # or use @registrar.add(...) on the class
@@ -424,16 +434,17 @@ plt.show()
 # %% [markdown]
 # ## Summary: the file set of a new env
 #
-# In a repository the pieces above become one folder (see
+# In your package (or in this repository's `example_envs/`) the pieces above become one folder (see
 # [docs/adding_an_env.md](../docs/adding_an_env.md) for the full guide and its danger boxes):
 #
 # ```
-# example_envs/gather/
+# my_pkg/gather/
 #   __init__.py
 #   constants.py        # OBS_DIM, NUM_ACTIONS, defaults: one source for Python and cuda_constants()
 #   gather.py           # Gather: the NumPy reference (observe, gather_step) and the class
 #   gather_step.cu      # CudaGatherStep, mirroring gather.py
-#   run_config.yaml     # a training config
+#   run_config.yaml     # a training config (name: my_pkg.gather.gather:Gather)
+#   cpu_sized.yaml      # optional: settings for a quick run on the cpu backend
 #   README.md           # rules, observation layout, reward table, tolerances
 # ```
 #

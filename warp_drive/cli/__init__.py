@@ -7,5 +7,6 @@ module paths of its programs are thin re-exports, listed in :mod:`warp_drive.com
 - :mod:`warp_drive.cli.setup_and_train`: 2.7.1's script and ``setup_trainer_and_train`` (``python -m
   warp_drive.training.scripts.example_training_script_pycuda``, and its Numba twin);
 - :mod:`warp_drive.cli.common`: what they share (flags, logging, expected errors as short messages);
-- :mod:`warp_drive.cli.envs`: the example envs by name (the one module here that imports ``example_envs``).
+- :mod:`warp_drive.cli.envs`: the envs the command lines name: the example envs (the one module here that
+  imports ``example_envs``) and your own (import path, ``--import``, the ``warp_drive.envs`` entry point).
 """

@@ -15,8 +15,11 @@ from warp_drive.training.interrupt import SignalExit, exit_code_of
 def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
     src = p.add_mutually_exclusive_group(required=required)
-    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
-    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
+    src.add_argument("--env", "-e", help="env: an example env name, my_pkg.my_module:MyEnv, a name registered by "
+                                         "--import, or an entry point of group warp_drive.envs (its run config is used)")
+    src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name', in any --env form)")
+    p.add_argument("--import", dest="env_imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (its import registers your envs); repeatable")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
     p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
                    help="default: pycuda when pycuda and a GPU are present, else cpu")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import example_env_name
+from warp_drive.cli.envs import resolve_env
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training.interrupt import IterationAborted, signal_name
@@ -89,11 +89,11 @@ def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | No
 
     if os.environ.get("LOCAL_RANK", "0") == "0":
         check_writable(Path(args.results_dir).resolve())  # before anything is built
-    env = args.env
-    if env is None:  # the config's name: a registry name, a 2.7.1 name or an env class name
-        env = example_env_name(load_run_config(args.config).name)
+    # the env: --env or the config's name, in any form of warp_drive.cli.envs (an example env, an import path, ...)
+    env, registrar = resolve_env(args.env or load_run_config(args.config).name, args.env_imports).registrar()
     factory = ExampleEnvEngineFactory(env=env, config=args.config, overrides=args.overrides, backend=args.backend,
-                                      results_dir=str(Path(args.results_dir) / "engine" / engine_run_name()))
+                                      results_dir=str(Path(args.results_dir) / "engine" / engine_run_name()),
+                                      registrar=registrar)
     module = WarpDriveModule(engine_factory=factory, iterations_per_epoch=args.iterations_per_epoch)
     max_epochs = args.max_epochs
     if max_epochs is None:

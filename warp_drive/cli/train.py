@@ -5,6 +5,7 @@ Examples::
     python -m warp_drive.training.example_training_script --env tag_continuous
     python -m warp_drive.training.example_training_script --env cartpole trainer.num_envs=500
     python -m warp_drive.training.example_training_script --config my_run.yaml --backend cpu
+    python -m warp_drive.training.example_training_script --env my_pkg.my_env:MyEnv --backend cpu
     python -m warp_drive.training.example_training_script --resume /tmp/tag_continuous/experiments/1700000000
     warp-drive-train --env tag_gridworld --results_dir /tmp/gridworld
 
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for
+from warp_drive.cli.envs import ResolvedEnv, resolve_env
 from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
 from warp_drive.config._yaml import load_defaults
@@ -110,6 +111,7 @@ class RunPlan:
     checkpoint: Path | None = None
     checkpoint_state: dict | None = None
     notes: list[str] = field(default_factory=list)
+    env: ResolvedEnv | None = None  # the env class and where it came from (warp_drive.cli.envs)
 
 
 def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tuple[Path, bool]:
@@ -133,15 +135,19 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
     return (run_base(*parts) / default_run_name()).resolve(), True
 
 
-def _config_source(args: argparse.Namespace) -> Any:
-    return default_config_path(args.env) if args.env else args.config
+def _config_source(args: argparse.Namespace, env: ResolvedEnv | None = None) -> Any:
+    if not args.env:
+        return args.config
+    return (env or resolve_env(args.env, getattr(args, "env_imports", None))).run_config_path()
 
 
 def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     """Resolves config, run folder, backend and checkpoint; checks the run folder first (no torch import
     before that check, so a bad folder fails in well under a second) and prints it (``announce``)."""
     rank = int(os.environ.get("RANK", "0"))
-    source = _config_source(args)
+    imports = getattr(args, "env_imports", None)
+    env = resolve_env(args.env, imports) if args.env else None  # before any folder is made or printed
+    source = _config_source(args, env)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
     _check_config_backend(raw)  # --backend replaces it below: a bad value would pass unnoticed
     run_dir, default_name = results_folder_for(args, raw)
@@ -159,18 +165,19 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
         checkpoint, state = resolve_checkpoint(args.resume)
         if source is None:
             source = state["config"]
-    cpu_sized = _cpu_sized_overrides(args, backend)
+    cpu_sized = _cpu_sized_overrides(args, backend, env)
     if cpu_sized:  # torch's threads: warp_drive.utils.cpu_threads, when the env wrapper is built
-        notes.append(f"cpu backend: CPU-sized settings for {args.env} ({CPU_SIZED_SUMMARY.get(args.env, 'smaller run')}"
+        notes.append(f"cpu backend: CPU-sized settings for {args.env} ({env.cpu_sized.summary}"  # type: ignore[union-attr]
                      "); --full_size trains the bundled GPU-sized config")
     config = load_run_config(source, [*cpu_sized, *args.overrides, f"trainer.env_backend={backend}"])
+    env = env or resolve_env(config.name, imports)  # a --config or --resume run: the config's name
     if state is not None:
         _check_resume(state, config, checkpoint, bool(cpu_sized))
     if rank == 0:
         run_dir = claim_run_folder(run_dir, default_name=default_name, resume=bool(args.resume))
         if announce:
             print(f"results: {run_dir}", flush=True)
-    return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes)
+    return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes, env)
 
 
 def _check_config_backend(raw: Any) -> None:
@@ -180,10 +187,11 @@ def _check_config_backend(raw: Any) -> None:
         canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
 
 
-def _cpu_sized_overrides(args: argparse.Namespace, backend: str) -> list[str]:
-    if backend != "cpu" or args.full_size or not args.env:
+def _cpu_sized_overrides(args: argparse.Namespace, backend: str, env: ResolvedEnv | None) -> list[str]:
+    """An ``--env`` run's CPU-sized settings on the cpu backend: the env's own ``cpu_sized.yaml``."""
+    if backend != "cpu" or args.full_size or not args.env or env is None or env.cpu_sized is None:
         return []
-    return list(CPU_SIZED_OVERRIDES.get(args.env, ()))
+    return list(env.cpu_sized.overrides)
 
 
 def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -> None:
@@ -203,7 +211,8 @@ def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     plan = plan or plan_run(args, announce=False)
     config = plan.config
     run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
-    trainer = build_trainer(config, env_class_for(args.env or config.name), backend=plan.backend, rank=plan.rank,
+    env_class = (plan.env or resolve_env(args.env or config.name, getattr(args, "env_imports", None))).env_class
+    trainer = build_trainer(config, env_class, backend=plan.backend, rank=plan.rank,
                             world_size=plan.world_size,
                             device_id=plan.local_rank if plan.backend == "pycuda" and plan.world_size > 1 else None,
                             results_dir=run_dir, verbose=not args.quiet and plan.rank == 0, tensorboard=args.tensorboard)
@@ -293,7 +302,7 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
         return 0
     if failures is not None:
         failures.started(plan.run_dir)
-    if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
+    if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend, plan.env):
         seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
         log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
     first = trainer.iteration

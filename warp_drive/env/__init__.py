@@ -14,7 +14,7 @@ Importing this package imports neither torch nor pycuda.
 
 from warp_drive.env.backends import BACKENDS, canonical_backend
 from warp_drive.env.constants import Constants
-from warp_drive.env.context import CUDAEnvironmentContext, has_vectorised_cpu_step
+from warp_drive.env.context import CUDAEnvironmentContext, binds_episode_index, has_vectorised_cpu_step
 from warp_drive.env.data_feed import DataFeed
 from warp_drive.env.done import split_done
 from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
@@ -27,6 +27,7 @@ __all__ = [
     "Constants",
     "DataFeed",
     "EnvironmentRegistrar",
+    "binds_episode_index",
     "canonical_backend",
     "check_array_schema",
     "env_registrar",

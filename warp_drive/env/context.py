@@ -12,6 +12,7 @@ The contract (see ``docs/adding_an_env.md``)::
         step_kernel_args = ("loc_x", "loc_y", Constants.ACTIONS, ..., ("episode_length", "meta"))
         phase_kernels = {"CudaMyEnvMove": (...), "CudaMyEnvFinish": (...)}  # optional: multi-block envs
         writes_truncation = True             # the step writes Constants.TRUNCATED (optional)
+        max_blocks_per_env = 1               # a one-block-only step (optional; None: any geometry)
         array_schema = {"loc_x": ArraySpec(("num_agents",), "float32"), ...}  # checked at push (optional)
 
         def reset(self): ...                 # host reset of one env; returns {agent_id: obs}
@@ -84,6 +85,11 @@ class CUDAEnvironmentContext:
     #: without an env axis: on two or more torch threads the cpu rollout then steps blocks of envs
     #: in parallel threads, each on a view of its rows (:mod:`warp_drive.training.cpu_pipeline`).
     numpy_step_is_env_separable: ClassVar[bool] = False
+    #: The most CUDA blocks one env may span, or None for any number. ``1`` declares a one-block-only
+    #: step (a reduction in ``__shared__`` memory, ``__syncthreads()`` as the env's barrier): the
+    #: wrapper then refuses ``blocks_per_env > 1`` with a ConfigError, and ``check_build`` builds the
+    #: kernel for one block per env only (so a ``static_assert(wkBlocksPerEnv == 1, ...)`` holds).
+    max_blocks_per_env: ClassVar[int | None] = None
     #: Shapes and dtypes of the env's own arrays for ONE env (no env axis), ``name -> ArraySpec``, checked
     #: when the wrapper pushes them (:mod:`warp_drive.env.schema`); empty: only the data manager's checks.
     array_schema: ClassVar[Mapping[str, ArraySpec]] = {}
@@ -279,6 +285,15 @@ def check_seed(seed: Any, what: str = "seed") -> int:
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"{what}={seed!r} must be a non-negative integer")
     return int(seed)
+
+
+def binds_episode_index(env: Any) -> bool:
+    """Whether ``env``'s step, phase or start-state kernels take ``Constants.EPISODE`` (the wrapper then creates it)."""
+    specs = [*(getattr(env, "step_kernel_args", ()) or ()), *(getattr(env, "start_state_args", ()) or ())]
+    phases = getattr(env, "phase_kernels", ()) or ()
+    if isinstance(phases, Mapping):
+        specs += [spec for args in phases.values() for spec in args]
+    return any((spec if isinstance(spec, str) else spec[0]) == Constants.EPISODE for spec in specs)
 
 
 def has_vectorised_cpu_step(env: Any) -> bool:

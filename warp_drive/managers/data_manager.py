@@ -256,6 +256,12 @@ class DataManager:
         if Constants.TRUNCATED not in self._host_data:
             self._push_array(Constants.TRUNCATED, np.zeros(self.num_envs, np.int32), torch_accessible=True)
 
+    def add_episode_index(self) -> None:
+        """Create ``Constants.EPISODE`` (E,) int32 zeros, torch-visible, for an env whose kernels bind it (the
+        resets advance it: :class:`~warp_drive.managers.environment_reset.EnvironmentReset`); nothing when it exists."""
+        if Constants.EPISODE not in self._host_data:
+            self._push_array(Constants.EPISODE, np.zeros(self.num_envs, np.int32), torch_accessible=True)
+
     def _check_new(self, name: str) -> None:
         if name in self._host_data:
             raise DuplicateDataError(

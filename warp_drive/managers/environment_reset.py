@@ -23,7 +23,8 @@ class EnvironmentReset:
     Every array pushed with ``save_copy_and_apply_at_reset`` is restored from its copy, and every
     array with a reset pool gets a row of its pool (one draw per env, shared by all of that env's
     pools, so e.g. x and y pools stay aligned). A single kernel launch handles all arrays and clears
-    the done flags and timesteps of the envs it reset.
+    the done flags and timesteps of the envs it reset, and advances their reset counts (each env's
+    episode index, on the data store as ``Constants.EPISODE`` when the env's kernels bind it).
     """
 
     def __init__(self, function_manager: FunctionManager) -> None:
@@ -61,7 +62,12 @@ class EnvironmentReset:
             self._table = [ptrs(dst), ptrs(src), ints(sizes), ints(pool_sizes), len(dst)]
         else:
             self._table = [dst, src, sizes, pool_sizes, len(dst)]
-        if self._pool_counters is None:
+        if dm.is_data_on_device(Constants.EPISODE):  # the env reads its episode index: the counters live on the store
+            episode = dm.data_on_device_via_torch(Constants.EPISODE)
+            if self._pool_counters is not None and self._pool_counters is not episode:
+                episode.copy_(self._pool_counters)
+            self._pool_counters = episode
+        elif self._pool_counters is None:
             self._pool_counters = torch.zeros(E, dtype=torch.int32, device=dm.device)
         self._table_version = dm.version
 

@@ -123,8 +123,7 @@ def _env_axis_names(dm: Any, spec: Any) -> set[str]:
     """The per-env arrays a part slices: the placeholders and flags the rollout reads, and the reset arrays."""
     names = {Constants.DONE, Constants.TIMESTEP, Constants.REWARDS, Constants.ACTIONS, *spec.obs_names}
     names.update(p.action_name for p in spec.policies.values())
-    if dm.is_data_on_device(Constants.TRUNCATED):
-        names.add(Constants.TRUNCATED)
+    names.update(n for n in (Constants.TRUNCATED, Constants.EPISODE) if dm.is_data_on_device(n))
     names.update(dm.reset_data_list)
     names.update(dm.reset_target_to_pool)
     copies = [n + Constants.AT_RESET_SUFFIX for n in names]

@@ -20,6 +20,7 @@ step, array, env, agent, feature, both values and how many values differ (and :d
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -36,6 +37,12 @@ from warp_drive.managers.data_manager import positive_int
 from warp_drive.utils.spaces import to_gymnasium
 
 logger = logging.getLogger(__name__)
+
+#: Said when ``gpu_env_backend="cpu"``: both sides then run the NumPy step.
+CPU_ONLY_WARNING = (
+    "EnvironmentCPUvsGPU(gpu_env_backend='cpu') compares {cls}'s NumPy step with itself: it checks that the step "
+    "and its resets run and repeat, not that the CUDA kernel agrees; run it with gpu_env_backend='pycuda' on a GPU "
+    "to check the kernel (docs/adding_an_env.md, \"What a CPU-only author can check\")")
 
 #: default (atol, rtol) for float arrays of vectorised envs; int arrays must match exactly
 DEFAULT_TOLERANCE = (1e-5, 1e-4)
@@ -196,6 +203,8 @@ class EnvironmentCPUvsGPU:
         #: True: the CPU side is the env's vectorised NumPy step; False: gym-style instances.
         self.vectorised = has_vectorised_cpu_step(cpu_env_class)
         self._unseeded = False  # the config being checked has no seed: each side draws its own starts
+        if str(gpu_env_backend).lower() == "cpu":
+            warnings.warn(CPU_ONLY_WARNING.format(cls=getattr(cuda_env_class, "__name__", cuda_env_class)), stacklevel=2)
 
     def test_env_reset_and_step(
         self,

@@ -37,6 +37,7 @@ from warp_drive.training.cpu_pipeline import SEPARABLE, why_not_parts
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
+from warp_drive.utils.philox import philox_words, uniform_from_bits
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +80,20 @@ class DriftLine(ToyLine):
         data[Constants.DONE][data[Constants.TIMESTEP] >= data["episode_length"]] = 1
 
 
+class WindyLine(ToyLine):
+    """The toy line blown by a Philox gust keyed by (agent, timestep, episode index): the parts read the
+    episode index (``Constants.EPISODE``) of their own envs, and the resets advance it. (Not the env index:
+    a part's views start at its first env, so a separable step cannot key draws by env.)"""
+
+    step_kernel_args = (*ToyLine.step_kernel_args, Constants.EPISODE)
+
+    def numpy_step(self, data: dict) -> None:
+        super().numpy_step(data)
+        words = philox_words(5, 0x77696E64, np.arange(self.num_agents), data[Constants.TIMESTEP][:, None],
+                             data[Constants.EPISODE][:, None])
+        data["x"][:] = np.clip(data["x"] + uniform_from_bits(words[..., 0]), 0.0, np.float32(self.length))
+
+
 def _separable(env_cls: type, flag: bool) -> type:
     return type(f"{env_cls.__name__}{'Parts' if flag else 'Plain'}", (env_cls,), {SEPARABLE: flag})
 
@@ -94,6 +109,7 @@ ENVS = {
             {"tagger": _policy(), "runner": _policy(algorithm="PPO")}),
     "pool": (PooledLine, dict(num_agents=5, episode_length=4), {"a": _policy(), "b": _policy(to_train=False)}),
     "gaussian": (DriftLine, dict(num_agents=4, episode_length=5), {"a": _policy(), "b": _policy()}),
+    "episode index": (WindyLine, dict(num_agents=5, episode_length=4), {"a": _policy(), "b": _policy()}),
 }
 
 
