@@ -78,9 +78,13 @@ __host__ __device__ inline void MpeEndStep(int env, int* done_arr, int* truncate
   truncated_arr[env] = time_up;
 }
 
-// The physics of one agent's step, in two halves separated by a barrier: MpeAgentForce reads
-// every agent's position (before anyone moves), MpeAgentMove writes the agent's own state.
-// Mirrors MpeEnv.numpy_step's physics (base.py).
+// A step kernel runs kMpeNumPhases phases of each agent's step, separated by barriers
+// (<env>_step.cu: Mpe<Name>AgentPhase, __host__ __device__ so that a host program can run them
+// agent by agent): 0 = the agent's force (reads every position before anyone moves), 1 = its move,
+// 2 = its reward and observation of the new state (and the env's bookkeeping, by agent 0).
+constexpr int kMpeNumPhases = 3;
+
+// The physics of phases 0 and 1. Mirrors MpeEnv.numpy_step's physics (base.py).
 __host__ __device__ inline void MpeAgentForce(const float* pos, int agent, int move, bool movable, float* fx,
                                               float* fy) {
   MpeMoveForce(move, movable, fx, fy);

@@ -39,6 +39,32 @@ __host__ __device__ inline void MpeSpeakerSays(int word, float* comm) {
   for (int c = 0; c < kDimC; ++c) comm[c] = c == word ? 1.0f : 0.0f;
 }
 
+// Phase `phase` (mpe.cuh: kMpeNumPhases) of agent `agent`'s step in env `env`; `force` (2 values)
+// carries the agent's force from phase 0 to phase 1. Arguments after `force`: the step kernel's.
+__host__ __device__ inline void MpeSimpleSpeakerListenerAgentPhase(
+    int phase, int env, int agent, float* force, float* agent_pos_arr, float* agent_vel_arr,
+    const float* landmark_pos_arr, const int* goal_arr, float* speaker_comm_arr, const int* sampled_actions_arr,
+    float* observations_arr, float* rewards_arr, int* done_arr, int* truncated_arr, int* timestep_arr,
+    int episode_length) {
+  const long long row = static_cast<long long>(env) * wkNumberAgents + agent;
+  float* pos = agent_pos_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
+  float* vel = agent_vel_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
+  const float* lm = landmark_pos_arr + static_cast<long long>(env) * kNumLandmarks * kDimP;
+  float* comm = speaker_comm_arr + static_cast<long long>(env) * kDimC;
+  const bool movable = agent == kListener;
+  if (phase == 0) {
+    if (agent == kSpeaker) MpeSpeakerSays(sampled_actions_arr[row], comm);
+    MpeAgentForce(pos, agent, sampled_actions_arr[row], movable, force, force + 1);
+  } else if (phase == 1) {
+    MpeAgentMove(pos, vel, agent, movable, force[0], force[1]);
+  } else {
+    const int goal = goal_arr[env];
+    rewards_arr[row] = MpeSpeakerListenerReward(pos, lm, goal);
+    MpeSpeakerListenerObserve(pos, vel, lm, goal, comm, agent, observations_arr + row * kObsDim);
+    if (agent == 0) MpeEndStep(env, done_arr, truncated_arr, timestep_arr, episode_length);
+  }
+}
+
 // agent_pos, agent_vel (E, 2, 2), landmark_pos (E, 3, 2), goal (E, 1), speaker_comm (E, 3),
 // sampled_actions (E, 2, 1), observations (E, 2, kObsDim), rewards (E, 2), _done_, _truncated_,
 // _timestep_ (E,). One block per env (MpeEnv refuses blocks_per_env > 1).
@@ -46,29 +72,16 @@ extern "C" __global__ void CudaMpeSimpleSpeakerListenerStep(
     float* agent_pos_arr, float* agent_vel_arr, const float* landmark_pos_arr, const int* goal_arr,
     float* speaker_comm_arr, const int* sampled_actions_arr, float* observations_arr, float* rewards_arr,
     int* done_arr, int* truncated_arr, int* timestep_arr, const int episode_length) {
-  const int env = wkEnvId();
-  const int agent = wkAgentId();
   const bool is_agent = wkIsValidAgent();
-  const long long row = static_cast<long long>(env) * wkNumberAgents + agent;
-  float* pos = agent_pos_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
-  float* vel = agent_vel_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
-  const float* lm = landmark_pos_arr + static_cast<long long>(env) * kNumLandmarks * kDimP;
-  float* comm = speaker_comm_arr + static_cast<long long>(env) * kDimC;
-  const bool movable = agent == kListener;
-  float fx = 0.0f;
-  float fy = 0.0f;
-  if (is_agent) {
-    if (agent == kSpeaker) MpeSpeakerSays(sampled_actions_arr[row], comm);
-    MpeAgentForce(pos, agent, sampled_actions_arr[row], movable, &fx, &fy);
-  }
-  __syncthreads();  // forces before anyone moves (no contacts here: kAgentsCollide is false)
-  if (is_agent) MpeAgentMove(pos, vel, agent, movable, fx, fy);
-  __syncthreads();  // the word and the new position are written before anyone observes them
-  if (is_agent) {
-    const int goal = goal_arr[env];
-    rewards_arr[row] = MpeSpeakerListenerReward(pos, lm, goal);
-    MpeSpeakerListenerObserve(pos, vel, lm, goal, comm, agent, observations_arr + row * kObsDim);
-    if (agent == 0) MpeEndStep(env, done_arr, truncated_arr, timestep_arr, episode_length);
+  float force[2] = {0.0f, 0.0f};
+  for (int phase = 0; phase < kMpeNumPhases; ++phase) {
+    if (is_agent) {
+      MpeSimpleSpeakerListenerAgentPhase(phase, wkEnvId(), wkAgentId(), force, agent_pos_arr, agent_vel_arr,
+                                         landmark_pos_arr, goal_arr, speaker_comm_arr, sampled_actions_arr,
+                                         observations_arr, rewards_arr, done_arr, truncated_arr, timestep_arr,
+                                         episode_length);
+    }
+    __syncthreads();  // phase 0 (word, forces) before phase 1 moves; phase 2 reads the new state
   }
 }
 

@@ -49,6 +49,29 @@ __host__ __device__ inline void MpeSpreadObserve(const float* pos, const float* 
   while (k < kObsDim) obs[k++] = 0.0f;  // the silent agents' communication channels
 }
 
+// Phase `phase` (mpe.cuh: kMpeNumPhases) of agent `agent`'s step in env `env`; `force` (2 values)
+// carries the agent's force from phase 0 to phase 1. Arguments after `force`: the step kernel's.
+__host__ __device__ inline void MpeSimpleSpreadAgentPhase(int phase, int env, int agent, float* force,
+                                                          float* agent_pos_arr, float* agent_vel_arr,
+                                                          const float* landmark_pos_arr, const int* sampled_actions_arr,
+                                                          float* observations_arr, float* rewards_arr, int* done_arr,
+                                                          int* truncated_arr, int* timestep_arr, float local_ratio,
+                                                          int episode_length) {
+  const long long row = static_cast<long long>(env) * wkNumberAgents + agent;
+  float* pos = agent_pos_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
+  float* vel = agent_vel_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
+  const float* lm = landmark_pos_arr + static_cast<long long>(env) * kNumLandmarks * kDimP;
+  if (phase == 0) {
+    MpeAgentForce(pos, agent, sampled_actions_arr[row], true, force, force + 1);
+  } else if (phase == 1) {
+    MpeAgentMove(pos, vel, agent, true, force[0], force[1]);
+  } else {
+    rewards_arr[row] = MpeSpreadReward(pos, lm, agent, local_ratio);
+    MpeSpreadObserve(pos, vel, lm, agent, observations_arr + row * kObsDim);
+    if (agent == 0) MpeEndStep(env, done_arr, truncated_arr, timestep_arr, episode_length);
+  }
+}
+
 // agent_pos, agent_vel (E, N, 2), landmark_pos (E, N, 2), sampled_actions (E, N, 1),
 // observations (E, N, kObsDim), rewards (E, N), _done_, _truncated_, _timestep_ (E,).
 // One block per env (MpeEnv refuses blocks_per_env > 1): the barriers order the phases.
@@ -57,23 +80,15 @@ extern "C" __global__ void CudaMpeSimpleSpreadStep(float* agent_pos_arr, float* 
                                                    float* observations_arr, float* rewards_arr, int* done_arr,
                                                    int* truncated_arr, int* timestep_arr, const float local_ratio,
                                                    const int episode_length) {
-  const int env = wkEnvId();
-  const int agent = wkAgentId();
   const bool is_agent = wkIsValidAgent();
-  const long long row = static_cast<long long>(env) * wkNumberAgents + agent;
-  float* pos = agent_pos_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
-  float* vel = agent_vel_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
-  const float* lm = landmark_pos_arr + static_cast<long long>(env) * kNumLandmarks * kDimP;
-  float fx = 0.0f;
-  float fy = 0.0f;
-  if (is_agent) MpeAgentForce(pos, agent, sampled_actions_arr[row], true, &fx, &fy);
-  __syncthreads();  // every force is computed from the positions before the step
-  if (is_agent) MpeAgentMove(pos, vel, agent, true, fx, fy);
-  __syncthreads();  // rewards and observations read every agent's new position
-  if (is_agent) {
-    rewards_arr[row] = MpeSpreadReward(pos, lm, agent, local_ratio);
-    MpeSpreadObserve(pos, vel, lm, agent, observations_arr + row * kObsDim);
-    if (agent == 0) MpeEndStep(env, done_arr, truncated_arr, timestep_arr, episode_length);
+  float force[2] = {0.0f, 0.0f};
+  for (int phase = 0; phase < kMpeNumPhases; ++phase) {
+    if (is_agent) {
+      MpeSimpleSpreadAgentPhase(phase, wkEnvId(), wkAgentId(), force, agent_pos_arr, agent_vel_arr, landmark_pos_arr,
+                                sampled_actions_arr, observations_arr, rewards_arr, done_arr, truncated_arr,
+                                timestep_arr, local_ratio, episode_length);
+    }
+    __syncthreads();  // phase 0 reads every position before phase 1 moves; phase 2 reads the moved state
   }
 }
 
