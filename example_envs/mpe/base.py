@@ -77,6 +77,16 @@ class MpeEnv(CUDAEnvironmentContext):
         self.timestep = 0
         self._host_state: dict[str, np.ndarray] | None = None
 
+    def reseed(self, seed: int) -> None:
+        """Re-seed the host ``reset()``'s generator and the device's start-state draws, as if the env
+        had been built with ``seed``.
+
+        Raises:
+            ConfigError: ``seed`` is not a non-negative integer.
+        """
+        self.seed = check_int(self.name, "seed", seed, minimum=0)
+        self.rng = np.random.default_rng(self.seed)
+
     @property
     def contact_distance(self) -> np.float32:
         """Distance below which two agents touch: the sum of their float32 radii."""
