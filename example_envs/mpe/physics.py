@@ -62,7 +62,7 @@ def move_force(actions: np.ndarray, movable: np.ndarray) -> np.ndarray:
 
 
 def distance(delta: np.ndarray) -> np.ndarray:
-    """|delta| over the last axis (size 2), float32: ``sqrt(dx * dx + dy * dy)``. CUDA twin:
+    """``|delta|`` over the last axis (size 2), float32: ``sqrt(dx * dx + dy * dy)``. CUDA twin:
     ``MpeNorm``."""
     return np.sqrt(delta[..., 0] * delta[..., 0] + delta[..., 1] * delta[..., 1]).astype(F32)
 
