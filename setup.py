@@ -42,7 +42,9 @@ setup(
         "dev": ["pytest>=7.0", "pytest-xdist>=3.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0",
                 "pytorch_lightning>=2.0", "nbformat>=5.7",
                 # a third-party trainer run through the Gymnasium adapter in the tests (skrl 2.1 needs Python >= 3.10)
-                "skrl>=2.1; python_version >= '3.10'"],
+                "skrl>=2.1; python_version >= '3.10'",
+                # the MPE reference implementation the MPE envs are tested against (mpe2 needs Python >= 3.10)
+                "mpe2>=1.1; python_version >= '3.10'"],
     },
     entry_points={"console_scripts": ["warp-drive-train=warp_drive.cli.train:main"]},
     classifiers=[

@@ -82,6 +82,11 @@ _EXAMPLE_ENVS: dict[str, ExampleEnvSpec] = {
         "ClassicControlContinuousMountainCarEnv"
     ),
     "pendulum": ExampleEnvSpec("example_envs.classic_control.pendulum.pendulum:ClassicControlPendulumEnv"),
+    # the multi-agent particle envs of mpe2 (example_envs/mpe/<env>/<env>.py)
+    "mpe_simple_spread": ExampleEnvSpec("example_envs.mpe.simple_spread.simple_spread:MpeSimpleSpreadEnv"),
+    "mpe_simple_speaker_listener": ExampleEnvSpec(
+        "example_envs.mpe.simple_speaker_listener.simple_speaker_listener:MpeSimpleSpeakerListenerEnv"
+    ),
 }
 
 

@@ -1,0 +1,1 @@
+"""MPE simple_speaker_listener_v4: MpeSimpleSpeakerListenerEnv."""

@@ -1,0 +1,1 @@
+"""MPE simple_spread_v3 (cooperative navigation): MpeSimpleSpreadEnv."""
