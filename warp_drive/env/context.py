@@ -9,6 +9,7 @@ The contract (see ``docs/adding_an_env.md``)::
     class MyEnv(CUDAEnvironmentContext):
         name = "MyEnv"                       # step kernel: CudaMyEnvStep
         cuda_source = Path(__file__).with_name("my_env_step.cu")
+        numba_source = "my_pkg.my_env_step_numba"  # optional: kernel NumbaMyEnvStep, same arguments
         step_kernel_args = ("loc_x", "loc_y", Constants.ACTIONS, ..., ("episode_length", "meta"))
         phase_kernels = {"CudaMyEnvMove": (...), "CudaMyEnvFinish": (...)}  # optional: multi-block envs
         writes_truncation = True             # the step writes Constants.TRUNCATED (optional)
@@ -62,12 +63,15 @@ class CUDAEnvironmentContext:
         cuda_data_manager: the data manager of the backend in use.
         cuda_function_manager: the function manager of the backend in use.
         cuda_step_function_feed: a FunctionFeed bound to the data manager.
-        env_backend: ``"pycuda"`` or ``"cpu"``.
+        env_backend: ``"pycuda"``, ``"numba"`` or ``"cpu"``.
     """
 
     name: ClassVar[str] = ""
     #: Path of the env's CUDA source (the step kernel and any helper kernels).
     cuda_source: ClassVar[Path | None] = None
+    #: Dotted module of the env's Numba step kernel ``Numba<name>Step`` (the numba backend), taking
+    #: ``step_kernel_args`` like the CUDA kernel. None: the env has no Numba step.
+    numba_source: ClassVar[str | None] = None
     #: Arguments of the step kernel, bound by name: "name" or (name, "device"|"meta"|"shared").
     step_kernel_args: ClassVar[Sequence[Any]] = ()
     #: Kernels that together make one step when an env spans several blocks, launched in order:
@@ -165,8 +169,8 @@ class CUDAEnvironmentContext:
 
     @property
     def step_function_name(self) -> str:
-        """Name of the CUDA step kernel: ``Cuda<name>Step``."""
-        return f"Cuda{self.name}Step"
+        """Name of the step kernel: ``Cuda<name>Step``, or ``Numba<name>Step`` on the numba backend."""
+        return f"{'Numba' if self.env_backend == 'numba' else 'Cuda'}{self.name}Step"
 
     # ----------------------------------------------------------------- wiring by the wrapper
     def initialize_step_function_context(
@@ -186,7 +190,7 @@ class CUDAEnvironmentContext:
         self.cuda_step_function_feed = cuda_step_function_feed
         name = step_function_name or self.step_function_name
         if cuda_function_manager.has_kernels:
-            phases = self.phase_kernel_args()
+            phases = self.phase_kernel_args() if getattr(cuda_function_manager, "backend", "") != "numba" else {}
             cuda_function_manager.initialize_functions([name, *phases])
             self.cuda_step = _StepKernel(cuda_function_manager.get_function(name), cuda_function_manager)
             if self.step_kernel_args:
@@ -262,6 +266,10 @@ class _StepKernel:
         if kwargs.get("stream") is None:
             kwargs["stream"] = getattr(self._fm, "stream", None)
         return self._kernel(*args, **kwargs)
+
+    def __getitem__(self, config: Any) -> Any:
+        """``cuda_step[grid, block](*args)``: a Numba kernel launched 2.7.1's way."""
+        return self._kernel[config]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)

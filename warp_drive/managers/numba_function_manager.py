@@ -44,6 +44,26 @@ DEFAULT_ENV_MODULES: dict[str, str] = {
 }
 
 
+def numba_source(env: Any, name: str, registrar: Any = None) -> str:
+    """The dotted module of an env's Numba step: the one registered for ``name`` in ``registrar``
+    (2.7.1's way; it takes precedence), else the env's ``numba_source`` attribute, else 2.7.1's
+    default table.
+
+    Raises:
+        ConfigError: none of the three names one.
+    """
+    registered = registrar.get_cuda_env_src_path(name, env_backend="numba") if registrar is not None else None
+    source = registered or getattr(env, "numba_source", None) or DEFAULT_ENV_MODULES.get(name)
+    if not source:
+        raise ConfigError(
+            f"{type(env).__name__} (env '{name}') has no Numba step: set the class attribute numba_source = "
+            f"'my_pkg.my_env_step_numba' (a module defining the kernel Numba{name}Step), or register it with "
+            f"registrar.add_cuda_env_src_path({name!r}, 'my_pkg.my_env_step_numba', env_backend='numba') and pass "
+            f"env_registrar=registrar; or run its CUDA C step with env_backend='pycuda'"
+        )
+    return str(source)
+
+
 class NumbaFunctionManager(FunctionManager):
     """Imports Numba kernels and launches them; holds the service kernels in :attr:`services`.
 
