@@ -234,3 +234,16 @@ def test_importing_warp_drive_and_the_cuda_extra_need_no_numba():
                   for k in n.keywords if k.arg == "extras_require")
     assert not any("numba" in r for r in extras["cuda"])
     assert any(r.startswith("numba-cuda") for r in extras["numba"])
+
+
+def test_numba_build_check_compiles_registered_steps_or_says_it_cannot():
+    """``check_build --numba`` without a GPU: PTX for sm_90 where NVIDIA's NVVM/NVRTC libraries are
+    installed, else a loud NOT CHECKED (exit 1), never a silent success."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"} | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "warp_drive.numba_backend.build", "--arch", "sm_90", "--envs",
+                           "example_envs"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("NumbaClassicControlCartPoleEnvStep"))
+    if "NOT CHECKED" in line:
+        assert proc.returncode == 1 and "NVRTC" in line
+    else:
+        assert "ok (" in line and proc.returncode == 0, proc.stdout + proc.stderr
