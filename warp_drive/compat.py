@@ -65,7 +65,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.cli.setup_and_train)",
-    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.cli.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (trains on pycuda: the trainer builds no Numba envs yet) (warp_drive.cli.setup_and_train)",
     "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
 }
 
