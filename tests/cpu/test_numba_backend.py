@@ -100,6 +100,51 @@ def test_cartpole_numba_step_matches_its_numpy_twin_through_env_wrapper():
     assert "consistent" in out
 
 
+CLASSIC_CONTROL = {  # env module:class, constructor arguments, action draw (rng, E) -> (E, 1, 1)
+    "acrobot.acrobot:ClassicControlAcrobotEnv": (
+        "episode_length=15, seed=5", "rng.integers(-1, 4, size=(E, 1, 1)).astype(np.int32)"),
+    "mountain_car.mountain_car:ClassicControlMountainCarEnv": (
+        "episode_length=15, seed=6, goal_position=-0.45", "rng.integers(0, 3, size=(E, 1, 1)).astype(np.int32)"),
+    "continuous_mountain_car.continuous_mountain_car:ClassicControlContinuousMountainCarEnv": (
+        "episode_length=15, seed=7, goal_position=-0.45", "rng.uniform(-1.3, 1.3, size=(E, 1, 1)).astype(np.float32)"),
+    "pendulum.pendulum:ClassicControlPendulumEnv": (
+        "episode_length=15, seed=8", "rng.uniform(-2.5, 2.5, size=(E, 1, 1)).astype(np.float32)"),
+}
+
+
+@pytest.mark.parametrize("env", sorted(CLASSIC_CONTROL), ids=lambda e: e.split(".")[0])
+def test_classic_control_numba_steps_match_their_numpy_twins(env):
+    """Each classic-control Numba step against its NumPy twin: 40 steps with resets, every array."""
+    module, cls = env.split(":")
+    kwargs, draw = CLASSIC_CONTROL[env]
+    out = run_simulated(f"""
+        import numpy as np
+        from example_envs.classic_control.{module} import {cls} as Env
+        from warp_drive.env_wrapper import EnvWrapper
+
+        E = 6
+        numba = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="numba")
+        cpu = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="cpu")
+        assert numba.env.step_function_name == "Numba{cls}Step"
+        numba.reset_all_envs(); cpu.reset_all_envs()
+        rng = np.random.default_rng(1)
+        dones = set()
+        for t in range(40):
+            actions = {draw}
+            numba.step_all_envs(actions); cpu.step_all_envs(actions)
+            for name in ("state", "observations", "rewards", "_done_", "_truncated_", "_timestep_"):
+                a = numba.cuda_data_manager.pull_data_from_device(name)
+                b = cpu.cuda_data_manager.pull_data_from_device(name)
+                assert a.dtype == b.dtype, (name, a.dtype, b.dtype)
+                np.testing.assert_array_equal(a, b, err_msg=f"step {{t}}: {{name}}")
+            dones |= set(cpu.cuda_data_manager.pull_data_from_device("_done_").tolist())
+            numba.reset_only_done_envs(); cpu.reset_only_done_envs()
+        assert 1 in dones  # resets were exercised
+        print("consistent", sorted(dones))
+    """)
+    assert "consistent" in out
+
+
 def test_271_function_manager_api_dummy_env_log_and_reset():
     """2.7.1's Numba unit-test flow (test_function_manager.py, shortened): dynamic_import_numba, the
     DummyEnv kernel launched as kernel[grid, block], the log controller and the resetter."""
@@ -201,9 +246,15 @@ def test_errors_name_the_fix():
         from warp_drive.env_wrapper import EnvWrapper
         from warp_drive.errors import ConfigError, DataNotFoundError, KernelSignatureError
         from warp_drive.managers.numba_function_manager import NumbaFunctionManager
+        from example_envs.classic_control.base import ClassicControlEnv
         from example_envs.classic_control.acrobot.acrobot import ClassicControlAcrobotEnv
+
+        class NoNumbaStep(ClassicControlAcrobotEnv):
+            name = "NoNumbaStep"
+            numba_source = None
+
         try:
-            EnvWrapper(ClassicControlAcrobotEnv(seed=1), num_envs=2, env_backend="numba")
+            EnvWrapper(NoNumbaStep(seed=1), num_envs=2, env_backend="numba")
         except ConfigError as err:
             assert "numba_source" in str(err) and "env_backend='pycuda'" in str(err), err
         else:

@@ -41,6 +41,11 @@ DEFAULT_NUMBA_FUNCTIONS: tuple[str, ...] = (
 DEFAULT_ENV_MODULES: dict[str, str] = {
     "DummyEnv": "example_envs.dummy_env.test_step_numba",
     "ClassicControlCartPoleEnv": "example_envs.classic_control.cartpole.cartpole_step_numba",
+    "ClassicControlAcrobotEnv": "example_envs.classic_control.acrobot.acrobot_step_numba",
+    "ClassicControlMountainCarEnv": "example_envs.classic_control.mountain_car.mountain_car_step_numba",
+    "ClassicControlContinuousMountainCarEnv":
+        "example_envs.classic_control.continuous_mountain_car.continuous_mountain_car_step_numba",
+    "ClassicControlPendulumEnv": "example_envs.classic_control.pendulum.pendulum_step_numba",
 }
 
 

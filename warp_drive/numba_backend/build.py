@@ -13,9 +13,10 @@ env is reported as not checked and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from warp_drive.errors import ConfigError, DeviceUnavailableError
 
@@ -34,6 +35,30 @@ def kernel_types(env: Any, num_envs: int = 4) -> tuple:
     return tuple(numba.typeof(v.numpy() if isinstance(v, torch.Tensor) else v) for v in values)
 
 
+@contextlib.contextmanager
+def target_device(cc: tuple[int, int]) -> Iterator[None]:
+    """numba-cuda compiles the device functions a kernel calls (``@cuda.jit(device=True)``) for the
+    current GPU's compute capability; where no GPU (or driver) answers, it is told ``cc`` instead."""
+    from numba.cuda import dispatcher
+
+    real = dispatcher.get_current_device
+
+    class _Target:
+        compute_capability = cc
+
+    def current() -> Any:
+        try:
+            return real()
+        except Exception:  # noqa: BLE001 - CudaSupportError and driver errors: no device here
+            return _Target()
+
+    dispatcher.get_current_device = current
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = real
+
+
 def compile_step(env: Any, arch: str, num_envs: int = 4) -> str:
     """PTX of ``Numba<name>Step`` for ``arch`` (e.g. ``sm_90``)."""
     from warp_drive.numba_backend import modules
@@ -47,7 +72,9 @@ def compile_step(env: Any, arch: str, num_envs: int = 4) -> str:
     if kernel is None:
         raise ConfigError(f"{env.numba_source} defines no kernel Numba{env.name}Step")
     digits = arch.removeprefix("sm_").removeprefix("compute_")
-    ptx, _ = cuda.compile_ptx(kernel.py_func, types, cc=(int(digits[:-1]), int(digits[-1])))
+    cc = (int(digits[:-1]), int(digits[-1]))
+    with target_device(cc):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, types, cc=cc)
     return ptx
 
 
