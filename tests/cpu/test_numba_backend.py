@@ -145,6 +145,57 @@ def test_classic_control_numba_steps_match_their_numpy_twins(env):
     assert "consistent" in out
 
 
+TAG_ENVS = {  # env module:class, constructor arguments, action draw (rng, E) -> (E, N, heads), arrays compared
+    "tag_gridworld.tag_gridworld:TagGridWorld-full": (
+        "num_taggers=3, grid_length=3, episode_length=12, seed=2, use_full_observation=True",
+        "rng.integers(-1, 6, size=(E, 4, 1)).astype(np.int32)",
+        ("loc_x", "loc_y", "num_taggers_on_runner")),
+    "tag_gridworld.tag_gridworld:TagGridWorld-partial": (
+        "num_taggers=3, grid_length=3, episode_length=12, seed=3, use_full_observation=False",
+        "rng.integers(0, 5, size=(E, 4, 1)).astype(np.int32)",
+        ("loc_x", "loc_y", "num_taggers_on_runner")),
+}
+
+
+def compare_numba_with_numpy_twin(module: str, cls: str, kwargs: str, draw: str, names: tuple, steps: int = 40,
+                                  num_envs: int = 3) -> str:
+    """Run ``steps`` steps (with resets) of an env on the numba backend (simulator) and on its NumPy
+    twin; every named array, observations, rewards and episode flags must be equal after each step."""
+    return run_simulated(f"""
+        import numpy as np
+        from example_envs.{module} import {cls} as Env
+        from warp_drive.env_wrapper import EnvWrapper
+
+        E = {num_envs}
+        numba = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="numba")
+        cpu = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="cpu")
+        assert numba.env.step_function_name == "Numba{cls}Step"
+        numba.reset_all_envs(); cpu.reset_all_envs()
+        rng = np.random.default_rng(1)
+        resets = 0
+        for t in range({steps}):
+            actions = {draw}
+            numba.step_all_envs(actions); cpu.step_all_envs(actions)
+            for name in {names!r} + ("observations", "rewards", "_done_", "_truncated_", "_timestep_"):
+                a = numba.cuda_data_manager.pull_data_from_device(name)
+                b = cpu.cuda_data_manager.pull_data_from_device(name)
+                assert a.dtype == b.dtype, (name, a.dtype, b.dtype)
+                np.testing.assert_array_equal(a, b, err_msg=f"step {{t}}: {{name}}")
+            resets += int((cpu.cuda_data_manager.pull_data_from_device("_done_") > 0).sum())
+            numba.reset_only_done_envs(); cpu.reset_only_done_envs()
+        assert resets > 0
+        print("consistent", resets)
+    """)
+
+
+@pytest.mark.parametrize("env", sorted(TAG_ENVS))
+def test_tag_numba_steps_match_their_numpy_twins(env):
+    path, _, _ = env.partition("-")
+    module, cls = path.split(":")
+    kwargs, draw, names = TAG_ENVS[env]
+    assert "consistent" in compare_numba_with_numpy_twin(module, cls, kwargs, draw, names)
+
+
 def test_271_function_manager_api_dummy_env_log_and_reset():
     """2.7.1's Numba unit-test flow (test_function_manager.py, shortened): dynamic_import_numba, the
     DummyEnv kernel launched as kernel[grid, block], the log controller and the resetter."""

@@ -79,6 +79,10 @@ class CUDAEnvironmentContext:
     #: sequence of names that all take ``step_kernel_args``. Empty when the step kernel handles
     #: every geometry.
     phase_kernels: ClassVar[Mapping[str, Sequence[Any]] | Sequence[str]] = ()
+    #: True when the Numba step runs one block per env whatever ``blocks_per_env`` (its threads stride
+    #: over the agents, its phases separated by ``cuda.syncthreads()``): it is launched on ``num_envs``
+    #: blocks of up to 1024 threads. False: the function manager's grid and block.
+    numba_block_per_env: ClassVar[bool] = False
     #: True when every step writes ``Constants.TRUNCATED``: the wrapper then creates that array and the
     #: rollout and the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
     #: derived from the time limit (:func:`warp_drive.env.done.split_done`).
@@ -228,7 +232,12 @@ class CUDAEnvironmentContext:
     def cuda_step_kernel(self) -> None:
         """Launch the step kernel, or the ``phase_kernels`` in order when an env spans several
         blocks (a kernel boundary is the barrier between blocks). Override for other schemes."""
-        if self.phase_kernels and self.cuda_function_manager.blocks_per_env > 1:
+        if self.env_backend == "numba" and self.numba_block_per_env:
+            agents = int(self.cuda_function_manager.num_agents)
+            threads = min(1024, 32 * ((agents + 31) // 32))
+            num_envs = int(self.cuda_function_manager.num_envs)
+            self.launch(self.step_function_name, self.step_kernel_args, grid=(num_envs, 1), block=(threads, 1, 1))
+        elif self.phase_kernels and self.cuda_function_manager.blocks_per_env > 1:
             for kernel, args in self.phase_kernel_args().items():
                 self.launch(kernel, args)
         else:

@@ -46,6 +46,8 @@ DEFAULT_ENV_MODULES: dict[str, str] = {
     "ClassicControlContinuousMountainCarEnv":
         "example_envs.classic_control.continuous_mountain_car.continuous_mountain_car_step_numba",
     "ClassicControlPendulumEnv": "example_envs.classic_control.pendulum.pendulum_step_numba",
+    "TagGridWorld": "example_envs.tag_gridworld.tag_gridworld_step_numba",
+    "TagContinuous": "example_envs.tag_continuous.tag_continuous_step_numba",
 }
 
 
