@@ -34,6 +34,8 @@ setup(
     ],
     extras_require={
         "cuda": ["pycuda>=2024.1"],
+        # env steps written in Numba (env_backend="numba"); on a GPU the service kernels also need pycuda and nvcc
+        "numba": ["numba-cuda>=0.30", "pycuda>=2024.1"],
         "viz": ["matplotlib>=3.6", "pillow>=9.0"],
         "lightning": ["lightning>=2.0", "pytorch_lightning>=2.0"],
         "interop": ["pettingzoo>=1.24"],
@@ -41,6 +43,8 @@ setup(
         "docs": ["sphinx>=7.2", "myst-parser>=2.0"],
         "dev": ["pytest>=7.0", "pytest-xdist>=3.0", "matplotlib>=3.6", "pillow>=9.0", "pettingzoo>=1.24", "tensorboard>=2.10", "lightning>=2.0",
                 "pytorch_lightning>=2.0", "nbformat>=5.7",
+                # the Numba backend's CPU tests run Numba kernels in its CUDA simulator (no GPU, no pycuda)
+                "numba-cuda>=0.30; python_version >= '3.10'",
                 # a third-party trainer run through the Gymnasium adapter in the tests (skrl 2.1 needs Python >= 3.10)
                 "skrl>=2.1; python_version >= '3.10'",
                 # the MPE reference implementation the MPE envs are tested against (mpe2 needs Python >= 3.10)

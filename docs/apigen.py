@@ -23,12 +23,20 @@ def _is_public(name: str) -> bool:
     return not name.startswith(("_", "."))
 
 
+def is_numba_kernel_module(dotted: str) -> bool:
+    """True for a Numba kernel module (not documented by autodoc; see :func:`public_modules`)."""
+    return dotted.startswith("warp_drive.numba_includes.") or dotted.endswith("_step_numba")
+
+
 def public_modules(root: Path = REPO_ROOT, packages: tuple[str, ...] = PACKAGES) -> list[str]:
     """Dotted names of every public module and package under ``packages``, sorted.
 
     A package is a folder with an ``__init__.py`` (a folder without one, such as
     ``warp_drive/cuda/core``, holds CUDA sources, not Python modules); a module or package whose
-    own name starts with ``_`` is private, and so is everything under it.
+    own name starts with ``_`` is private, and so is everything under it. Numba kernel modules are
+    left out (the modules under ``warp_drive/numba_includes/`` and every ``*_step_numba.py``): they import
+    numba, and a step module reads the launch constants of ``env_config``, which exists only while
+    the Numba backend loads it for one configuration.
     """
     names: list[str] = []
     for package in packages:
@@ -36,8 +44,11 @@ def public_modules(root: Path = REPO_ROOT, packages: tuple[str, ...] = PACKAGES)
             here = Path(dirpath)
             dirnames[:] = sorted(d for d in dirnames if _is_public(d) and (here / d / "__init__.py").is_file())
             dotted = ".".join(here.relative_to(root).parts)
+            if is_numba_kernel_module(dotted):
+                continue
             names.append(dotted)
-            names.extend(f"{dotted}.{f[:-3]}" for f in filenames if f.endswith(".py") and _is_public(f))
+            names.extend(f"{dotted}.{f[:-3]}" for f in filenames if f.endswith(".py") and _is_public(f)
+                         and not is_numba_kernel_module(f"{dotted}.{f[:-3]}"))
     return sorted(names)
 
 

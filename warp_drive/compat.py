@@ -24,6 +24,9 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.managers.pycuda_managers": "package of the 2.7.1 PyCUDA manager modules (warp_drive.managers)",
     "warp_drive.managers.pycuda_managers.pycuda_data_manager": "PyCUDADataManager, CudaTensorHolder, CUDADataManager (warp_drive.managers.pycuda_data_manager)",
     "warp_drive.managers.pycuda_managers.pycuda_function_manager": "PyCUDAFunctionManager, PyCUDASampler, PyCUDAEnvironmentReset, PyCUDALogController, CUDAFunctionFeed and base names (warp_drive.managers.*)",
+    "warp_drive.managers.numba_managers": "package of the 2.7.1 Numba manager modules (warp_drive.managers)",
+    "warp_drive.managers.numba_managers.numba_data_manager": "NumbaDataManager (warp_drive.managers.numba_data_manager)",
+    "warp_drive.managers.numba_managers.numba_function_manager": "NumbaFunctionManager, NumbaSampler, NumbaEnvironmentReset, NumbaLogController and base names (warp_drive.managers.numba_function_manager, warp_drive.managers.numba_services)",
     "warp_drive.utils.common": "get_project_root (warp_drive.cuda.project_root)",
     "warp_drive.utils.pycuda_utils": "package of warp_drive.utils.pycuda_utils.misc",
     "warp_drive.utils.pycuda_utils.misc": "get_default_env_directory; update_env_header / check_env_header / update_env_runner raise ConfigError (warp_drive.compat271.cuda_helpers)",
@@ -53,6 +56,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms)",
     "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.a2c)",
     "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.ppo)",
+    "warp_drive.training.utils.ring_buffer": "RingBuffer, RingBufferManager (warp_drive.compat271.ring_buffer)",
     "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.auto_scale)",
     "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
     "warp_drive.training.utils.distributed_train.distributed_trainer_pycuda": "perform_distributed_training (warp_drive.training.distributed)",
@@ -61,7 +65,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.cli.setup_and_train)",
-    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (no Numba backend here) (warp_drive.cli.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (trains on pycuda: the trainer builds no Numba envs yet) (warp_drive.cli.setup_and_train)",
     "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
 }
 

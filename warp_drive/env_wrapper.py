@@ -5,8 +5,12 @@ Which path an env takes:
 - ``env_backend="pycuda"``: every env (a :class:`CUDAEnvironmentContext`) runs on the device. Its
   CUDA source is the path registered with ``env_registrar.add_cuda_env_src_path`` (2.7.1's way;
   it takes precedence) or the class attribute ``cuda_source``.
-- ``env_backend="numba"``: there is no Numba backend; the env's CUDA kernels run on pycuda (one
-  warning). An env without a CUDA source gets a :class:`~warp_drive.errors.ConfigError`.
+- ``env_backend="numba"``: the env's step is a Numba kernel (``Numba<name>Step`` in the dotted module
+  registered with ``env_registrar.add_cuda_env_src_path(name, module, env_backend="numba")``, else the
+  class attribute ``numba_source``), compiled by numba-cuda, on the same torch store; the services
+  (sampler, resets, reset pools, logs) run warp_drive's CUDA C service kernels on that store
+  (:mod:`warp_drive.managers.numba_function_manager`). Under Numba's CUDA simulator
+  (``NUMBA_ENABLE_CUDASIM=1``) it runs on the CPU: the store in CPU memory, the services' NumPy twins.
 - ``env_backend="cpu"`` and an env with a vectorised ``numpy_step`` (all envs of this package):
   all replicas step in NumPy on a data store with the GPU's API. With one replica, gym-style calls
   also work: ``reset()`` returns ``{agent_id: obs}`` and ``step({agent_id: action})`` returns
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -46,6 +49,9 @@ from warp_drive.errors import ConfigError, UsageError
 from warp_drive.managers.data_manager import CPUDataManager, positive_int
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.function_manager import CPUFunctionManager, FunctionFeed
+from warp_drive.managers.numba_data_manager import NumbaDataManager
+from warp_drive.managers.numba_function_manager import NumbaFunctionManager, numba_source
+from warp_drive.managers.numba_services import service_manager
 from warp_drive.utils.argument_fix import Argfix
 from warp_drive.utils.cpu_threads import apply_cpu_threads
 from warp_drive.utils.device import device_attributes, init_cuda
@@ -59,16 +65,11 @@ DEFAULT_TESTING_BIN = "test_build.fatbin"
 
 
 def resolve_backend(env_backend: Any) -> str:
-    """'pycuda' or 'cpu' from a backend name (:mod:`warp_drive.env.backends`; ``"numba"`` runs on pycuda, with a
-    warning) or a bool (``use_cuda``)."""
+    """'pycuda', 'numba' or 'cpu' from a backend name (:mod:`warp_drive.env.backends`) or a bool (``use_cuda``)."""
     if isinstance(env_backend, (bool, np.bool_)):
         return "pycuda" if env_backend else "cpu"
     if is_numba(env_backend):
-        warnings.warn(
-            "env_backend='numba': warp_drive has no Numba backend; the env's CUDA kernels run on pycuda instead",
-            UserWarning,
-            stacklevel=2,
-        )
+        return "numba"
     return canonical_backend(env_backend)
 
 
@@ -82,7 +83,7 @@ class EnvWrapper:
         env_config: keyword arguments for the registered env class.
         num_envs: number of replicas (E).
         blocks_per_env: CUDA blocks per env (default: enough for num_agents on this device).
-        env_backend: ``"pycuda"`` (GPU), ``"cpu"``, ``"numba"`` (runs on pycuda) or a bool.
+        env_backend: ``"pycuda"`` (GPU, CUDA C step), ``"numba"`` (GPU, Numba step), ``"cpu"`` or a bool.
         testing_mode, testing_bin_filename: see the module docstring.
         env_registrar: an :class:`EnvironmentRegistrar` for ``env_name`` and registered sources
             (default for ``env_name``: :data:`warp_drive.env.env_registrar`).
@@ -117,7 +118,9 @@ class EnvWrapper:
                 raise ConfigError("pass env_obj, or env_name (with env_config; looked up in env_registrar, by default "
                                   "warp_drive.env.env_registrar)")
             env_registrar = env_registrar or default_registrar
-            table = "numba" if is_numba(requested) and env_registrar.has_env(env_name, "numba") else self.env_backend
+            table = self.env_backend
+            if table == "numba" and not env_registrar.has_env(env_name, "numba"):
+                table = "pycuda"  # a dual-mode class registered for the GPU
             env_obj = env_registrar.get(env_name, table)(**dict(env_config or {}))
         self.n_envs = positive_int("num_envs", num_envs)
         self.env = env_obj
@@ -157,7 +160,9 @@ class EnvWrapper:
             )
         # the reset that every replica starts from is checked before anything is compiled or pushed
         check_reset_observations(self._host_obs, env_obj.observation_space, self.name)
-        source = self._cuda_source(env_registrar, requested, testing_mode) if self.env_backend == "pycuda" else None
+        source = self._cuda_source(env_registrar, testing_mode) if self.env_backend == "pycuda" else None
+        if self.env_backend == "numba":
+            source = numba_source(env_obj, self.name, env_registrar)
         if testing_bin_filename is not None and not str(testing_bin_filename).endswith((".cubin", ".fatbin")):
             raise ConfigError(f"testing_bin_filename={testing_bin_filename!r} must name a .cubin or .fatbin file")
 
@@ -179,12 +184,18 @@ class EnvWrapper:
                 binary = Path(project_root()) / "warp_drive" / "cuda_bin" / (testing_bin_filename or DEFAULT_TESTING_BIN)
                 logger.info("testing_mode: %s has no CUDA source; loading the test build %s", self.name, binary)
                 self.cuda_function_manager.load_cuda_from_binary_file(str(binary))
+        elif self.env_backend == "numba":
+            self.cuda_data_manager = NumbaDataManager(episode_length=self.episode_length, device_id=device_id, **args)
+            self.cuda_function_manager = NumbaFunctionManager(process_id=process_id, device_id=device_id, **args)
+            self.cuda_function_manager.load_env_module(source, constants=self.env.cuda_constants())
+            if event_messenger is not None and hasattr(event_messenger, "set"):
+                event_messenger.set()
         else:
             self.cuda_data_manager = CPUDataManager(episode_length=self.episode_length, **args)
             self.cuda_function_manager = CPUFunctionManager(process_id=process_id, **args)
             self.cuda_function_manager.initialize_default_functions()
         self.cuda_function_feed = FunctionFeed(self.cuda_data_manager)
-        self.env_resetter = EnvironmentReset(self.cuda_function_manager)
+        self.env_resetter = EnvironmentReset(service_manager(self.cuda_function_manager))
         self.has_custom_reset = self.env_resetter.register_custom_reset_function(
             self.cuda_data_manager, f"Cuda{self.name}Reset"
         )
@@ -209,19 +220,14 @@ class EnvWrapper:
                 f"has {sorted(env.action_space)}; both need the same agent ids"
             )
 
-    def _cuda_source(self, registrar: EnvironmentRegistrar | None, requested: Any, testing_mode: bool) -> Any:
+    def _cuda_source(self, registrar: EnvironmentRegistrar | None, testing_mode: bool) -> Any:
         """The env's .cu file: the registered path first (2.7.1's precedence), else ``cuda_source``."""
         registered = registrar.get_cuda_env_src_path(self.name) if registrar is not None else None
         source = registered if registered is not None else getattr(self.env, "cuda_source", None)
         if source is not None or testing_mode:
             return source
-        hint = ""
-        if is_numba(requested):
-            hint = " (env_backend='numba': warp_drive has no Numba backend and runs the env's CUDA kernels on pycuda"
-            numba_module = registrar.get_cuda_env_src_path(self.name, "numba") if registrar is not None else None
-            hint += f"; the registered Numba module {numba_module!r} cannot run here)" if numba_module else ")"
         raise ConfigError(
-            f"{type(self.env).__name__} (env '{self.name}') has no CUDA source{hint}. Register its .cu file: "
+            f"{type(self.env).__name__} (env '{self.name}') has no CUDA source. Register its .cu file: "
             f"registrar.add_cuda_env_src_path({self.name!r}, '/path/to/step.cu') and pass env_registrar=registrar, "
             f"or set the class attribute cuda_source"
         )

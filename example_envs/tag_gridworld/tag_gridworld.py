@@ -81,6 +81,8 @@ class TagGridWorld(CUDAEnvironmentContext):
 
     name = "TagGridWorld"
     cuda_source = Path(__file__).with_name("tag_gridworld_step.cu")
+    numba_source = "example_envs.tag_gridworld.tag_gridworld_step_numba"
+    numba_block_per_env = True  # the Numba step: one block per env, threads striding over the agents
     phase_kernels = PHASE_KERNELS  # used when an env spans several blocks
     writes_truncation = True  # _truncated_: the time limit ended the episode before a tag
     render_state_names = ("loc_x", "loc_y")

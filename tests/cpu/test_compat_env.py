@@ -14,7 +14,7 @@ from gymnasium import spaces
 from tests.helpers.legacy_env import CUDA_SOURCE, CUDALegacyCrowd, LegacyCrowd, crowd_step
 from tests.helpers.legacy_env import gym_standin
 from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.errors import ConfigError, DataNotFoundError, DataTypeError
+from warp_drive.errors import ConfigError, DataNotFoundError, DataTypeError, DeviceUnavailableError
 from warp_drive.training.models.action_spec import action_heads_from_space, obs_dims_from_space
 from warp_drive.utils.argument_fix import Argfix
 from warp_drive.utils.constants import Constants
@@ -192,10 +192,11 @@ def test_gpu_backends_need_a_cuda_source_before_touching_the_gpu():
     registrar = EnvironmentRegistrar()  # nothing registered
     with pytest.raises(ConfigError, match="add_cuda_env_src_path"):
         EnvWrapper(CUDALegacyCrowd(seed=1), num_envs=2, env_backend="pycuda", env_registrar=registrar)
+    with pytest.raises(ConfigError, match="has no Numba step"):  # the numba backend needs a Numba module
+        EnvWrapper(CUDALegacyCrowd(seed=1), env_backend="numba", env_registrar=registrar)
     registrar.add_cuda_env_src_path("LegacyCrowd", "some.numba_module", env_backend="numba")
-    with pytest.warns(UserWarning, match="no Numba backend"):
-        with pytest.raises(ConfigError, match="Numba module 'some.numba_module' cannot run here"):
-            EnvWrapper(CUDALegacyCrowd(seed=1), env_backend="numba", env_registrar=registrar)
+    with pytest.raises(DeviceUnavailableError, match="numba"):  # neither a GPU nor Numba's CUDA simulator here
+        EnvWrapper(CUDALegacyCrowd(seed=1), env_backend="numba", env_registrar=registrar)
     with pytest.raises(ConfigError, match="CUDAEnvironmentContext"):
         EnvWrapper(LegacyCrowd(seed=1), env_backend="pycuda")
     with pytest.raises(ConfigError, match="testing_bin_filename"):

@@ -30,7 +30,8 @@ def _apigen():
 
 
 def _installed_public_modules() -> set[str]:
-    """Public modules of the packages setup.py installs (its own find_packages call)."""
+    """Public modules of the packages setup.py installs (its own find_packages call), less the Numba
+    kernel modules (apigen.is_numba_kernel_module: they import numba and a per-run env_config)."""
     names = set()
     for package in find_packages(str(ROOT), include=["warp_drive", "warp_drive.*", "example_envs", "example_envs.*"]):
         parts = package.split(".")
@@ -40,7 +41,7 @@ def _installed_public_modules() -> set[str]:
         for path in (ROOT / Path(*parts)).glob("*.py"):
             if not path.name.startswith("_"):
                 names.add(f"{package}.{path.stem}")
-    return names
+    return {n for n in names if not _apigen().is_numba_kernel_module(n)}
 
 
 def _toctree_entries(text: str) -> list[str]:

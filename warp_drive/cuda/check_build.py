@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--envs", nargs="*", default=[],
                         help="packages whose import registers the envs to build, e.g. example_envs")
+    parser.add_argument("--numba", action="store_true",
+                        help="also compile the registered envs' Numba steps (python -m warp_drive.numba_backend.build)")
     args = parser.parse_args(argv)
     try:
         owned = register_env_packages(args.envs)
@@ -130,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         failures += _build_failed(f"{main_file.name:<34} (self-contained) {args.arch}",
                                   lambda: compile_main_file(main_file, None, args.arch).source)
     print(f"{'all CUDA sources compile' if not failures else f'{failures} build(s) failed'}")
+    if args.numba:  # its own process: the Numba build stands above this module (it builds envs on the cpu backend)
+        import subprocess
+
+        numba = [sys.executable, "-m", "warp_drive.numba_backend.build", "--arch", args.arch, "--envs", *args.envs]
+        failures += subprocess.run(numba, check=False).returncode != 0
     return 1 if failures else 0
 
 

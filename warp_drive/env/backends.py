@@ -1,7 +1,9 @@
 """Backend names: the one table of accepted spellings and what each runs on.
 
-Two backends exist, ``"pycuda"`` (CUDA kernels on a GPU) and ``"cpu"`` (NumPy twins). Every
-place that reads a backend name resolves it here.
+Run configs name two backends, ``"pycuda"`` (CUDA kernels on a GPU) and ``"cpu"`` (NumPy twins);
+every place that reads a backend name resolves it here. ``EnvWrapper(env_backend="numba")`` is the
+Numba backend (an env's Numba step on the same store, :mod:`warp_drive.managers.numba_function_manager`);
+a run config's ``env_backend: numba`` still trains on pycuda (the trainer does not build Numba envs yet).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from warp_drive.errors import ConfigError
 
 #: The backends, in order of preference.
 BACKENDS = ("pycuda", "cpu")
-#: Accepted spelling -> backend. ``"numba"`` is 2.7.1's second GPU backend: there is no Numba
-#: backend here, the env's CUDA kernels run on pycuda instead.
+#: Accepted spelling -> backend of a run config. ``"numba"`` (2.7.1's second GPU backend) trains on pycuda;
+#: the EnvWrapper alone runs it as the Numba backend (``env_wrapper.resolve_backend``).
 BACKEND_ALIASES: dict[str, str] = {"pycuda": "pycuda", "cuda": "pycuda", "gpu": "pycuda", "numba": "pycuda", "cpu": "cpu"}
 
 

@@ -9,6 +9,7 @@ The contract (see ``docs/adding_an_env.md``)::
     class MyEnv(CUDAEnvironmentContext):
         name = "MyEnv"                       # step kernel: CudaMyEnvStep
         cuda_source = Path(__file__).with_name("my_env_step.cu")
+        numba_source = "my_pkg.my_env_step_numba"  # optional: kernel NumbaMyEnvStep, same arguments
         step_kernel_args = ("loc_x", "loc_y", Constants.ACTIONS, ..., ("episode_length", "meta"))
         phase_kernels = {"CudaMyEnvMove": (...), "CudaMyEnvFinish": (...)}  # optional: multi-block envs
         writes_truncation = True             # the step writes Constants.TRUNCATED (optional)
@@ -63,12 +64,15 @@ class CUDAEnvironmentContext:
         cuda_data_manager: the data manager of the backend in use.
         cuda_function_manager: the function manager of the backend in use.
         cuda_step_function_feed: a FunctionFeed bound to the data manager.
-        env_backend: ``"pycuda"`` or ``"cpu"``.
+        env_backend: ``"pycuda"``, ``"numba"`` or ``"cpu"``.
     """
 
     name: ClassVar[str] = ""
     #: Path of the env's CUDA source (the step kernel and any helper kernels).
     cuda_source: ClassVar[Path | None] = None
+    #: Dotted module of the env's Numba step kernel ``Numba<name>Step`` (the numba backend), taking
+    #: ``step_kernel_args`` like the CUDA kernel. None: the env has no Numba step.
+    numba_source: ClassVar[str | None] = None
     #: Arguments of the step kernel, bound by name: "name" or (name, "device"|"meta"|"shared").
     step_kernel_args: ClassVar[Sequence[Any]] = ()
     #: Kernels that together make one step when an env spans several blocks, launched in order:
@@ -76,6 +80,10 @@ class CUDAEnvironmentContext:
     #: sequence of names that all take ``step_kernel_args``. Empty when the step kernel handles
     #: every geometry.
     phase_kernels: ClassVar[Mapping[str, Sequence[Any]] | Sequence[str]] = ()
+    #: True when the Numba step runs one block per env whatever ``blocks_per_env`` (its threads stride
+    #: over the agents, its phases separated by ``cuda.syncthreads()``): it is launched on ``num_envs``
+    #: blocks of up to 1024 threads. False: the function manager's grid and block.
+    numba_block_per_env: ClassVar[bool] = False
     #: True when every step writes ``Constants.TRUNCATED``: the wrapper then creates that array and the
     #: rollout and the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
     #: derived from the time limit (:func:`warp_drive.env.done.split_done`).
@@ -171,8 +179,8 @@ class CUDAEnvironmentContext:
 
     @property
     def step_function_name(self) -> str:
-        """Name of the CUDA step kernel: ``Cuda<name>Step``."""
-        return f"Cuda{self.name}Step"
+        """Name of the step kernel: ``Cuda<name>Step``, or ``Numba<name>Step`` on the numba backend."""
+        return f"{'Numba' if self.env_backend == 'numba' else 'Cuda'}{self.name}Step"
 
     # ----------------------------------------------------------------- wiring by the wrapper
     def initialize_step_function_context(
@@ -192,7 +200,7 @@ class CUDAEnvironmentContext:
         self.cuda_step_function_feed = cuda_step_function_feed
         name = step_function_name or self.step_function_name
         if cuda_function_manager.has_kernels:
-            phases = self.phase_kernel_args()
+            phases = self.phase_kernel_args() if getattr(cuda_function_manager, "backend", "") != "numba" else {}
             cuda_function_manager.initialize_functions([name, *phases])
             self.cuda_step = _StepKernel(cuda_function_manager.get_function(name), cuda_function_manager)
             if self.step_kernel_args:
@@ -230,7 +238,12 @@ class CUDAEnvironmentContext:
     def cuda_step_kernel(self) -> None:
         """Launch the step kernel, or the ``phase_kernels`` in order when an env spans several
         blocks (a kernel boundary is the barrier between blocks). Override for other schemes."""
-        if self.phase_kernels and self.cuda_function_manager.blocks_per_env > 1:
+        if self.env_backend == "numba" and self.numba_block_per_env:
+            agents = int(self.cuda_function_manager.num_agents)
+            threads = min(1024, 32 * ((agents + 31) // 32))
+            num_envs = int(self.cuda_function_manager.num_envs)
+            self.launch(self.step_function_name, self.step_kernel_args, grid=(num_envs, 1), block=(threads, 1, 1))
+        elif self.phase_kernels and self.cuda_function_manager.blocks_per_env > 1:
             for kernel, args in self.phase_kernel_args().items():
                 self.launch(kernel, args)
         else:
@@ -268,6 +281,10 @@ class _StepKernel:
         if kwargs.get("stream") is None:
             kwargs["stream"] = getattr(self._fm, "stream", None)
         return self._kernel(*args, **kwargs)
+
+    def __getitem__(self, config: Any) -> Any:
+        """``cuda_step[grid, block](*args)``: a Numba kernel launched 2.7.1's way."""
+        return self._kernel[config]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)

@@ -107,6 +107,7 @@ class ClassicControlAcrobotEnv(ClassicControlEnv):
 
     name = "ClassicControlAcrobotEnv"
     cuda_source = Path(__file__).with_name("acrobot_step.cu")
+    numba_source = "example_envs.classic_control.acrobot.acrobot_step_numba"
     STATE_DIM = C.STATE_DIM
     OBS_DIM = C.OBS_DIM
     PHYSICS = C.PHYSICS

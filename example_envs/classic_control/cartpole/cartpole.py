@@ -65,6 +65,7 @@ class ClassicControlCartPoleEnv(ClassicControlEnv):
 
     name = "ClassicControlCartPoleEnv"
     cuda_source = Path(__file__).with_name("cartpole_step.cu")
+    numba_source = "example_envs.classic_control.cartpole.cartpole_step_numba"
     STATE_DIM = C.STATE_DIM
     OBS_DIM = C.OBS_DIM
     PHYSICS = C.PHYSICS

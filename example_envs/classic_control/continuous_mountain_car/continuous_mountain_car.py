@@ -74,6 +74,7 @@ class ClassicControlContinuousMountainCarEnv(MountainCarBase):
 
     name = "ClassicControlContinuousMountainCarEnv"
     cuda_source = Path(__file__).with_name("continuous_mountain_car_step.cu")
+    numba_source = "example_envs.classic_control.continuous_mountain_car.continuous_mountain_car_step_numba"
     STATE_DIM = C.STATE_DIM
     OBS_DIM = C.OBS_DIM
     PHYSICS = C.PHYSICS

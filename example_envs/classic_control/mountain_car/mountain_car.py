@@ -49,6 +49,7 @@ class ClassicControlMountainCarEnv(MountainCarBase):
 
     name = "ClassicControlMountainCarEnv"
     cuda_source = Path(__file__).with_name("mountain_car_step.cu")
+    numba_source = "example_envs.classic_control.mountain_car.mountain_car_step_numba"
     STATE_DIM = C.STATE_DIM
     OBS_DIM = C.OBS_DIM
     PHYSICS = C.PHYSICS

@@ -72,6 +72,7 @@ class ClassicControlPendulumEnv(ClassicControlEnv):
 
     name = "ClassicControlPendulumEnv"
     cuda_source = Path(__file__).with_name("pendulum_step.cu")
+    numba_source = "example_envs.classic_control.pendulum.pendulum_step_numba"
     STATE_DIM = C.STATE_DIM
     OBS_DIM = C.OBS_DIM
     PHYSICS = C.PHYSICS
