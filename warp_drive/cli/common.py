@@ -12,10 +12,12 @@ from warp_drive.errors import WarpDriveError
 from warp_drive.training.interrupt import SignalExit, exit_code_of
 
 
-def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
+def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True, env_names: Sequence[str] = ()) -> None:
+    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs);
+    ``env_names``, the example envs, are listed in ``--env``'s help."""
     src = p.add_mutually_exclusive_group(required=required)
-    src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
+    names = f": {', '.join(env_names)}" if env_names else ""
+    src.add_argument("--env", "-e", help=f"example env name{names} (its bundled run config is used)")
     src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
     p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,

@@ -34,6 +34,11 @@ CPU_SIZED_OVERRIDES: dict[str, tuple[str, ...]] = {name: s.overrides for name, s
 CPU_SIZED_SUMMARY: dict[str, str] = {name: s.summary for name, s in CPU_SIZED.items()}
 
 
+def example_env_names() -> list[str]:
+    """The example envs' names (``--env``), sorted."""
+    return example_envs.example_env_names()
+
+
 def default_config_path(name: str) -> Path:
     """The run config bundled with the example env ``name``."""
     return example_envs.get_default_config_path(name)

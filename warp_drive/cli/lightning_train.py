@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import example_env_name
+from warp_drive.cli.envs import example_env_name, example_env_names
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training.interrupt import IterationAborted, signal_name
@@ -41,7 +41,7 @@ logger = logging.getLogger("warp_drive.training.lightning.train")
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m warp_drive.training.lightning.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_source_arguments(p)
+    add_run_source_arguments(p, env_names=example_env_names())
     p.add_argument("--accelerator", default=None, help="Lightning accelerator (default: gpu for pycuda, cpu for cpu)")
     p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
     p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")

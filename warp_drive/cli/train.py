@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for
+from warp_drive.cli.envs import (CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default_config_path, env_class_for,
+                                 example_env_names)
 from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
 from warp_drive.config._yaml import load_defaults
@@ -61,7 +62,7 @@ PROG = "python -m warp_drive.training.example_training_script"
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_source_arguments(p, required=False)
+    add_run_source_arguments(p, required=False, env_names=example_env_names())
     add_flag(p, "--results_dir", default=None,
              help="run folder, relative to the current one (default: saving.basedir/name/tag/<unix time>.<us>-<pid>-<random>); "
                   "one that holds a run needs --resume")
@@ -166,11 +167,20 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     config = load_run_config(source, [*cpu_sized, *args.overrides, f"trainer.env_backend={backend}"])
     if state is not None:
         _check_resume(state, config, checkpoint, bool(cpu_sized))
+    if args.evaluate and state is None and not any(map(_has_weights_file, config.policy.values())):
+        raise ConfigError(f"--evaluate scores trained weights, and none are given; add --resume RUN_FOLDER (a run "
+                          "folder that training wrote) or set policy.<tag>.model.model_ckpt_filepath")
     if rank == 0:
         run_dir = claim_run_folder(run_dir, default_name=default_name, resume=bool(args.resume))
         if announce:
             print(f"results: {run_dir}", flush=True)
     return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes)
+
+
+def _has_weights_file(policy: Any) -> bool:
+    """Whether a policy section names a weights file (DDPG's and SAC's name one per network)."""
+    files = policy.model.model_ckpt_filepath
+    return any(files.values()) if isinstance(files, dict) else bool(files)
 
 
 def _check_config_backend(raw: Any) -> None:
@@ -274,16 +284,13 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     if plan.rank == 0:
         for note in plan.notes:
             print(note, flush=True)
-    if args.evaluate and not args.resume and not any(p.model.model_ckpt_filepath for p in plan.config.policy.values()):
-        logger.warning("--evaluate without --resume or policy.<tag>.model.model_ckpt_filepath: evaluating "
-                       "untrained (randomly initialised) policies")
     try:
         trainer = build(args, plan)
     except BaseException:
         release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
         raise
     from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-    from warp_drive.training.run_summary import print_random_comparison, print_summary
+    from warp_drive.training.run_summary import print_finished, print_random_comparison, print_summary
 
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
@@ -291,11 +298,16 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
         if plan.rank == 0:
             print_random_comparison(trainer, args.eval_episodes)
         return 0
+    if trainer.iteration >= trainer.num_iters:  # a finished run: its evaluation, no training
+        trainer.graceful_close()
+        if plan.rank == 0:
+            print_finished(trainer, args.eval_episodes)
+        return 0
     if failures is not None:
         failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend):
         seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
-        log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
+        log_estimate(seconds, trainer.num_iters - trainer.iteration, "from a probe of a few env steps")
     first = trainer.iteration
     start = time.perf_counter()
     try:

@@ -95,5 +95,5 @@ class TrainerDDPG(Trainer):
                                     "timestep": old["timestep"], "agent_ids": p.agent_ids}
             rank_state["episode_carry"][tag] = list(old["episode_carry"])
         self.engine.load_state_dict(new, source=f"checkpoint {str(path)!r}")
-        logger.info("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.iteration)
+        logger.debug("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.iteration)
         return path

@@ -295,7 +295,7 @@ class Trainer(TrainerAPI271):
         first = not self._timed_once
         self.iteration_seconds, self._timed_once = seconds, True
         if first and self.rank == 0 and torch.device(self.device).type == "cpu":
-            long_runs.log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
+            long_runs.log_estimate(seconds, self.num_iters - self.iteration + 1, f"first iteration: {seconds:,.1f} s")
 
     def _checkpoint_if_due(self, signum: int | None) -> tuple[int, Path | None]:
         """Save at the save frequency, every ``checkpoint_every_seconds`` and on a stop request;
@@ -358,7 +358,7 @@ class Trainer(TrainerAPI271):
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()
         self._saved_at = (self.iteration, path)
-        logger.info("resumed from %s at iteration %d", path, self.iteration)
+        logger.debug("resumed from %s at iteration %d", path, self.iteration)  # the command lines print it
         return path
 
     # ------------------------------------------------------------------ metrics and run files
