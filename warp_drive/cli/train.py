@@ -40,7 +40,7 @@ from warp_drive.cli.envs import (CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY, default
                                  example_env_names)
 from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
-from warp_drive.config._yaml import load_defaults
+from warp_drive.config.schema import SavingConfig
 from warp_drive.config.load import load_raw_config
 from warp_drive.env.backends import canonical_backend
 from warp_drive.errors import CheckpointError, ConfigError
@@ -55,6 +55,8 @@ logger = logging.getLogger("warp_drive.training.example_training_script")
 #: Episodes (in total over the env replicas) of ``--evaluate`` and the learning summary: twice
 #: ``Trainer.evaluate``'s default, so that the CPU-sized Tag taggers' gain over random shows.
 DEFAULT_EVAL_EPISODES = 200
+#: Most episodes ``--eval_episodes`` may ask for (the evaluation keeps every episode's return).
+MAX_EVAL_EPISODES = 100_000
 
 PROG = "python -m warp_drive.training.example_training_script"
 
@@ -87,9 +89,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_intermixed_args(argv)  # overrides may come before or after the flags
     if not (args.env or args.config or args.resume):
         p.error("one of --env, --config or --resume is required")
-    if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1):
-        p.error(f"--eval_episodes {args.eval_episodes}: use an episode count >= 1 (or 0 to leave the "
-                "end-of-run evaluation out of a training run)")
+    if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1) or args.eval_episodes > MAX_EVAL_EPISODES:
+        p.error(f"--eval_episodes {args.eval_episodes}: use an episode count from 1 to {MAX_EVAL_EPISODES:,} (or 0 to "
+                "leave the end-of-run evaluation out of a training run)")
     if args.num_gpus is not None and args.num_gpus < 1:
         p.error(f"--num_gpus {args.num_gpus}: use a process count >= 1 (or leave it out for one)")
     if args.results_dir is not None and not args.results_dir.strip():
@@ -118,7 +120,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
     (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
     (:mod:`warp_drive.training.run_folder`)."""
     if args.resume:
-        resume = Path(args.resume).expanduser().resolve()
+        resume = Path(chk.as_path(args.resume, "--resume")).expanduser().resolve()
         if not resume.exists():
             raise CheckpointError(f"cannot resume from {args.resume}: no such file or folder; pass a run folder "
                                   "(or a checkpoint_<iteration>.pt in it) that a previous run wrote")
@@ -128,10 +130,9 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
                               f"{args.results_dir} (or copy the run folder there and resume from the copy)")
         return folder, False
     if args.results_dir:
-        return Path(args.results_dir).expanduser().resolve(), False
-    saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
-    parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
-    return (run_base(*parts) / default_run_name()).resolve(), True
+        return Path(chk.as_path(args.results_dir, "--results_dir")).expanduser().resolve(), False
+    sv = SavingConfig.from_dict((raw_config or {}).get("saving"))
+    return (run_base(sv.basedir, sv.name, sv.tag) / default_run_name()).resolve(), True
 
 
 def _config_source(args: argparse.Namespace) -> Any:
