@@ -22,6 +22,7 @@ from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training import checkpoint as ckpt
 from warp_drive.training import long_runs
+from warp_drive.training.checkpoint_check import check_against_run
 from warp_drive.training.engine import Engine
 from warp_drive.training.finite_checks import check_iteration
 from warp_drive.training.phase_timer import PhaseTimer
@@ -353,6 +354,8 @@ class Trainer(TrainerAPI271):
             CheckpointError: see :func:`~warp_drive.training.checkpoint.read_checkpoint`.
         """
         path, state = ckpt.read_checkpoint(path, state, self.config, list(self.policies), self.rank, self.num_devices)
+        check_against_run(state, path, self.env_wrapper.cuda_data_manager.state_dict(),
+                          {tag: p.agent_ids for tag, p in self.policies.items()}, self.num_devices)
         self.engine.load_state_dict(state, source=f"checkpoint {str(path)!r}")
         if self.rank == 0:
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
