@@ -31,7 +31,7 @@ from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_
 from warp_drive.cli.envs import example_env_name, example_env_names
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
-from warp_drive.training.interrupt import IterationAborted, signal_name
+from warp_drive.training.interrupt import IterationAborted, stop_outside_training, signal_name
 from warp_drive.training.run_failures import RunFailures
 from warp_drive.training.run_folder import check_writable, default_run_name
 
@@ -184,6 +184,11 @@ def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    with stop_outside_training():  # SIGTERM outside training: exit 143 with a message
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from warp_drive.training.lightning.cli_runs import newest_intact_lightning_checkpoint
 
     args = parse_args(argv)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from warp_drive.config.load import load_raw_config
 from warp_drive.env.backends import canonical_backend
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
-from warp_drive.training.interrupt import TrainingInterrupted, signal_name
+from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training, signal_name
 from warp_drive.training.run_failures import RunFailures, resume_folder
 from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.utils.device import backend_choice, choose_backend
@@ -282,14 +283,19 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     if args.auto_scale:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
     plan = plan_run(args)
+    try:
+        return _run_plan(args, plan, failures)
+    except BaseException:  # a failed build, or a signal before training started
+        if not getattr(failures, "training", False):  # once started, the folder keeps the error's log
+            release_if_empty(plan.run_dir)  # the claimed folder, if still empty
+        raise
+
+
+def _run_plan(args: argparse.Namespace, plan: RunPlan, failures: Any) -> int:
     if plan.rank == 0:
         for note in plan.notes:
             print(note, flush=True)
-    try:
-        trainer = build(args, plan)
-    except BaseException:
-        release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
-        raise
+    trainer = build(args, plan)
     from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
     from warp_drive.training.run_summary import print_finished, print_random_comparison, print_summary
 
@@ -327,6 +333,11 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    with stop_outside_training():  # SIGTERM from now on: exit 143 with a message (Trainer.train's handlers while it runs)
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     configure_logging(args.quiet)
     failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
@@ -335,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.num_gpus and args.num_gpus > 1:
             from warp_drive.training.distributed import launch_with_torchrun
 
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # torchrun's processes get their own; this one waits
             argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
             return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
         return failures.call(lambda: run(args, failures))
