@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 F32 = np.float32
+#: Range of ``grid_length``: a float32 arena whose positions, speeds and distances stay meaningful.
+MIN_GRID_LENGTH, MAX_GRID_LENGTH = 1e-2, 1e6
 
 
 #: Per-agent state arrays (reset-copied, so (E, N) on the data store).
@@ -93,7 +95,7 @@ class TagContinuous(CUDAEnvironmentContext):
 
     Args:
         num_taggers, num_runners: agent counts (>= 1 each); N = num_taggers + num_runners.
-        grid_length: side L of the square (> 0).
+        grid_length: side L of the square (0.01 <= L <= 1e6).
         episode_length: steps per episode T (>= 1).
         starting_location_x, starting_location_y: (N,) start positions in [0, L], or None
             (uniform, drawn at each host ``reset()``).
@@ -203,7 +205,8 @@ class TagContinuous(CUDAEnvironmentContext):
         self.num_taggers = check_int(env, "num_taggers", num_taggers, minimum=1)
         self.num_runners = check_int(env, "num_runners", num_runners, minimum=1)
         self.num_agents = self.num_taggers + self.num_runners
-        self.grid_length = check_float(env, "grid_length", grid_length, above=0.0)
+        self.grid_length = check_float(env, "grid_length", grid_length, at_least=MIN_GRID_LENGTH, at_most=MAX_GRID_LENGTH,
+                                       fix="the side of the square, e.g. 10 (positions are float32)")
         self.episode_length = check_int(env, "episode_length", episode_length, minimum=1)
         self.seed = None if seed is None else check_int(env, "seed", seed)
         self.max_speed = check_float(env, "max_speed", max_speed, above=0.0)

@@ -68,3 +68,57 @@ def test_utf16_file_loads_and_non_utf8_file_is_a_typed_error(tmp_path):
     latin.write_bytes("name: caf\xe9\n".encode("latin-1"))
     message = _message(lambda: load_run_config(latin))
     assert "not UTF-8 text" in message and "save it as UTF-8" in message
+
+
+# ----------------------------------------------------------------------------- issue 39's appendix: reading
+@pytest.mark.parametrize("source", ["fifo", "/dev/zero", "/dev/urandom", "folder"])
+def test_a_config_that_is_not_a_regular_file_is_refused_at_once(tmp_path, source):
+    import os
+
+    path = {"fifo": tmp_path / "fifo", "folder": tmp_path}.get(source, source)
+    if source == "fifo":
+        os.mkfifo(path)  # no writer: opening it would block
+    assert "is not a regular file" in _message(lambda: load_run_config(path))
+
+
+def test_a_config_file_over_the_size_cap_is_refused_with_a_bounded_read(tmp_path, monkeypatch):
+    from warp_drive.config import load
+
+    path = tmp_path / "big.yaml"
+    path.write_text("#" * load.MAX_CONFIG_BYTES + "\n")  # 1 MiB of comments (the probe used 50 MB)
+    assert "is larger than 1,048,576 bytes" in _message(lambda: load_run_config(path))
+    reads = []
+    real_open = open
+
+    class Spy:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n=-1):
+            reads.append(n)
+            return self.f.read(n)
+
+    monkeypatch.setattr("builtins.open", lambda *a, **k: Spy(real_open(*a, **k)))
+    _message(lambda: load_run_config(path))
+    assert reads == [load.MAX_CONFIG_BYTES + 1]
+
+
+def test_one_long_string_named_by_many_aliases_is_refused():
+    text = "s: &s " + "x" * 100_000 + "\nenv: {grid_length: [" + ", ".join(["*s"] * 99) + "]}\n"
+    message = _message(lambda: load_run_config({}, ["env.grid_length={" + text.replace("\n", ", ") + "}"]))
+    assert "more than 4,000,000 characters (an alias bomb?)" in message
+
+
+def test_a_key_given_twice_is_refused_and_merge_keys_may_still_be_overridden(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("policy:\n  shared: {lr: 0.1}\n  other: {}\n  shared: {lr: 0.2}\n")
+    message = _message(lambda: load_run_config(path))
+    assert "key 'shared' is given twice in one mapping (lines 2 and 4)" in message and "dup.yaml" in message
+    cfg = load_run_config({"policy": {"shared": {}}}, ["policy.shared={<<: {lr: 0.1, gamma: 0.9}, lr: 0.2}"])
+    assert cfg.policy["shared"].lr == 0.2 and cfg.policy["shared"].gamma == 0.9

@@ -24,6 +24,24 @@ MUST_FAIL = ["policy.shared.lr=1e308", "policy.shared.model.fc_dims=[1000000000]
              "trainer.num_envs=-1", "trainer.seed=1e40", "policy.shared.gamma=nan", "trainer=[1, 2]",
              "trainer=null", "env=~", "saving=null", "sampler.params=null", "policy.shared=null",
              "policy.shared.model=null", "policy.shared.model.kwargs=null"]
+#: Internal errors and silent accepts of issue 39's adversarial re-run: each now a typed one-line error naming the key.
+MUST_FAIL_39 = {"policy.shared.num_epochs=1e6": "num_epochs`=1000000 is too large",
+                "policy.shared.num_epochs=1e9": "num_epochs`=1000000000 is too large",
+                "policy.shared.num_minibatches=2000": "num_minibatches`=2000 is too large",
+                "policy.shared.num_epochs=100": "gradient steps per iteration",  # with num_minibatches=200 below
+                "policy.shared.model.fc_dims=[65536, 65536]": "4,294,967,296 weights between its hidden layers",
+                "env.num_runners=" + "9" * 4000: "`env.num_runners`=<int of",
+                "env.a={b: [1, 99999999999999999999999]}": "`env.a.b[1]`=99999999999999999999999 is too large",
+                "policy.shared.model.kwargs={1: 2}": "key 1 is not a string (int)",
+                "env={7: 1}": "`env` key 7 is not a string",
+                'saving.basedir="/tmp/a\\0b"': "holds a NUL byte",
+                "saving.basedir=/" + "x" * 5000: "a path may be at most 4096 bytes",
+                "saving.basedir=/tmp/" + "x" * 300: "a file or folder name may be at most 255 bytes",
+                "saving.name=../../..": "would put the run outside `saving.basedir`",
+                "saving.name=/etc": "would put the run outside `saving.basedir`",
+                "saving.tag=a/../../b": "would put the run outside `saving.basedir`",
+                "saving.tag=" + "t" * 300: "may be at most 255 bytes",
+                'saving.tag="\\ud800"': "lone surrogate"}
 #: Null sections in a file: each an error naming the section and the fix (no 2.7.1 config writes one).
 NULL_SECTIONS = {"trainer:\n": "`trainer` is null", "trainer: null\n": "write `trainer: {}` or remove the line",
                  "env:\n": "`env` is null", "saving: ~\n": "`saving` is null", "policy:\n": "`policy` is null",
@@ -74,6 +92,43 @@ def test_each_bad_value_of_the_issue_is_refused(override):
     assert outcome(lambda: load_run_config(GOOD, [override])) == "error"
 
 
+@pytest.mark.parametrize("override,message", list(MUST_FAIL_39.items()))
+def test_each_failure_of_issue_39_is_a_typed_error_naming_the_key(override, message):
+    extra = ["policy.shared.num_minibatches=200", "trainer.train_batch_size=200"] if "num_epochs=100" in override else []
+    with pytest.raises(WarpDriveError, match=None) as info:
+        load_run_config(GOOD, [*extra, override])
+    assert message in str(info.value) and outcome(lambda: load_run_config(GOOD, [*extra, override])) == "error", str(info.value)
+
+
+def test_a_missing_trainer_section_is_a_notice_with_the_defaults(caplog):
+    caplog.set_level("INFO", logger="warp_drive.config.schema")
+    load_run_config({k: v for k, v in GOOD.items() if k != "trainer"} | {"env": {"episode_length": 1000}})
+    assert "no `trainer` section: defaults.yaml's are used (num_envs=" in caplog.text
+    caplog.clear()
+    load_run_config(GOOD)
+    assert "no `trainer` section" not in caplog.text
+
+
+def test_unknown_model_kwargs_name_the_key_and_the_allowed_ones():
+    from warp_drive.errors import ConfigError
+    from warp_drive.training.models import ModelFactory
+    from warp_drive.training.models.action_spec import ActionSpec
+
+    def build(kwargs):
+        model = load_run_config(GOOD, [f"policy.shared.model.kwargs={kwargs}"]).policy["shared"].model
+        return ModelFactory().build(model, 4, ActionSpec(categorical=(2,)), "policy.shared.model")
+
+    for kwargs, message in [("{foo: 1}", "unknown key `policy.shared.model.kwargs.foo`"),
+                            ("{a: {b: {c: 1}}}", "takes no argument `a`"),
+                            ("{activaton: tanh}", "did you mean `policy.shared.model.kwargs.activation`?"),
+                            ("{fc_dims: [3]}", "write `policy.shared.model.fc_dims` instead")]:
+        with pytest.raises(ConfigError) as info:
+            build(kwargs)
+        assert message in str(info.value), str(info.value)
+        assert "fc_dims" in str(info.value) or "It takes: log_std_init, normalize_obs, activation" in str(info.value)
+    assert build("{activation: tanh}") is not None
+
+
 def test_random_overrides_give_values_or_typed_errors():
     results = [outcome(lambda c=c: load_run_config(GOOD, c)) for c in cases(random.Random(26), 300)]
     assert results.count("error") > 150
@@ -120,13 +175,17 @@ def test_a_bad_env_backend_in_the_config_is_not_replaced_by_the_cli_backend(tmp_
 
 @pytest.mark.parametrize("argv", [["--num_gpus", "0"], ["--num_gpus", "-3"], ["--results_dir", ""],
                                   ["--results_dir", " "], ["--num_gpus", "x"], ["--eval_episodes", "-1"], [],
-                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numba"]])
+                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numba"],
+                                  ["--eval_episodes", "1000000000"], ["--results_dir", "/tmp/" + "y" * 5000],
+                                  ["--results_dir", "a\0b"], ["--resume", "r\0"], ["--resume", "/" + "r" * 5000],
+                                  ["saving.name=../../.."], ["saving.basedir=/" + "b" * 5000]])
 def test_cli_validation_refuses_bad_arguments(tmp_path, argv):
     config = tmp_path / "run.yaml"
     config.write_text("name: dummy_env\nenv: {episode_length: 10}\npolicy: {shared: {to_train: true}}\n"
                       "trainer: {num_envs: 2, train_batch_size: 20, num_episodes: 4}\n")
     full = ["--config", str(config), "--backend", "cpu", *argv] if argv else []
     assert outcome(lambda: script.plan_run(script.parse_args(full), announce=False)) in ("error", "exit2")
+    assert list(tmp_path.iterdir()) == [config]  # no run folder
 
 
 def test_random_command_lines_through_plan_run(tmp_path):

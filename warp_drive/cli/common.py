@@ -12,11 +12,13 @@ from warp_drive.errors import WarpDriveError
 from warp_drive.training.interrupt import SignalExit, exit_code_of
 
 
-def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs)."""
+def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True, env_names: Sequence[str] = ()) -> None:
+    """``--env`` | ``--config``, dotted overrides and ``--backend`` (shared by the training CLIs);
+    ``env_names``, the example envs, are listed in ``--env``'s help."""
     src = p.add_mutually_exclusive_group(required=required)
+    names = f" (examples: {', '.join(env_names)})" if env_names else ""
     src.add_argument("--env", "-e", help="env: an example env name, my_pkg.my_module:MyEnv, a name registered by "
-                                         "--import, or an entry point of group warp_drive.envs (its run config is used)")
+                                         f"--import, or an entry point of group warp_drive.envs{names} (its run config is used)")
     src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name', in any --env form)")
     p.add_argument("--import", dest="env_imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (its import registers your envs); repeatable")

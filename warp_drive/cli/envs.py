@@ -167,6 +167,11 @@ def default_config_path(name: str, imports: Sequence[str] | None = None) -> Path
     return resolve_env(name, imports).run_config_path()
 
 
+def example_env_names() -> list[str]:
+    """The example envs' names (``--env``), sorted."""
+    return example_envs.example_env_names()
+
+
 def example_env_name(name: str) -> str:
     """The example-env registry name for a run config's ``name``.
 

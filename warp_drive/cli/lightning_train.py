@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import resolve_env
+from warp_drive.cli.envs import example_env_names, resolve_env
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
-from warp_drive.training.interrupt import IterationAborted, signal_name
+from warp_drive.training.interrupt import IterationAborted, stop_outside_training, signal_name
 from warp_drive.training.run_failures import RunFailures
 from warp_drive.training.run_folder import check_writable, default_run_name
 
@@ -41,7 +41,7 @@ logger = logging.getLogger("warp_drive.training.lightning.train")
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m warp_drive.training.lightning.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_source_arguments(p)
+    add_run_source_arguments(p, env_names=example_env_names())
     p.add_argument("--accelerator", default=None, help="Lightning accelerator (default: gpu for pycuda, cpu for cpu)")
     p.add_argument("--devices", default="1", help="Lightning devices: a count, 'auto' or a list like 0,1")
     p.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
@@ -184,6 +184,11 @@ def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    with stop_outside_training():  # SIGTERM outside training: exit 143 with a message
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from warp_drive.training.lightning.cli_runs import newest_intact_lightning_checkpoint
 
     args = parse_args(argv)

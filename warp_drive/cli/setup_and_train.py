@@ -30,7 +30,7 @@ from warp_drive.config._checks import closest_match
 from warp_drive.config._yaml import yaml_loads
 from warp_drive.errors import ConfigError
 from warp_drive.training.build import build_trainer
-from warp_drive.training.interrupt import TrainingInterrupted
+from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training
 from warp_drive.training.run_folder import check_writable, default_run_name
 from warp_drive.utils.device import choose_backend
 
@@ -118,8 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs.
 
     Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
-    SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143.
+    SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143 (outside training:
+    at once, with one line).
     """
+    with stop_outside_training():
+        return _run_main(argv)
+
+
+def _run_main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     configure_logging(quiet=False)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,15 +38,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
-from warp_drive.cli.envs import ResolvedEnv, resolve_env
+from warp_drive.cli.envs import ResolvedEnv, example_env_names, resolve_env
 from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
-from warp_drive.config._yaml import load_defaults
+from warp_drive.config.schema import SavingConfig
 from warp_drive.config.load import load_raw_config
 from warp_drive.env.backends import canonical_backend
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
-from warp_drive.training.interrupt import TrainingInterrupted, signal_name
+from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training, signal_name
 from warp_drive.training.run_failures import RunFailures, resume_folder
 from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.utils.device import backend_choice, choose_backend
@@ -55,6 +56,8 @@ logger = logging.getLogger("warp_drive.training.example_training_script")
 #: Episodes (in total over the env replicas) of ``--evaluate`` and the learning summary: twice
 #: ``Trainer.evaluate``'s default, so that the CPU-sized Tag taggers' gain over random shows.
 DEFAULT_EVAL_EPISODES = 200
+#: Most episodes ``--eval_episodes`` may ask for (the evaluation keeps every episode's return).
+MAX_EVAL_EPISODES = 100_000
 
 PROG = "python -m warp_drive.training.example_training_script"
 
@@ -62,7 +65,7 @@ PROG = "python -m warp_drive.training.example_training_script"
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_source_arguments(p, required=False)
+    add_run_source_arguments(p, required=False, env_names=example_env_names())
     add_flag(p, "--results_dir", default=None,
              help="run folder, relative to the current one (default: saving.basedir/name/tag/<unix time>.<us>-<pid>-<random>); "
                   "one that holds a run needs --resume")
@@ -87,9 +90,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_intermixed_args(argv)  # overrides may come before or after the flags
     if not (args.env or args.config or args.resume):
         p.error("one of --env, --config or --resume is required")
-    if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1):
-        p.error(f"--eval_episodes {args.eval_episodes}: use an episode count >= 1 (or 0 to leave the "
-                "end-of-run evaluation out of a training run)")
+    if args.eval_episodes < 0 or (args.evaluate and args.eval_episodes < 1) or args.eval_episodes > MAX_EVAL_EPISODES:
+        p.error(f"--eval_episodes {args.eval_episodes}: use an episode count from 1 to {MAX_EVAL_EPISODES:,} (or 0 to "
+                "leave the end-of-run evaluation out of a training run)")
     if args.num_gpus is not None and args.num_gpus < 1:
         p.error(f"--num_gpus {args.num_gpus}: use a process count >= 1 (or leave it out for one)")
     if args.results_dir is not None and not args.results_dir.strip():
@@ -119,7 +122,7 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
     (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
     (:mod:`warp_drive.training.run_folder`)."""
     if args.resume:
-        resume = Path(args.resume).expanduser().resolve()
+        resume = Path(chk.as_path(args.resume, "--resume")).expanduser().resolve()
         if not resume.exists():
             raise CheckpointError(f"cannot resume from {args.resume}: no such file or folder; pass a run folder "
                                   "(or a checkpoint_<iteration>.pt in it) that a previous run wrote")
@@ -129,10 +132,9 @@ def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tup
                               f"{args.results_dir} (or copy the run folder there and resume from the copy)")
         return folder, False
     if args.results_dir:
-        return Path(args.results_dir).expanduser().resolve(), False
-    saving = {**load_defaults()["saving"], **dict(chk.require_mapping((raw_config or {}).get("saving"), "saving"))}
-    parts = [chk.as_str(saving[k], f"saving.{k}") for k in ("basedir", "name", "tag")]
-    return (run_base(*parts) / default_run_name()).resolve(), True
+        return Path(chk.as_path(args.results_dir, "--results_dir")).expanduser().resolve(), False
+    sv = SavingConfig.from_dict((raw_config or {}).get("saving"))
+    return (run_base(sv.basedir, sv.name, sv.tag) / default_run_name()).resolve(), True
 
 
 def _config_source(args: argparse.Namespace, env: ResolvedEnv | None = None) -> Any:
@@ -173,11 +175,20 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     env = env or resolve_env(config.name, imports)  # a --config or --resume run: the config's name
     if state is not None:
         _check_resume(state, config, checkpoint, bool(cpu_sized))
+    if args.evaluate and state is None and not any(map(_has_weights_file, config.policy.values())):
+        raise ConfigError(f"--evaluate scores trained weights, and none are given; add --resume RUN_FOLDER (a run "
+                          "folder that training wrote) or set policy.<tag>.model.model_ckpt_filepath")
     if rank == 0:
         run_dir = claim_run_folder(run_dir, default_name=default_name, resume=bool(args.resume))
         if announce:
             print(f"results: {run_dir}", flush=True)
     return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes, env)
+
+
+def _has_weights_file(policy: Any) -> bool:
+    """Whether a policy section names a weights file (DDPG's and SAC's name one per network)."""
+    files = policy.model.model_ckpt_filepath
+    return any(files.values()) if isinstance(files, dict) else bool(files)
 
 
 def _check_config_backend(raw: Any) -> None:
@@ -280,19 +291,21 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     if args.auto_scale:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
     plan = plan_run(args)
+    try:
+        return _run_plan(args, plan, failures)
+    except BaseException:  # a failed build, or a signal before training started
+        if not getattr(failures, "training", False):  # once started, the folder keeps the error's log
+            release_if_empty(plan.run_dir)  # the claimed folder, if still empty
+        raise
+
+
+def _run_plan(args: argparse.Namespace, plan: RunPlan, failures: Any) -> int:
     if plan.rank == 0:
         for note in plan.notes:
             print(note, flush=True)
-    if args.evaluate and not args.resume and not any(p.model.model_ckpt_filepath for p in plan.config.policy.values()):
-        logger.warning("--evaluate without --resume or policy.<tag>.model.model_ckpt_filepath: evaluating "
-                       "untrained (randomly initialised) policies")
-    try:
-        trainer = build(args, plan)
-    except BaseException:
-        release_if_empty(plan.run_dir)  # a claimed folder that a failed build left empty
-        raise
+    trainer = build(args, plan)
     from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-    from warp_drive.training.run_summary import print_random_comparison, print_summary
+    from warp_drive.training.run_summary import print_finished, print_random_comparison, print_summary
 
     if plan.checkpoint is not None and plan.rank == 0:
         print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
@@ -300,11 +313,16 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
         if plan.rank == 0:
             print_random_comparison(trainer, args.eval_episodes)
         return 0
+    if trainer.iteration >= trainer.num_iters:  # a finished run: its evaluation, no training
+        trainer.graceful_close()
+        if plan.rank == 0:
+            print_finished(trainer, args.eval_episodes)
+        return 0
     if failures is not None:
         failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend, plan.env):
         seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
-        log_estimate(seconds, trainer.num_iters, "from a probe of a few env steps")
+        log_estimate(seconds, trainer.num_iters - trainer.iteration, "from a probe of a few env steps")
     first = trainer.iteration
     start = time.perf_counter()
     try:
@@ -323,6 +341,11 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    with stop_outside_training():  # SIGTERM from now on: exit 143 with a message (Trainer.train's handlers while it runs)
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     configure_logging(args.quiet)
     failures = RunFailures(lambda folder: f"{PROG} --resume {folder}", args.debug, resume_folder(args.resume))
@@ -331,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.num_gpus and args.num_gpus > 1:
             from warp_drive.training.distributed import launch_with_torchrun
 
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # torchrun's processes get their own; this one waits
             argv_rest = without_flag(sys.argv[1:] if argv is None else list(argv), ("--num_gpus", "--num-gpus", "-n"))
             return launch_with_torchrun(args.num_gpus, argv_rest, "warp_drive.cli.train")
         return failures.call(lambda: run(args, failures))

@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import difflib
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,15 @@ from warp_drive.utils.excerpt import brief, excerpt
 Schedule = tuple[tuple[float, float], ...]
 #: Largest integer a config value may hold (counts, sizes and seeds are int32 on the device).
 MAX_INT = 2**31 - 1
+#: Most epochs and minibatches of one policy's update, and gradient steps (their product) per iteration.
+MAX_NUM_EPOCHS = 1000
+MAX_NUM_MINIBATCHES = 1024
+MAX_GRADIENT_STEPS = 10_000
+#: Largest absolute integer in the free sections (``env``, ``model.kwargs``): numpy's and torch's int64.
+MAX_FREE_INT = 2**63 - 1
+#: Longest path and longest file or folder name in it (bytes; Linux's PATH_MAX and NAME_MAX).
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
 #: Largest value of a schedule (learning rate, loss coefficients).
 MAX_SCHEDULE_VALUE = 1e6
 
@@ -105,6 +115,68 @@ def as_str(value: Any, key: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"`{key}`={brief(value)} must be a string; quote it in the YAML file.")
     return value
+
+
+def as_path(value: Any, key: str) -> str:
+    """Checks a file or folder path: a string without NUL bytes that the file system can hold (valid
+    text, at most :data:`MAX_PATH_BYTES` bytes, each name in it at most :data:`MAX_NAME_BYTES`)."""
+    text = as_str(value, key)
+    if "\x00" in text:
+        raise ConfigError(f"`{key}`={brief(text)} holds a NUL byte, which no path can; remove it.")
+    try:
+        data = os.fsencode(text)
+    except UnicodeError:
+        raise ConfigError(f"`{key}`={brief(text)} is not valid text for a file name (a lone surrogate?); "
+                          "write it with ordinary characters.") from None
+    if len(data) > MAX_PATH_BYTES:
+        raise ConfigError(f"`{key}`={brief(text)} is {len(data):,} bytes long; a path may be at most "
+                          f"{MAX_PATH_BYTES} bytes: shorten it.")
+    longest = max(data.split(b"/"), key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        raise ConfigError(f"`{key}` holds a name of {len(longest):,} bytes ({brief(os.fsdecode(longest))}); a file "
+                          f"or folder name may be at most {MAX_NAME_BYTES} bytes: shorten it.")
+    return text
+
+
+def as_relative_path(value: Any, key: str) -> str:
+    """Checks a path that must stay inside the folder it is joined to (:func:`as_path`, not absolute,
+    no ``..``): ``saving.name`` and ``saving.tag`` under ``saving.basedir``."""
+    text = as_path(value, key)
+    if text.startswith(("/", "~")) or ".." in text.split("/"):
+        raise ConfigError(f"`{key}`={brief(text)} would put the run outside `saving.basedir`; use a plain name "
+                          "(no leading / or ~, no `..`), and set `saving.basedir` for another place.")
+    return text
+
+
+def as_update_steps(epochs: Any, minibatches: Any, prefix: str) -> tuple[int, int]:
+    """Checks ``num_epochs`` and ``num_minibatches`` of a policy section and bounds the gradient steps
+    per iteration (their product) that they make; returns ``(num_epochs, num_minibatches)``."""
+    epochs = as_int(epochs, join_key(prefix, "num_epochs"), minimum=1, maximum=MAX_NUM_EPOCHS)
+    minibatches = as_int(minibatches, join_key(prefix, "num_minibatches"), minimum=1, maximum=MAX_NUM_MINIBATCHES)
+    if epochs * minibatches > MAX_GRADIENT_STEPS:
+        raise ConfigError(f"`{prefix}`: num_epochs={epochs} x num_minibatches={minibatches} = {epochs * minibatches:,} "
+                          f"gradient steps per iteration; the most is {MAX_GRADIENT_STEPS:,} (PPO usually makes 4-10 "
+                          "epochs of 4-64 minibatches): lower one of them.")
+    return epochs, minibatches
+
+
+def check_free_section(value: Any, key: str) -> None:
+    """A free section (``env``, ``model.kwargs``) holds only string keys (they become keyword
+    arguments) and, at any depth, no integer beyond int64 (no env or model can hold one)."""
+    stack = [(value, key)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if not isinstance(k, str) and where == key:
+                    raise ConfigError(f"`{key}` key {brief(k)} is not a string ({type(k).__name__}); keys of `{key}` are argument "
+                                      f"names: quote it, or write the name it stands for.")
+                stack.append((v, join_key(where, k if isinstance(k, str) else brief(k))))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
+        elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_FREE_INT:
+            raise ConfigError(f"`{excerpt(where, 80)}`={brief(node)} is too large; integers here must fit in 64 bits "
+                              f"(|value| <= {MAX_FREE_INT}).")
 
 
 def as_unit_interval(value: Any, key: str, hint: str, *, include_zero: bool = False) -> float:

@@ -135,8 +135,7 @@ class DDPGPolicyConfig:
             lr=lr,
             max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
             normalize_return=False,
-            num_epochs=chk.as_int(d["num_epochs"], key("num_epochs"), minimum=1),
-            num_minibatches=chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1),
+            **dict(zip(("num_epochs", "num_minibatches"), chk.as_update_steps(d["num_epochs"], d["num_minibatches"], prefix))),
             model=DDPGModelConfig.from_dict(d["model"], key("model")),
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
+#: Largest run config file read (bytes): the bundled ones are a few KB.
+MAX_CONFIG_BYTES = 1 << 20
 #: Sections whose keys are free (not checked against ``defaults.yaml``).
 _FREE_PATHS = ("env", "policy.*.model.kwargs")
 
@@ -57,15 +60,34 @@ def load_raw_config(
         raw = copy.deepcopy(dict(path_or_dict))
     else:
         path = Path(path_or_dict)
-        try:
-            text = _decode(path.read_bytes(), path)
-        except OSError as err:
-            raise ConfigError(f"cannot read run config {str(path)!r}: {err}; check the path.") from err
+        text = _decode(read_config_bytes(path), path)
         raw = _yaml(text, f"run config {str(path)!r}", f"run config {str(path)!r} is not valid YAML")
         raw = dict(chk.require_mapping(raw, str(path)))
     for override in overrides:
         apply_override(raw, override)
     return raw
+
+
+def read_config_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The bytes of a run config file, read with a bounded read: a regular file of at most ``limit``
+    bytes (a FIFO, a device such as /dev/zero or a folder would block or never end).
+
+    Raises:
+        ConfigError: the path is missing, unreadable, not a regular file or larger than ``limit``.
+    """
+    shown = chk.brief(str(path))
+    try:
+        chk.as_path(str(path), "--config")
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ConfigError(f"run config {shown} is not a regular file (a folder, FIFO or device); pass a YAML file.")
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as err:
+        raise ConfigError(f"cannot read run config {shown}: {err.strerror or err}; check the path.") from None
+    if len(data) > limit:
+        raise ConfigError(f"run config {shown} is larger than {limit:,} bytes; a run config is a few KB of YAML: "
+                          "pass the right file, or move the bulk of it into files your env reads.")
+    return data
 
 
 def _yaml(text: str, where: str, invalid: str) -> Any:

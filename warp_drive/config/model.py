@@ -15,6 +15,8 @@ from warp_drive.config._yaml import load_defaults
 from warp_drive.errors import ConfigError
 
 INIT_METHODS = ("default", "xavier", "orthogonal")
+#: Most weights between the hidden layers of one network (``sum(fc_dims[i] * fc_dims[i + 1])``): 256 MB of float32.
+MAX_HIDDEN_WEIGHTS = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ModelConfig(chk.PlainDict):
         fc_dims = tuple(
             chk.as_int(v, f"{key('fc_dims')}[{i}]", minimum=1, maximum=2**16) for i, v in enumerate(dims)
         )
+        _check_hidden_weights(fc_dims, key("fc_dims"))
         init = chk.as_str(d["init_method"], key("init_method")).lower()
         if init not in INIT_METHODS:
             match = chk.closest_match(init, INIT_METHODS)
@@ -65,10 +68,25 @@ class ModelConfig(chk.PlainDict):
             fc_dims=fc_dims,
             model_ckpt_filepath="" if ckpt is None else chk.as_str(ckpt, key("model_ckpt_filepath")),
             init_method=init,
-            kwargs=dict(chk.require_mapping(d["kwargs"], key("kwargs"))),
+            kwargs=_kwargs(d["kwargs"], key("kwargs")),
             output_w=None if d["output_w"] is None else chk.as_float(d["output_w"], key("output_w")),
             output_b=None if d["output_b"] is None else chk.as_float(d["output_b"], key("output_b")),
         )
+
+
+def _check_hidden_weights(fc_dims: tuple[int, ...], key: str) -> None:
+    """The weights between hidden layers, checked before anything is allocated."""
+    weights = sum(a * b for a, b in zip(fc_dims, fc_dims[1:]))
+    if weights > MAX_HIDDEN_WEIGHTS:
+        raise ConfigError(f"`{key}`={list(fc_dims)} has {weights:,} weights between its hidden layers "
+                          f"({weights * 4 / 1e9:,.1f} GB of float32, before gradients and optimizer state); the most "
+                          f"is {MAX_HIDDEN_WEIGHTS:,}: use narrower layers, e.g. [256, 256].")
+
+
+def _kwargs(value: Any, key: str) -> dict[str, Any]:
+    kwargs = dict(chk.require_mapping(value, key))
+    chk.check_free_section(kwargs, key)
+    return kwargs
 
 
 @dataclass(frozen=True)

@@ -200,9 +200,8 @@ class PolicyConfig(chk.PlainDict):
                                    "usual for PPO)", include_zero=True)
         clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
         vf_clip = None if d["vf_clip_param"] is None else chk.as_positive(d["vf_clip_param"], key("vf_clip_param"))
-        epochs = chk.as_int(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None else d["num_epochs"],
-                            key("num_epochs"), minimum=1)
-        minibatches = chk.as_int(d["num_minibatches"], key("num_minibatches"), minimum=1)
+        epochs, minibatches = chk.as_update_steps(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None
+                                                  else d["num_epochs"], d["num_minibatches"], prefix)
         if algorithm == "PPO" and epochs * minibatches == 1:
             logger.warning(
                 "%s: PPO with num_epochs=1 and num_minibatches=1 makes one gradient step per "
@@ -253,7 +252,8 @@ class SavingConfig(chk.PlainDict):
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         return cls(
             **{k: chk.as_int(d[k], key(k), minimum=1) for k in ("metrics_log_freq", "model_params_save_freq")},
-            **{k: chk.as_str(d[k], key(k)) for k in ("basedir", "name", "tag")},
+            basedir=chk.as_path(d["basedir"], key("basedir")),
+            **{k: chk.as_relative_path(d[k], key(k)) for k in ("name", "tag")},
             checkpoint_every_seconds=_non_negative(d["checkpoint_every_seconds"], key("checkpoint_every_seconds")),
         )
 
@@ -339,6 +339,10 @@ class RunConfig:
         raw = chk.require_mapping(raw, "<run config>")
         defaults = load_defaults()
         chk.reject_null_sections(raw, defaults)  # and unknown top-level keys
+        if "trainer" not in raw:
+            t = defaults["trainer"]
+            logger.info("the run config has no `trainer` section: defaults.yaml's are used (num_envs=%s, "
+                        "train_batch_size=%s, num_episodes=%s)", t["num_envs"], t["train_batch_size"], t["num_episodes"])
         trainer = TrainerConfig.from_dict(raw.get("trainer"))
         policies_raw = chk.require_mapping(raw.get("policy"), "policy")
         if not policies_raw:
@@ -364,6 +368,7 @@ class RunConfig:
         if not any(p.to_train for p in policy.values()):
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))
+        chk.check_free_section(env, "env")
         if env.get("seed") is not None:  # None or an integer in [0, 2**31)
             chk.as_int(env["seed"], "env.seed", minimum=0)
         if "episode_length" in env:

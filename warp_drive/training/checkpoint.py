@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from warp_drive.errors import CheckpointError
+from warp_drive.training.checkpoint_check import check_contents, check_rank_state
 from warp_drive.training.checkpoint_files import (  # noqa: F401  (the names callers know checkpoint's files by)
     READABLE_VERSIONS,
     atomic_save,
@@ -117,6 +118,7 @@ def _read_trainer_state(path: Path) -> dict:
     if state.get("format_version") not in READABLE_VERSIONS and state.get("format") != "ddpg-1":  # TrainerDDPG's
         raise checkpoint_error(f"checkpoint {str(path)!r} has format {state.get('format_version')}; this version reads "
                      f"{', '.join(map(str, READABLE_VERSIONS))}", "format", path)
+    check_contents(state, path)
     return dict(state)
 
 
@@ -141,6 +143,7 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
     numbered = numbered_checkpoints(folder)
     latest = folder / LATEST
     skipped: list[str] = []
+    first_error: list[str] = []
 
     def attempt(candidate: Path) -> dict | None:
         try:
@@ -150,6 +153,7 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
                 raise
             logger.warning("%s; falling back to the previous checkpoint", err)
             skipped.append(candidate.name)
+            first_error.append(excerpt(str(err), 300))
             return None
 
     chosen: tuple[Path, dict] | None = None
@@ -163,8 +167,8 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, dict]:
             break
     if chosen is None:
         if skipped:
-            raise checkpoint_error(f"no intact checkpoint in {str(folder)!r}: {', '.join(skipped)} are corrupt or truncated",
-                         "corrupt", folder)
+            raise checkpoint_error(f"no intact checkpoint in {str(folder)!r}: {', '.join(skipped)} are corrupt, truncated "
+                                   f"or invalid (first: {first_error[0]})", "corrupt", folder)
         raise checkpoint_error(f"no checkpoint in {str(folder)!r} (no {LATEST} or checkpoint_<iteration>.pt); pass a "
                      "checkpoint file or the run folder of a run that saved one", "missing", folder)
     if skipped:
@@ -242,6 +246,8 @@ def read_checkpoint(path: str | Path, state: Mapping[str, Any] | None, config: A
     if rank != 0:
         own = rank_path(path, rank)
         rank_state = safe_load(own, "cpu", "checkpoint") if own.is_file() else None
+        if rank_state is not None:
+            check_rank_state(rank_state, own)
     if state.get("world_size", 1) != world_size:
         rank_state = None  # the env replicas were split differently: start from fresh episodes
     return path, {**state, "rank_state": rank_state}

@@ -22,13 +22,14 @@ from torch import nn
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.ddpg import hard_update, soft_update  # noqa: F401  (2.7.1's names)
+from warp_drive.training.checkpoint_check import DDPG_LEGACY, check_contents
 from warp_drive.training.checkpoint_files import safe_load
 from warp_drive.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
 #: the format tag of the checkpoints TrainerDDPG wrote before DDPG joined the one training loop
-LEGACY_FORMAT = "ddpg-1"
+LEGACY_FORMAT = DDPG_LEGACY
 #: ``evaluate_episodes`` keywords of a DDPG trainer (2.7.1's OU parameters and ``use_argmax``)
 SAMPLE_PARAMS = ("damping", "stddev", "scale", "use_argmax")
 
@@ -81,6 +82,7 @@ class TrainerDDPG(Trainer):
             state = safe_load(path, map_location=self.device)
         if not (isinstance(state, Mapping) and state.get("format") == LEGACY_FORMAT):
             return super().load_checkpoint(path, state)
+        check_contents(state, path)
         if set(state["policies"]) != set(self.policies):
             raise ConfigError(f"checkpoint policies {sorted(state['policies'])} differ from the trainer's {sorted(self.policies)}")
         new = self.engine.state_dict()  # this run's random streams, with the old checkpoint's parts put in
@@ -95,5 +97,5 @@ class TrainerDDPG(Trainer):
                                     "timestep": old["timestep"], "agent_ids": p.agent_ids}
             rank_state["episode_carry"][tag] = list(old["episode_carry"])
         self.engine.load_state_dict(new, source=f"checkpoint {str(path)!r}")
-        logger.info("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.iteration)
+        logger.debug("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.iteration)
         return path

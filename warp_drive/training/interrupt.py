@@ -19,11 +19,12 @@ uses the same request, checks and rule (:meth:`~warp_drive.training.trainer.Trai
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,35 @@ class AbortedBySignal(SignalExit, KeyboardInterrupt):
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum, f"{signal_name(signum)} received again: aborted without a checkpoint")
+
+
+class StoppedOutsideTraining(SignalExit, KeyboardInterrupt):
+    """SIGTERM or SIGINT while a command line starts, builds, evaluates or summarises (outside
+    ``Trainer.train``, whose :class:`StopRequest` takes over while it runs): the command stops at
+    once and exits with :attr:`exit_code` (143 / 130) and one line, as Ctrl-C does."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum, f"{signal_name(signum)} received outside training: stopped (no training step was lost)")
+
+
+def _stop_outside_training(signum: int, frame: FrameType | None) -> None:
+    raise StoppedOutsideTraining(signum)
+
+
+@contextlib.contextmanager
+def stop_outside_training() -> Iterator[None]:
+    """What the command lines run in, from their first line: SIGTERM and SIGINT raise
+    :class:`StoppedOutsideTraining` (the default SIGTERM kills the process silently, with status -15);
+    the previous handlers come back at the end. Main thread only."""
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, _stop_outside_training)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def exit_code_of(interrupt: KeyboardInterrupt) -> int:

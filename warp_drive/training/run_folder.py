@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from warp_drive.config._checks import as_path
 from warp_drive.errors import ConfigError
 
 #: ``saving.basedir`` when a config does not name one (``warp_drive/config/defaults.yaml``).
@@ -54,6 +55,7 @@ def check_writable(folder: Path) -> None:
         ConfigError: naming the folder, what failed and the fix.
     """
     fix = "pass --results_dir with a writable folder (or set saving.basedir)"
+    as_path(str(folder), "results folder")  # NUL bytes and over-long names: a typed error, not ValueError / OSError
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"results folder {folder} is a file, not a folder; {fix}")
     probe = folder

@@ -26,6 +26,18 @@ def print_summary(trainer: Any, first_iteration: int, wall: float, eval_episodes
     steps = (trainer.iteration - first_iteration) * trainer.config.trainer.train_batch_size * world
     print(f"done: iterations {first_iteration + 1}-{trainer.iteration} of {trainer.num_iters}, {steps:,} env steps on "
           f"{world} process(es) in {wall:.1f} s ({steps / wall if wall else float('nan'):,.0f} env steps/s)")
+    _print_results(trainer, eval_episodes)
+
+
+def print_finished(trainer: Any, eval_episodes: int = DEFAULT_EVAL_EPISODES) -> None:
+    """What a resumed run that has no iteration left prints instead of :func:`print_summary`'s totals:
+    that there is nothing left to train, then the learning line and the evaluation."""
+    print(f"nothing left to train: the run finished all {trainer.num_iters:,} iterations (raise trainer.num_episodes "
+          "to train further, or start a new run)", flush=True)
+    _print_results(trainer, eval_episodes)
+
+
+def _print_results(trainer: Any, eval_episodes: int) -> None:
     if signal_line := learning_signal(trainer.save_dir, list(trainer.policies)):
         print(f"learning: {signal_line}")
     if eval_episodes:

@@ -22,6 +22,7 @@ from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training import checkpoint as ckpt
 from warp_drive.training import long_runs
+from warp_drive.training.checkpoint_check import check_against_run
 from warp_drive.training.engine import Engine
 from warp_drive.training.finite_checks import check_iteration
 from warp_drive.training.phase_timer import PhaseTimer
@@ -295,7 +296,7 @@ class Trainer(TrainerAPI271):
         first = not self._timed_once
         self.iteration_seconds, self._timed_once = seconds, True
         if first and self.rank == 0 and torch.device(self.device).type == "cpu":
-            long_runs.log_estimate(seconds, self.num_iters, f"first iteration: {seconds:,.1f} s")
+            long_runs.log_estimate(seconds, self.num_iters - self.iteration + 1, f"first iteration: {seconds:,.1f} s")
 
     def _checkpoint_if_due(self, signum: int | None) -> tuple[int, Path | None]:
         """Save at the save frequency, every ``checkpoint_every_seconds`` and on a stop request;
@@ -353,12 +354,14 @@ class Trainer(TrainerAPI271):
             CheckpointError: see :func:`~warp_drive.training.checkpoint.read_checkpoint`.
         """
         path, state = ckpt.read_checkpoint(path, state, self.config, list(self.policies), self.rank, self.num_devices)
+        check_against_run(state, path, self.env_wrapper.cuda_data_manager.state_dict(),
+                          {tag: p.agent_ids for tag, p in self.policies.items()}, self.num_devices)
         self.engine.load_state_dict(state, source=f"checkpoint {str(path)!r}")
         if self.rank == 0:
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()
         self._saved_at = (self.iteration, path)
-        logger.info("resumed from %s at iteration %d", path, self.iteration)
+        logger.debug("resumed from %s at iteration %d", path, self.iteration)  # the command lines print it
         return path
 
     # ------------------------------------------------------------------ metrics and run files

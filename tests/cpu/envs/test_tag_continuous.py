@@ -318,6 +318,8 @@ def test_cuda_constants_match_python_layout():
         ({"tag_reward_for_tagger": -1.0}, "tag_reward_for_tagger"),
         ({"end_of_game_reward_for_runner": -1.0}, "end_of_game_reward_for_runner"),
         ({"grid_length": 0.0}, "grid_length"),
+        ({"grid_length": 1e-45}, "grid_length=1e-45 must be >= 0.01"),  # issue 39: a denormal side was accepted
+        ({"grid_length": 1e300}, "grid_length"),
         ({"starting_location_x": [1.0, 2.0]}, "starting_location_x"),
         ({"num_taggerz": 3}, "num_taggerz"),
         ({"neighbour_search": "kdtree"}, "neighbour_search"),

@@ -163,10 +163,9 @@ def test_unwritable_results_folder_fails_the_other_clis_too(tmp_path, capsys):
     assert rc == 2 and "is not writable" in capsys.readouterr().err
 
 
-def test_evaluate_without_weights_warns(tmp_path, caplog):
+def test_evaluate_without_weights_refuses(tmp_path, capsys):
     rc = script.main(TINY + ["--evaluate", "--results_dir", str(tmp_path / "run")])
-    assert rc == 0
-    assert "evaluating untrained (randomly initialised) policies" in caplog.text
+    assert rc == 2 and "add --resume RUN_FOLDER" in capsys.readouterr().err and not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("cli", ["example", "lightning", "setup_and_train"])

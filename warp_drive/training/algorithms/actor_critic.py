@@ -146,7 +146,8 @@ def build_policy(ctx: BuildContext) -> ActorCriticPolicy:
     """
     dm, pc = ctx.data_manager, ctx.config
     action_spec = action_heads_from_space(ctx.action_space())
-    model = ctx.model_factory.build(pc.model, obs_dims_from_space(ctx.observation_space()), action_spec).to(ctx.device)
+    model = ctx.model_factory.build(pc.model, obs_dims_from_space(ctx.observation_space()), action_spec,
+                                    f"policy.{ctx.tag}.model").to(ctx.device)
     action_name = Constants.ACTIONS
     if not ctx.contiguous:
         action_name = f"{Constants.ACTIONS}_{ctx.tag}"

@@ -2,35 +2,36 @@
 
 Its command line and names from :mod:`warp_drive.cli.train` (and the helpers it shares with the
 other command lines); ``python -m warp_drive.training.example_training_script ...`` runs it.
+The names are imported on first use (PEP 562), so that ``python -m`` reaches ``__main__``, which
+installs the SIGTERM handler, before the command line's modules are imported.
 """
 
-from warp_drive.cli.common import (
-    add_flag,
-    add_run_source_arguments,
-    configure_logging,
-    explain_error,
-    report_errors,
-    without_flag,
-)
-from warp_drive.cli.envs import CPU_SIZED_OVERRIDES, CPU_SIZED_SUMMARY
-from warp_drive.cli.train import (
-    DEFAULT_EVAL_EPISODES,
-    PROG,
-    RunPlan,
-    auto_scale_overrides,
-    build,
-    main,
-    parse_args,
-    plan_run,
-    results_folder_for,
-    run,
-)
-from warp_drive.training.build import default_policy_map
-from warp_drive.utils.device import choose_backend
+from __future__ import annotations
 
-__all__ = [
-    "CPU_SIZED_OVERRIDES", "CPU_SIZED_SUMMARY", "DEFAULT_EVAL_EPISODES", "PROG", "RunPlan", "add_flag",
-    "add_run_source_arguments", "auto_scale_overrides", "build", "choose_backend", "configure_logging",
-    "default_policy_map", "explain_error", "main", "parse_args", "plan_run", "report_errors", "results_folder_for",
-    "run", "without_flag",
-]
+import importlib
+from typing import Any
+
+#: name -> the module that defines it
+_SOURCES = {
+    **dict.fromkeys(("add_flag", "add_run_source_arguments", "configure_logging", "explain_error", "report_errors",
+                     "without_flag"), "warp_drive.cli.common"),
+    **dict.fromkeys(("CPU_SIZED_OVERRIDES", "CPU_SIZED_SUMMARY"), "warp_drive.cli.envs"),
+    **dict.fromkeys(("DEFAULT_EVAL_EPISODES", "PROG", "RunPlan", "auto_scale_overrides", "build", "main", "parse_args",
+                     "plan_run", "results_folder_for", "run"), "warp_drive.cli.train"),
+    "default_policy_map": "warp_drive.training.build",
+    "choose_backend": "warp_drive.utils.device",
+}
+
+__all__ = sorted(_SOURCES, key=str.lower)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES})

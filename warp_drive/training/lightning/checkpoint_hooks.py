@@ -4,6 +4,7 @@ checkpoint (:mod:`~warp_drive.training.lightning.engine_state`), and loading a c
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,39 @@ from warp_drive.training.lightning.engine_state import (
 from warp_drive.training.lightning.policies import load_optimizer_states
 
 logger = logging.getLogger("warp_drive.training.lightning.module")
+
+#: torch's switch that makes ``torch.load`` unpickle any object (and so run code) where the caller passes no ``weights_only``.
+FORCE_UNSAFE_LOAD_VARIABLE = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
+
+
+def unsafe_loads_forced() -> bool:
+    """Whether :data:`FORCE_UNSAFE_LOAD_VARIABLE` is set to a true value (torch's own reading of it)."""
+    return os.environ.get(FORCE_UNSAFE_LOAD_VARIABLE, "0").strip().lower() in ("1", "y", "yes", "true")
+
+
+def guard_checkpoint_loads(strategy: Any) -> None:
+    """With ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` set, ``Trainer.fit(ckpt_path=...)`` without ``weights_only``
+    would unpickle whatever the file holds: warn, and make this trainer's checkpoint loads weights-only
+    (:func:`~warp_drive.training.checkpoint_files.safe_load`: a file holding other objects is refused
+    before any of it is unpickled) unless the caller passes ``weights_only=False`` itself. Called in
+    ``setup``, before Lightning restores a checkpoint."""
+    if not unsafe_loads_forced():
+        return
+    io = strategy.checkpoint_io
+    load = io.load_checkpoint
+    if getattr(load, "weights_only_guard", False):
+        return
+    logger.warning("%s is set: torch.load unpickles any object, and runs its code, where weights_only is not passed; "
+                   "this module's checkpoint loads stay weights-only (Trainer.fit(ckpt_path=...) included). Unset it, "
+                   "and load only checkpoints you trust.", FORCE_UNSAFE_LOAD_VARIABLE)
+
+    def weights_only_load(path: Any, map_location: Any = None, weights_only: bool | None = None) -> Any:
+        if weights_only is None or weights_only:
+            return safe_load(path, map_location, "Lightning checkpoint")
+        return load(path, map_location=map_location, weights_only=weights_only)
+
+    weights_only_load.weights_only_guard = True  # type: ignore[attr-defined]
+    io.load_checkpoint = weights_only_load
 
 
 class CheckpointHooks:

@@ -43,7 +43,7 @@ from warp_drive.training.lightning.engine import (
     check_unused_parameters,
     engine_source,
 )
-from warp_drive.training.lightning.checkpoint_hooks import CheckpointHooks
+from warp_drive.training.lightning.checkpoint_hooks import CheckpointHooks, guard_checkpoint_loads
 from warp_drive.training.lightning.legacy_api import LegacyModuleAPI
 from warp_drive.training.lightning.logged_metrics import episode_means, epoch_metrics, take_episode_sums
 from warp_drive.training.lightning.policies import (
@@ -246,6 +246,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
     def setup(self, stage: str) -> None:
         """Build the engine on this rank's device (factory) and check the placement."""
         strategy = self.trainer.strategy
+        guard_checkpoint_loads(strategy)  # before Lightning restores a checkpoint
         root = strategy.root_device
         if self.engine is None:
             device_id = root.index if root.type == "cuda" else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from typing import Any
 
@@ -10,6 +11,7 @@ from torch import nn
 
 from warp_drive.config._checks import closest_match
 from warp_drive.errors import ConfigError
+from warp_drive.utils.excerpt import excerpt
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims
 
 logger = logging.getLogger(__name__)
@@ -82,13 +84,16 @@ class ModelFactory:
         self._registry[name] = cls
         return cls
 
-    def build(self, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec) -> nn.Module:
-        """Instantiates ``model_config.type`` for one policy (the contract: :mod:`warp_drive.training.models`).
+    def build(self, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec, where: str = "policy.<tag>.model") -> nn.Module:
+        """Instantiates ``model_config.type`` for one policy (the contract: :mod:`warp_drive.training.models`);
+        ``where`` is the model section's dotted key, for messages.
 
         Raises:
-            ConfigError: Unknown type, or the result is not an ``nn.Module``.
+            ConfigError: Unknown type, a ``kwargs`` key the model does not take, or the result is not an ``nn.Module``.
         """
         cls = self.create(model_config.type)
+        if model_config.kwargs and (not hasattr(cls, "from_config") or cls.__module__.startswith("warp_drive.")):
+            check_model_kwargs(cls, model_config.kwargs, f"{where}.kwargs", model_config.type)
         if hasattr(cls, "from_config"):
             model = cls.from_config(model_config, obs_dims, action_spec)
         else:
@@ -104,3 +109,34 @@ class ModelFactory:
     def _describe(self, name: str) -> str:
         ref = self._registry[name]
         return ref if isinstance(ref, str) else f"{ref.__module__}.{ref.__qualname__}"
+
+
+#: Arguments that the built-in models' ``from_config`` takes from the model section itself -> that key.
+SECTION_ARGUMENTS = {"fc_dims": "fc_dims", "init_method": "init_method", "action_scale": "output_w",
+                     "action_bias": "output_b", "output_w": "output_w", "output_b": "output_b"}
+
+
+def check_model_kwargs(cls: type, kwargs: dict[str, Any], where: str, type_name: str) -> None:
+    """Every key of ``model.kwargs`` (``where``) is a keyword argument of ``cls(obs_dims, action_spec, ...)``
+    that the model section does not set itself (a model with ``**kwargs`` takes any).
+
+    Raises:
+        ConfigError: naming the key and the arguments the model takes.
+    """
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[3:]  # self, obs_dims, action_spec
+    except (TypeError, ValueError):  # no readable signature: the constructor is the judge
+        return
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    named = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    allowed = [name for name in named if name not in SECTION_ARGUMENTS]
+    for key in kwargs:
+        if key in SECTION_ARGUMENTS and key in named:
+            section = where.rpartition(".kwargs")[0]
+            raise ConfigError(f"`{where}.{key}`: the model section sets it; write `{section}.{SECTION_ARGUMENTS[key]}` "
+                              f"instead of `{where}.{key}`.")
+        if not takes_any and key not in allowed:
+            match = closest_match(key, allowed)
+            hint = f"did you mean `{where}.{match}`?" if match else "no close match."
+            raise ConfigError(f"unknown key `{where}.{excerpt(key, 60)}`: model type {type_name!r} ({cls.__name__}) takes "
+                              f"no argument `{excerpt(key, 60)}`; {hint} It takes: {', '.join(allowed) or '(none)'}.")

@@ -191,8 +191,8 @@ def build_policy(ctx: BuildContext) -> DDPGPolicy:
         raise ConfigError(f"policy '{ctx.tag}': DDPG needs continuous (Box) actions; its agents have "
                           f"{type(space).__name__} actions. Use `algorithm: A2C` or PPO.")
     obs_dims = obs_dims_from_space(ctx.observation_space())
-    actor = ctx.model_factory.build(pc.model.actor, obs_dims, action_spec).to(device)
-    critic = ctx.model_factory.build(pc.model.critic, obs_dims, action_spec).to(device)
+    actor = ctx.model_factory.build(pc.model.actor, obs_dims, action_spec, f"policy.{ctx.tag}.model.actor").to(device)
+    critic = ctx.model_factory.build(pc.model.critic, obs_dims, action_spec, f"policy.{ctx.tag}.model.critic").to(device)
     lr_a = ParamScheduler(pc.lr["actor"], f"policy.{ctx.tag}.lr.actor")
     lr_c = ParamScheduler(pc.lr["critic"], f"policy.{ctx.tag}.lr.critic")
     nets = DDPGNets(actor, critic, copy.deepcopy(actor), copy.deepcopy(critic),

@@ -231,8 +231,8 @@ def build_policy(ctx: BuildContext) -> SACPolicy:
                              f"{spec.gaussian_dim} dimensions")
     obs_dims = obs_dims_from_space(ctx.observation_space())
     factory = ctx.model_factory
-    actor = factory.build(pc.model.actor, obs_dims, spec).to(dev)
-    critic = TwinQ(factory.build(pc.model.critic, obs_dims, spec), factory.build(pc.model.critic, obs_dims, spec)).to(dev)
+    actor = factory.build(pc.model.actor, obs_dims, spec, f"policy.{tag}.model.actor").to(dev)
+    critic = TwinQ(*(factory.build(pc.model.critic, obs_dims, spec, f"policy.{tag}.model.critic") for _ in range(2))).to(dev)
     alpha0 = pc.initial_alpha if pc.alpha is None else max(pc.alpha, 1e-30)
     log_alpha = nn.Parameter(torch.tensor(math.log(alpha0), dtype=torch.float32, device=dev))
     nets = SACNets(actor, critic, copy.deepcopy(critic), log_alpha, ctx.wrap_model(actor), ctx.wrap_model(critic))
