@@ -145,6 +145,8 @@ def test_classic_control_numba_steps_match_their_numpy_twins(env):
     assert "consistent" in out
 
 
+TAG_CONTINUOUS_STATE = ("loc_x", "loc_y", "speed", "direction", "acceleration", "still_in_the_game",
+                        "edge_hit_reward_penalty", "tag_counts", "num_runners")
 TAG_ENVS = {  # env module:class, constructor arguments, action draw (rng, E) -> (E, N, heads), arrays compared
     "tag_gridworld.tag_gridworld:TagGridWorld-full": (
         "num_taggers=3, grid_length=3, episode_length=12, seed=2, use_full_observation=True",
@@ -154,6 +156,19 @@ TAG_ENVS = {  # env module:class, constructor arguments, action draw (rng, E) ->
         "num_taggers=3, grid_length=3, episode_length=12, seed=3, use_full_observation=False",
         "rng.integers(0, 5, size=(E, 4, 1)).astype(np.int32)",
         ("loc_x", "loc_y", "num_taggers_on_runner")),
+    "tag_continuous.tag_continuous:TagContinuous-full": (
+        "num_taggers=2, num_runners=3, grid_length=3.0, episode_length=12, seed=4, tagging_distance=0.25, "
+        "max_acceleration=0.5, num_acceleration_levels=3, num_turn_levels=3, edge_hit_penalty=-0.5, "
+        "step_penalty_for_tagger=-0.1, use_full_observation=True",
+        "rng.integers(-1, 5, size=(E, 5, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
+    "tag_continuous.tag_continuous:TagContinuous-partial": (
+        "num_taggers=2, num_runners=4, grid_length=3.0, episode_length=12, seed=5, tagging_distance=0.2, "
+        "num_acceleration_levels=3, num_turn_levels=3, use_full_observation=False, num_other_agents_observed=3",
+        "rng.integers(0, 4, size=(E, 6, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
+    "tag_continuous.tag_continuous:TagContinuous-stay": (
+        "num_taggers=3, num_runners=2, grid_length=2.0, episode_length=12, seed=6, tagging_distance=0.3, "
+        "runner_exits_game_after_tagged=False, use_full_observation=False, num_other_agents_observed=2",
+        "rng.integers(0, 11, size=(E, 5, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
 }
 
 
