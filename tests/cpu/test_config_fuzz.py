@@ -120,7 +120,7 @@ def test_a_bad_env_backend_in_the_config_is_not_replaced_by_the_cli_backend(tmp_
 
 @pytest.mark.parametrize("argv", [["--num_gpus", "0"], ["--num_gpus", "-3"], ["--results_dir", ""],
                                   ["--results_dir", " "], ["--num_gpus", "x"], ["--eval_episodes", "-1"], [],
-                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numba"]])
+                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numbaa"]])
 def test_cli_validation_refuses_bad_arguments(tmp_path, argv):
     config = tmp_path / "run.yaml"
     config.write_text("name: dummy_env\nenv: {episode_length: 10}\npolicy: {shared: {to_train: true}}\n"

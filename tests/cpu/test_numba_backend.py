@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -364,3 +365,45 @@ def test_numba_build_check_compiles_registered_steps_or_says_it_cannot():
         assert proc.returncode == 1 and "NVRTC" in line
     else:
         assert "ok (" in line and proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
+    """``trainer.env_backend: numba`` builds the envs on the numba backend (their Numba steps, the CUDA C
+    services' twins under the simulator) and the training loop runs unchanged; the CLI keeps a config's
+    ``numba`` when ``--backend`` is not given, and ``--backend numba`` picks it."""
+    out = run_simulated(f"""
+        from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
+        from warp_drive.cli import train as cli
+        from warp_drive.config import load_run_config
+        from warp_drive.managers.numba_function_manager import NumbaFunctionManager
+        from warp_drive.training.build import build_trainer
+
+        raw = {{"name": "single_cartpole", "env": {{"episode_length": 10, "seed": 3, "fresh_start_states": True}},
+               "policy": {{"shared": {{"to_train": True, "num_epochs": 2}}}},
+               "trainer": {{"num_envs": 3, "train_batch_size": 30, "num_episodes": 6, "env_backend": "numba"}}}}
+        config = load_run_config(raw)
+        assert config.trainer.env_backend == "numba"
+        trainer = build_trainer(config, ClassicControlCartPoleEnv, backend=config.trainer.env_backend,
+                                results_dir={str(tmp_path / "api")!r}, verbose=False)
+        try:
+            assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+            assert trainer.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
+            trainer.train()
+            assert trainer.iteration == 2, trainer.iteration
+        finally:
+            trainer.graceful_close()
+        plan = cli.plan_run(cli.parse_args(["--env", "cartpole", "--backend", "numba", "--results_dir",
+                                            {str(tmp_path / "plan")!r}]), announce=False)
+        assert plan.backend == "numba" and plan.config.trainer.env_backend == "numba"
+        print("trained")
+    """)
+    assert "trained" in out
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "cartpole",
+                           "--results_dir", str(tmp_path / "cli"), "--eval_episodes", "0", "trainer.env_backend=numba",
+                           "env.episode_length=10", "trainer.num_envs=3", "trainer.train_batch_size=30",
+                           "trainer.num_episodes=6"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "done: iterations 1-2 of 2" in proc.stdout, proc.stdout
+    saved = json.loads((tmp_path / "cli" / "run_config.json").read_text())
+    assert saved["trainer"]["env_backend"] == "numba"

@@ -18,8 +18,9 @@ def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True) 
     src.add_argument("--env", "-e", help="example env name (its bundled run config is used)")
     src.add_argument("--config", "-c", help="path of a run config YAML (the env is its 'name')")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
-    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
-                   help="default: pycuda when pycuda and a GPU are present, else cpu")
+    p.add_argument("--backend", choices=("pycuda", "numba", "cpu"), default=None,
+                   help="pycuda: the envs' CUDA C steps; numba: their Numba steps (numba-cuda); cpu: NumPy steps. "
+                        "Default: pycuda when pycuda and a GPU are present, else cpu")
 
 
 def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any) -> argparse.Action:
