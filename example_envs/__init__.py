@@ -217,9 +217,8 @@ def check_choice(env_name: str, key: str, value: Any, choices: Iterable[str]) ->
 
 
 def check_backend(env_name: str, value: Any) -> str:
-    """``"cpu"`` or ``"pycuda"`` from any accepted spelling (:mod:`warp_drive.env.backends`; the
-    wrapper sets the real backend later). 2.7.1's ``"numba"`` means ``"pycuda"``: the env's CUDA
-    kernels stand in for its Numba ones."""
+    """``"cpu"``, ``"pycuda"`` or ``"numba"`` from any accepted spelling (:mod:`warp_drive.env.backends`;
+    the wrapper sets the real backend later)."""
     return canonical_backend(value, f"{env_name}: env_backend")
 
 

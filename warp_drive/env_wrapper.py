@@ -188,6 +188,9 @@ class EnvWrapper:
             self.cuda_data_manager = NumbaDataManager(episode_length=self.episode_length, device_id=device_id, **args)
             self.cuda_function_manager = NumbaFunctionManager(process_id=process_id, device_id=device_id, **args)
             self.cuda_function_manager.load_env_module(source, constants=self.env.cuda_constants())
+            cuda_c = self._cuda_source(env_registrar, testing_mode=True)  # None: the services' core alone
+            if cuda_c is not None:
+                self.cuda_function_manager.set_service_source(cuda_c, constants=self.env.cuda_constants())
             if event_messenger is not None and hasattr(event_messenger, "set"):
                 event_messenger.set()
         else:
@@ -321,7 +324,7 @@ class EnvWrapper:
         env = self.env
         if self._passthrough or not getattr(env, "start_state_args", ()) or not hasattr(env, "numpy_start_state"):
             return False
-        fm = self.cuda_function_manager
+        fm = service_manager(self.cuda_function_manager)  # the numba backend's resets run on its services
         return not fm.has_kernels or fm.has_function(reset_kernel(self.name))
 
     @property

@@ -175,8 +175,8 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
 
     Args:
         episode_length: time limit T (``_done_`` = 1 at ``_timestep_ >= T``).
-        env_backend: ``"cpu"`` (NumPy step) or ``"pycuda"`` (CUDA step kernel); 2.7.1's
-            ``"numba"`` means ``"pycuda"``.
+        env_backend: ``"cpu"`` (NumPy step), ``"pycuda"`` (CUDA step kernel) or ``"numba"`` (Numba
+            step kernel); the EnvWrapper sets the one it runs.
         reset_pool_size: 0 -> every reset restores the initial state of :meth:`reset`; P >= 2 ->
             each reset draws one of P initial states (state and observation pools, one row per
             env per reset, shared by both pools).
@@ -242,7 +242,7 @@ class ClassicControlEnv(SingleAgentEnv, CUDAEnvironmentContext):
             )
         if seed is not None:
             seed = _check_int(env, "seed", seed, 0)
-        env_backend = check_backend(env, env_backend)  # 2.7.1's "numba": the CUDA kernel runs instead
+        env_backend = check_backend(env, env_backend)  # "pycuda", "numba" or "cpu"
         super().__init__(episode_length, env_backend, reset_pool_size, seed)
         self.timestep = 0
         self.params: Mapping[str, Any] = MappingProxyType(self._resolve_physics(physics))

@@ -135,6 +135,8 @@ class TagContinuous(CUDAEnvironmentContext):
 
     name = "TagContinuous"
     cuda_source = Path(__file__).with_name("tag_continuous_step.cu")
+    numba_source = "example_envs.tag_continuous.tag_continuous_step_numba"
+    numba_block_per_env = True  # the Numba step: one block per env, threads striding over the agents
     phase_kernels = PHASE_KERNELS  # used when an env spans several blocks
     writes_truncation = True  # _truncated_: the time limit ended the episode with runners left
     numpy_step_is_env_separable = True  # numpy_step can step any block of envs alone (cpu rollout in env parts)

@@ -295,7 +295,7 @@ def test_tag_continuous_takes_2_7_1_keywords_in_order():
     taggers, runners = list(env.taggers), list(env.runners)
     assert len(taggers) == 5 and len(runners) == 20 and sorted(taggers + runners) == list(range(25))
     assert all(env.agent_types[i] != env.agent_types[j] for i in taggers for j in runners)
-    assert env.env_backend == "pycuda"  # 2.7.1's numba means: run the CUDA kernel
+    assert env.env_backend == "numba"  # the wrapper picks the Numba step (NumbaTagContinuousStep)
 
 
 def test_tag_gridworld_2_7_1_attributes():
@@ -314,9 +314,9 @@ def test_classic_control_takes_2_7_1_positional_order():
     from example_envs.single_agent.classic_control.pendulum.pendulum import ClassicControlPendulumEnv
 
     env = CUDAClassicControlCartPoleEnv(200, "numba", 0, 7)
-    assert (env.episode_length, env.env_backend, env.reset_pool_size, env.seed) == (200, "pycuda", 0, 7)
+    assert (env.episode_length, env.env_backend, env.reset_pool_size, env.seed) == (200, "numba", 0, 7)
     assert env.agents == {0: True} and env.num_agents == 1 and env.name == "ClassicControlCartPoleEnv"
-    assert env.step_function_name == "CudaClassicControlCartPoleEnvStep"
+    assert env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
     pend = ClassicControlPendulumEnv(episode_length=50, env_backend="cpu", reset_pool_size=16, seed=1)
     assert pend.reset_pool_size == 16
 

@@ -175,7 +175,7 @@ def test_a_bad_env_backend_in_the_config_is_not_replaced_by_the_cli_backend(tmp_
 
 @pytest.mark.parametrize("argv", [["--num_gpus", "0"], ["--num_gpus", "-3"], ["--results_dir", ""],
                                   ["--results_dir", " "], ["--num_gpus", "x"], ["--eval_episodes", "-1"], [],
-                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numba"],
+                                  ["trainer.num_envs=0"], ["policy.shared.lr=1e308"], ["--backend", "numbaa"],
                                   ["--eval_episodes", "1000000000"], ["--results_dir", "/tmp/" + "y" * 5000],
                                   ["--results_dir", "a\0b"], ["--resume", "r\0"], ["--resume", "/" + "r" * 5000],
                                   ["saving.name=../../.."], ["saving.basedir=/" + "b" * 5000]])

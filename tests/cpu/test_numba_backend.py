@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -145,6 +146,8 @@ def test_classic_control_numba_steps_match_their_numpy_twins(env):
     assert "consistent" in out
 
 
+TAG_CONTINUOUS_STATE = ("loc_x", "loc_y", "speed", "direction", "acceleration", "still_in_the_game",
+                        "edge_hit_reward_penalty", "tag_counts", "num_runners")
 TAG_ENVS = {  # env module:class, constructor arguments, action draw (rng, E) -> (E, N, heads), arrays compared
     "tag_gridworld.tag_gridworld:TagGridWorld-full": (
         "num_taggers=3, grid_length=3, episode_length=12, seed=2, use_full_observation=True",
@@ -154,6 +157,19 @@ TAG_ENVS = {  # env module:class, constructor arguments, action draw (rng, E) ->
         "num_taggers=3, grid_length=3, episode_length=12, seed=3, use_full_observation=False",
         "rng.integers(0, 5, size=(E, 4, 1)).astype(np.int32)",
         ("loc_x", "loc_y", "num_taggers_on_runner")),
+    "tag_continuous.tag_continuous:TagContinuous-full": (
+        "num_taggers=2, num_runners=3, grid_length=3.0, episode_length=12, seed=4, tagging_distance=0.25, "
+        "max_acceleration=0.5, num_acceleration_levels=3, num_turn_levels=3, edge_hit_penalty=-0.5, "
+        "step_penalty_for_tagger=-0.1, use_full_observation=True",
+        "rng.integers(-1, 5, size=(E, 5, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
+    "tag_continuous.tag_continuous:TagContinuous-partial": (
+        "num_taggers=2, num_runners=4, grid_length=3.0, episode_length=12, seed=5, tagging_distance=0.2, "
+        "num_acceleration_levels=3, num_turn_levels=3, use_full_observation=False, num_other_agents_observed=3",
+        "rng.integers(0, 4, size=(E, 6, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
+    "tag_continuous.tag_continuous:TagContinuous-stay": (
+        "num_taggers=3, num_runners=2, grid_length=2.0, episode_length=12, seed=6, tagging_distance=0.3, "
+        "runner_exits_game_after_tagged=False, use_full_observation=False, num_other_agents_observed=2",
+        "rng.integers(0, 11, size=(E, 5, 2)).astype(np.int32)", TAG_CONTINUOUS_STATE),
 }
 
 
@@ -349,3 +365,45 @@ def test_numba_build_check_compiles_registered_steps_or_says_it_cannot():
         assert proc.returncode == 1 and "NVRTC" in line
     else:
         assert "ok (" in line and proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
+    """``trainer.env_backend: numba`` builds the envs on the numba backend (their Numba steps, the CUDA C
+    services' twins under the simulator) and the training loop runs unchanged; the CLI keeps a config's
+    ``numba`` when ``--backend`` is not given, and ``--backend numba`` picks it."""
+    out = run_simulated(f"""
+        from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
+        from warp_drive.cli import train as cli
+        from warp_drive.config import load_run_config
+        from warp_drive.managers.numba_function_manager import NumbaFunctionManager
+        from warp_drive.training.build import build_trainer
+
+        raw = {{"name": "single_cartpole", "env": {{"episode_length": 10, "seed": 3, "fresh_start_states": True}},
+               "policy": {{"shared": {{"to_train": True, "num_epochs": 2}}}},
+               "trainer": {{"num_envs": 3, "train_batch_size": 30, "num_episodes": 6, "env_backend": "numba"}}}}
+        config = load_run_config(raw)
+        assert config.trainer.env_backend == "numba"
+        trainer = build_trainer(config, ClassicControlCartPoleEnv, backend=config.trainer.env_backend,
+                                results_dir={str(tmp_path / "api")!r}, verbose=False)
+        try:
+            assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+            assert trainer.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
+            trainer.train()
+            assert trainer.iteration == 2, trainer.iteration
+        finally:
+            trainer.graceful_close()
+        plan = cli.plan_run(cli.parse_args(["--env", "cartpole", "--backend", "numba", "--results_dir",
+                                            {str(tmp_path / "plan")!r}]), announce=False)
+        assert plan.backend == "numba" and plan.config.trainer.env_backend == "numba"
+        print("trained")
+    """)
+    assert "trained" in out
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "cartpole",
+                           "--results_dir", str(tmp_path / "cli"), "--eval_episodes", "0", "trainer.env_backend=numba",
+                           "env.episode_length=10", "trainer.num_envs=3", "trainer.train_batch_size=30",
+                           "trainer.num_episodes=6"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "done: iterations 1-2 of 2" in proc.stdout, proc.stdout
+    saved = json.loads((tmp_path / "cli" / "run_config.json").read_text())
+    assert saved["trainer"]["env_backend"] == "numba"

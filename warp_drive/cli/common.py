@@ -23,8 +23,9 @@ def add_run_source_arguments(p: argparse.ArgumentParser, required: bool = True, 
     p.add_argument("--import", dest="env_imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (its import registers your envs); repeatable")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.num_envs=500")
-    p.add_argument("--backend", choices=("pycuda", "cpu"), default=None,
-                   help="default: pycuda when pycuda and a GPU are present, else cpu")
+    p.add_argument("--backend", choices=("pycuda", "numba", "cpu"), default=None,
+                   help="pycuda: the envs' CUDA C steps; numba: their Numba steps (numba-cuda); cpu: NumPy steps. "
+                        "Default: pycuda when pycuda and a GPU are present, else cpu")
 
 
 def add_flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kwargs: Any) -> argparse.Action:

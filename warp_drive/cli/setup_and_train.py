@@ -28,6 +28,7 @@ from warp_drive.cli.envs import env_class_for
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.config._checks import closest_match
 from warp_drive.config._yaml import yaml_loads
+from warp_drive.env.backends import uses_gpu
 from warp_drive.errors import ConfigError
 from warp_drive.training.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training
@@ -89,7 +90,7 @@ def setup_trainer_and_train(
 
         check_writable(run_directory(config, results_directory).resolve())
     trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
-                            device_id=device_id if backend == "pycuda" else None, results_dir=results_directory,
+                            device_id=device_id if uses_gpu(backend) else None, results_dir=results_directory,
                             verbose=verbose)
     start = time.perf_counter()
     try:

@@ -43,7 +43,7 @@ from warp_drive.config import _checks as chk
 from warp_drive.config import load_run_config
 from warp_drive.config.schema import SavingConfig
 from warp_drive.config.load import load_raw_config
-from warp_drive.env.backends import canonical_backend
+from warp_drive.env.backends import canonical_backend, uses_gpu
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training, signal_name
@@ -151,11 +151,11 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     env = resolve_env(args.env, imports) if args.env else None  # before any folder is made or printed
     source = _config_source(args, env)
     raw = load_raw_config(source, list(args.overrides)) if source is not None else None  # validated below
-    _check_config_backend(raw)  # --backend replaces it below: a bad value would pass unnoticed
+    config_numba = _check_config_backend(raw)  # --backend replaces it below: a bad value would pass unnoticed
     run_dir, default_name = results_folder_for(args, raw)
     if rank == 0:
         check_writable(run_dir)  # creates nothing: the folder is claimed once the config is valid
-    backend, note = backend_choice(args.backend)
+    backend, note = backend_choice(args.backend or config_numba)
     notes = [note] if note else []
     from warp_drive.training.distributed import init_from_env
 
@@ -191,11 +191,15 @@ def _has_weights_file(policy: Any) -> bool:
     return any(files.values()) if isinstance(files, dict) else bool(files)
 
 
-def _check_config_backend(raw: Any) -> None:
-    """The config's own ``trainer.env_backend`` (file and overrides), if set, must be a backend name."""
+def _check_config_backend(raw: Any) -> str | None:
+    """The config's own ``trainer.env_backend`` (file and overrides), if set, must be a backend name.
+    Returns ``"numba"`` when it names the numba backend (an explicit choice of the envs' Numba steps, kept
+    when ``--backend`` is not given), else None (pycuda or cpu: ``--backend`` or the machine decides)."""
     trainer = raw.get("trainer") if isinstance(raw, dict) else None
     if isinstance(trainer, dict) and "env_backend" in trainer:
-        canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
+        name = canonical_backend(trainer["env_backend"], "`trainer.env_backend` in the run config (--backend picks this run's)")
+        return name if name == "numba" else None
+    return None
 
 
 def _cpu_sized_overrides(args: argparse.Namespace, backend: str, env: ResolvedEnv | None) -> list[str]:
@@ -225,7 +229,7 @@ def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     env_class = (plan.env or resolve_env(args.env or config.name, getattr(args, "env_imports", None))).env_class
     trainer = build_trainer(config, env_class, backend=plan.backend, rank=plan.rank,
                             world_size=plan.world_size,
-                            device_id=plan.local_rank if plan.backend == "pycuda" and plan.world_size > 1 else None,
+                            device_id=plan.local_rank if uses_gpu(plan.backend) and plan.world_size > 1 else None,
                             results_dir=run_dir, verbose=not args.quiet and plan.rank == 0, tensorboard=args.tensorboard)
     if plan.checkpoint is not None:
         trainer.load_checkpoint(plan.checkpoint, plan.checkpoint_state)

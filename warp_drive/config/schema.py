@@ -24,7 +24,7 @@ from warp_drive.config._yaml import load_defaults
 from warp_drive.config.algorithms import algorithm_entry, algorithm_names
 from warp_drive.config.ddpg import parse_ou_params
 from warp_drive.config.model import ModelConfig
-from warp_drive.env.backends import BACKENDS, canonical_backend, is_numba
+from warp_drive.env.backends import BACKENDS, canonical_backend
 from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -57,13 +57,13 @@ class TrainerConfig(chk.PlainDict):
         num_episodes: Episodes to train for in total, summed over the replicas (not per
             replica): ``num_iterations = episode_length * num_episodes // train_batch_size``.
         train_batch_size: Env steps per iteration summed over replicas (B * E).
-        env_backend: ``"pycuda"`` or ``"cpu"``.
+        env_backend: ``"pycuda"`` (the envs' CUDA C steps), ``"numba"`` (their Numba steps) or ``"cpu"``.
         seed: Base seed, or None to let the trainer pick one.
         bootstrap_at_time_limit: Treat an episode cut by ``episode_length`` as truncated and
             bootstrap from the value of its final observation (gymnasium semantics); False
             treats the time limit as a true end (fixed-horizon games such as Tag).
         use_cuda_graph: Capture the rollout, and each actor-critic policy's minibatch gradient
-            step, in CUDA graphs and replay them (pycuda backend).
+            step, in CUDA graphs and replay them (a GPU backend).
         tf32: Allow TF32 tensor-core math for float32 matrix products on the GPU.
         update_precision: ``"fp32"`` or ``"bf16"``: the update's forward and backward run under
             bfloat16 autocast (weights, optimizer state and losses stay float32).
@@ -108,14 +108,7 @@ class TrainerConfig(chk.PlainDict):
                 f"`{key('num_envs')}`={num_envs}; expected train_batch_size = B * num_envs. "
                 f"Set `{key('train_batch_size')}` to e.g. {max(1, batch // num_envs) * num_envs}."
             )
-        backend = chk.as_str(d["env_backend"], key("env_backend"))
-        if is_numba(backend):
-            logger.info("`%s`=%r: there is no Numba backend here; the envs run their CUDA kernels on pycuda.",
-                        key("env_backend"), backend)
-        try:
-            backend = canonical_backend(backend, f"`{key('env_backend')}`")
-        except ConfigError as err:
-            raise ConfigError(f"{err} (the numba backend was dropped: 'numba' runs on pycuda).") from None
+        backend = canonical_backend(chk.as_str(d["env_backend"], key("env_backend")), f"`{key('env_backend')}`")
         return cls(
             num_gpus=chk.as_int(d["num_gpus"], key("num_gpus"), minimum=1),
             num_envs=num_envs,

@@ -151,9 +151,8 @@ class EnvironmentRegistrar:
                 f"{', '.join(sorted(known)) or 'none'}{tail}")
 
     def add_cuda_env_src_path(self, name: str, cuda_env_src_path: str | os.PathLike[str], env_backend: str = "pycuda") -> None:
-        """Register the source of env ``name``'s kernels: a ``.cu`` file (pycuda), or, for code
-        written for 2.7.1's Numba backend, a dotted module path (kept, but warp_drive has no Numba
-        backend: such an env runs on pycuda and needs a ``.cu`` source too)."""
+        """Register the source of env ``name``'s kernels: a ``.cu`` file (pycuda), or a dotted module
+        path holding its Numba step ``Numba<name>Step`` (``env_backend="numba"``, 2.7.1's way)."""
         table = registrar_table(env_backend)
         if table == "cpu":
             raise ConfigError(f"a CUDA source is registered for a GPU backend, not '{env_backend}'; use env_backend='pycuda'")

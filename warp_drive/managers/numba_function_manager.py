@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Any, Mapping, Sequence
 
-from warp_drive.errors import ConfigError, DataNotFoundError, KernelSignatureError
+from warp_drive.errors import ConfigError, DataNotFoundError, KernelSignatureError, UsageError
 from warp_drive.managers.function_manager import CPUFunctionManager, FunctionManager, arg_name
 from warp_drive.numba_backend import modules
 from warp_drive.numba_backend.runtime import NumbaKernel, is_kernel, kernel_parameters, numba_cuda, simulated
@@ -91,6 +91,7 @@ class NumbaFunctionManager(FunctionManager):
         self._device_id = device_id
         self._process_id = process_id
         self._services: FunctionManager | None = None
+        self._service_source: tuple[Any, Mapping[str, Any] | None] | None = None
         self._modules: list[types.ModuleType] = []
         self._stream: Any = None
 
@@ -108,10 +109,27 @@ class NumbaFunctionManager(FunctionManager):
                 from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
 
                 services = PyCUDAFunctionManager(device_id=self._device_id, **geometry)
-                services.load_cuda_from_source_code("")  # the core layer alone (cached by content)
+                if self._service_source is not None:  # the core and the env's CUDA C (start-state hook, reset kernels)
+                    source, constants = self._service_source
+                    services.compile_and_load_cuda(env_source=source, constants=constants)
+                else:
+                    services.load_cuda_from_source_code("")  # the core layer alone (cached by content)
                 services.stream = self._stream
             self._services = services
         return self._services
+
+    def set_service_source(self, source: Any, constants: Mapping[str, Any] | None = None) -> None:
+        """Compile the env's CUDA C source (with its ``cuda_constants()``) together with the service
+        kernels on the GPU, so that its start-state hook (``<Name>StartState``: fresh start states) and
+        custom reset kernels run with the services. Under the simulator the services are NumPy twins
+        and the env's ``numpy_start_state`` serves instead. Call before the services are first used.
+
+        Raises:
+            UsageError: the services were already built.
+        """
+        if self._services is not None:
+            raise UsageError("set_service_source() must come before the service kernels are first used")
+        self._service_source = (source, dict(constants) if constants is not None else None)
 
     @property
     def stream(self) -> Any:

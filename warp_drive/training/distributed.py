@@ -35,6 +35,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.distributed as dist
 
+from warp_drive.env.backends import uses_gpu
+
 logger = logging.getLogger(__name__)
 
 
@@ -52,11 +54,11 @@ def launched_by_torchrun() -> bool:
 
 
 def init_from_env(backend_kind: str) -> DistContext:
-    """Initialise the process group from torchrun's environment (NCCL for pycuda, gloo for cpu)."""
+    """Initialise the process group from torchrun's environment (NCCL for a GPU backend, gloo otherwise)."""
     if not launched_by_torchrun():
         return DistContext()
     local_rank = int(os.environ["LOCAL_RANK"])
-    if backend_kind == "pycuda":
+    if uses_gpu(backend_kind):
         torch.cuda.set_device(local_rank)
         pg_backend = "nccl"
     else:

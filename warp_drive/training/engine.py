@@ -26,6 +26,7 @@ import torch
 
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
+from warp_drive.managers.numba_services import service_manager
 from warp_drive.training.counters import RunCounters
 from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
 from warp_drive.training.env_subset import env_subset
@@ -158,7 +159,7 @@ class Engine:
         self._check_obs_layout(dm)
         torch.manual_seed(self.seed)  # same initial weights on every rank; envs and sampler use Philox
         self.env_wrapper.init_reset_pool(self.rank_seed + 1)  # per-rank reset-pool stream
-        self.sampler = Sampler(self.env_wrapper.cuda_function_manager)
+        self.sampler = Sampler(service_manager(self.env_wrapper.cuda_function_manager))  # numba: its CUDA C services
         self.sampler.init_random(self.rank_seed)
         factory = model_factory or DEFAULT_MODEL_FACTORY
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
@@ -175,7 +176,7 @@ class Engine:
         eager_only = [p.tag for p in self.policies.values() if not p.captures_in_cuda_graph]
         if tc.use_cuda_graph:
             if self.device.type != "cuda":
-                logger.debug("trainer.use_cuda_graph applies to the pycuda backend; running eagerly on %s", self.device)
+                logger.debug("trainer.use_cuda_graph applies to a GPU backend; running eagerly on %s", self.device)
             elif eager_only:
                 logger.info("trainer.use_cuda_graph: policies %s act with host-side parameters a CUDA graph would "
                             "freeze; the rollout runs eagerly", eager_only)

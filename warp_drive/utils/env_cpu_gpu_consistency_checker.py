@@ -136,7 +136,7 @@ class EnvironmentCPUvsGPU:
         blocks_per_env: CUDA blocks per env (None: automatic).
         assert_equal_num_agents_per_block: require ``num_agents % blocks_per_env == 0``.
         num_episodes: episodes every env must finish (vectorised envs: at least 2).
-        gpu_env_backend: "pycuda" ("numba" runs on pycuda).
+        gpu_env_backend: "pycuda" (the env's CUDA C step) or "numba" (its Numba step).
         use_gpu_testing_mode, testing_bin_filename: passed to the wrapper as ``testing_mode`` /
             ``testing_bin_filename`` (see :class:`~warp_drive.env_wrapper.EnvWrapper`).
         env_registrar: where env classes and CUDA sources are registered.

@@ -98,7 +98,8 @@ def _write(tmp_path, raw) -> Path:
 @pytest.mark.parametrize("name", TRAINABLE)
 def test_reference_configs_load_with_their_semantics(tmp_path, name):
     cfg = load_run_config(_write(tmp_path, REFERENCE_CONFIGS[name]))
-    assert cfg.trainer.env_backend == "pycuda"  # "numba" runs the envs' CUDA kernels
+    # 2.7.1's configs keep their backend: its single-agent configs name numba (the envs' Numba steps)
+    assert cfg.trainer.env_backend == REFERENCE_CONFIGS[name]["trainer"].get("env_backend", "pycuda")
     assert cfg.trainer.n_step == 1 and not cfg.trainer.evaluator
     assert cfg.trainer.neg_pos_env_ratio == (10 if name == "single_mountain_car" else -1)
     for tag, raw in REFERENCE_CONFIGS[name]["policy"].items():

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from warp_drive.env.backends import uses_gpu
 from warp_drive.errors import ConfigError
 from warp_drive.training.lightning._compat import LightningAPI, api_of, lightning_api
 from warp_drive.training.lightning.callbacks import PerfStatsCallbackBase
@@ -36,7 +37,7 @@ def _accelerator_for(module: WarpDriveModuleBase | None) -> str:
         return "gpu" if str(module.engine.device).startswith("cuda") else "cpu"
     backend = getattr(module.engine_factory, "resolved_backend", None)
     if backend is not None:
-        return "gpu" if backend == "pycuda" else "cpu"
+        return "gpu" if uses_gpu(backend) else "cpu"
     return "auto"
 
 
