@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# This session's GPU run in one call (GPU machine, repo root, after `source .device/setup.sh`): the learner
-# benchmark side by side with the baseline, then the GPU tests of the code this session added. Logs under $OUT.
+# This session's GPU run in one call (GPU machine, repo root, after `source .device/setup.sh`): the GPU tests of
+# the code this session added, then the learner benchmark side by side with the baseline. Logs under $OUT.
 set -uo pipefail
 out="${OUT:-/tmp}"
 export WARP_DRIVE_CACHE_DIR=/tmp/wdk
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-timeout 360 bash benchmarks/learner_call.sh "tag_tutorial_100envs tag_bundled tag_paper_2000x1000" \
-  "tag_tutorial_100envs tag_paper_2000x1000" 2>&1 | grep -v -i "warn\|lowering\|if not any" | tee "$out/bench.log"
-timeout 200 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu/test_compiled_learner_gpu.py \
+timeout 200 python3 -m pytest -m gpu -q -rs -p no:cacheprovider -n 4 --dist loadfile tests/gpu/test_compiled_learner_gpu.py \
   tests/gpu/test_mpe_consistency.py tests/gpu/test_out_of_tree_gpu.py tests/gpu/test_numba_backend_gpu.py \
   tests/gpu/test_graphed_update_gpu.py 2>&1 | tail -40 | tee "$out/gpu_tests.log"
+timeout 340 bash benchmarks/learner_call.sh "tag_tutorial_100envs tag_bundled tag_paper_2000x1000" \
+  "tag_tutorial_100envs tag_paper_2000x1000" 2>&1 | grep -v -i "warn\|lowering\|if not any" | tee "$out/bench.log"
