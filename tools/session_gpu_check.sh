@@ -5,6 +5,9 @@ set -uo pipefail
 out="${OUT:-/tmp}"
 export WARP_DRIVE_CACHE_DIR=/tmp/wdk
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+# xdist workers do not see $PYTHONPATH there (tools/gpu_suite.sh): hand its entries over through a .pth file
+site=$(python3 -c "import site; print(site.getsitepackages()[0])")
+tr ':' '\n' <<<"$PYTHONPATH" > "$site/warp_drive_session.pth"
 timeout 200 python3 -m pytest -m gpu -q -rs -p no:cacheprovider -n 4 --dist loadfile tests/gpu/test_compiled_learner_gpu.py \
   tests/gpu/test_mpe_consistency.py tests/gpu/test_out_of_tree_gpu.py tests/gpu/test_numba_backend_gpu.py \
   tests/gpu/test_graphed_update_gpu.py 2>&1 | tail -40 | tee "$out/gpu_tests.log"
