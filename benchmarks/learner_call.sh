@@ -5,8 +5,8 @@
 #   bash benchmarks/learner_call.sh [CONFIGS] [BF16_COMPILE_CONFIGS]
 set -uo pipefail
 all="${1:-tag_tutorial_100envs tag_tutorial_500envs tag_bundled tag_paper_2000x1000 cartpole}"
-extra="${2:-tag_tutorial_100envs tag_tutorial_500envs tag_paper_2000x1000}"
+extra="${2-tag_tutorial_100envs tag_tutorial_500envs tag_paper_2000x1000}"
 bash benchmarks/learner_side_by_side.sh .baseline "--configs $all --variants default --iters 3 --repeats 3" \
   "--configs $all --variants default --iters 3 --repeats 3 --profile"
-python3 benchmarks/bench_learner.py --name learner_bf16_compile --configs $extra --variants bf16_compile \
+[ -z "$extra" ] || python3 benchmarks/bench_learner.py --name learner_bf16_compile --configs $extra --variants bf16_compile \
   --iters 3 --repeats 3 --profile 2>&1 | tee "${OUT:-/tmp}/learner_bf16_compile.log"
