@@ -8,8 +8,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu
 # xdist workers do not see $PYTHONPATH there (tools/gpu_suite.sh): hand its entries over through a .pth file
 site=$(python3 -c "import site; print(site.getsitepackages()[0])")
 tr ':' '\n' <<<"$PYTHONPATH" > "$site/warp_drive_session.pth"
-timeout 150 python3 -m pytest -m gpu -q -rs -p no:cacheprovider -n 4 --dist loadfile tests/gpu/test_compiled_learner_gpu.py \
+timeout 120 python3 -m pytest -m gpu -q -rfEs --tb=line -p no:cacheprovider -n 4 --dist loadfile tests/gpu/test_compiled_learner_gpu.py \
   tests/gpu/test_mpe_consistency.py tests/gpu/test_out_of_tree_gpu.py tests/gpu/test_numba_backend_gpu.py \
-  tests/gpu/test_graphed_update_gpu.py 2>&1 | tail -40 | tee "$out/gpu_tests.log"
-timeout 330 bash benchmarks/learner_call.sh "tag_tutorial_100envs tag_bundled tag_paper_2000x1000" \
+  tests/gpu/test_graphed_update_gpu.py > "$out/gpu_tests.log" 2>&1; grep -E "^(FAILED|ERROR)|passed|failed|^/|Error" "$out/gpu_tests.log" | tail -40
+timeout 200 bash benchmarks/learner_call.sh "${BENCH_CONFIGS:-tag_tutorial_100envs tag_bundled tag_paper_2000x1000}" \
   "" 2>&1 | grep -v -i "warn\|lowering\|if not any" | tee "$out/bench.log"

@@ -9,7 +9,7 @@ leaves the products to cuBLAS.
 
 * :class:`ActingForward` is the rollout's forward of one policy: ``trainer.rollout_precision: bf16``
   runs it under bfloat16 autocast (the probabilities the sampler reads and the values stay float32),
-  ``trainer.compile`` compiles it.
+  ``trainer.compile`` compiles it (in bfloat16 only: see the class).
 * :class:`LossFunction` is the update's forward + loss of one policy (the backward of a compiled
   forward is compiled too); it takes the loss coefficients as 0-d tensors, so that a changing
   schedule does not recompile it.
@@ -78,7 +78,12 @@ def _compiled(fn: Callable[..., Any], device: torch.device, enabled: bool, what:
 
 class ActingForward:
     """``model(obs)`` for the rollout, in ``dtype`` (None: the model's own) with float32 outputs, compiled
-    when ``compile`` (and the device allows it).
+    when ``compile`` and ``dtype`` are set (and the device allows it).
+
+    In float32 the forward is not compiled: there each ``Linear -> ReLU`` already runs as one cuBLASLt GEMM
+    with the bias and ReLU in its epilogue (:mod:`~warp_drive.training.models.fused_linear`), and Inductor's
+    GEMM plus a separate bias-ReLU kernel measured slower (H100, 2,000 envs x 1,000 agents: 161 ms of rollout
+    forward and sampling per iteration compiled, 122 ms not; ``benchmarks/results/learner_*.json``).
 
     Args:
         model: the policy's model (``forward(obs) -> (head outputs, values)``).
@@ -89,6 +94,7 @@ class ActingForward:
 
     def __init__(self, model: nn.Module, device: torch.device, dtype: torch.dtype | None, compile: bool) -> None:
         self.model, self.device, self.dtype = model, device, dtype
+        compile = compile and dtype is not None
         self._fn = _compiled(self._forward, device, compile, "the rollout forward")
         #: the model's no-grad forward may use cached head weights (FullyConnected.cache_head_weights):
         #: not inside a compiled function, whose guards would see a new tensor every rollout
