@@ -402,7 +402,8 @@ def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "cartpole",
                            "--results_dir", str(tmp_path / "cli"), "--eval_episodes", "0", "trainer.env_backend=numba",
                            "env.episode_length=10", "trainer.num_envs=3", "trainer.train_batch_size=30",
-                           "trainer.num_episodes=6"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                           "trainer.num_episodes=6"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "done: iterations 1-2 of 2" in proc.stdout, proc.stdout
     saved = json.loads((tmp_path / "cli" / "run_config.json").read_text())
