@@ -1,6 +1,6 @@
 """The same env stepped by its Numba kernel and by its CUDA C kernel: env steps/s and launch overhead.
 
-For each env with both steps (CartPole; Tag continuous when it has a ``numba_source``) and each
+For each env with both steps (CartPole and Tag continuous) and each
 ``num_envs``, the step alone is timed on both backends (warm-up first, synchronised clock), as env
 steps/s, after checking that both backends produced the same state (a faster number cannot come from
 doing less). Launch overhead: host time per step launch with one env replica (the kernel is tiny,

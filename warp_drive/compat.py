@@ -29,6 +29,8 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.managers.numba_managers.numba_function_manager": "NumbaFunctionManager, NumbaSampler, NumbaEnvironmentReset, NumbaLogController and base names (warp_drive.managers.numba_function_manager, warp_drive.managers.numba_services)",
     "warp_drive.utils.common": "get_project_root (warp_drive.cuda.project_root)",
     "warp_drive.utils.pycuda_utils": "package of warp_drive.utils.pycuda_utils.misc",
+    "warp_drive.utils.numba_utils": "package of warp_drive.utils.numba_utils.misc",
+    "warp_drive.utils.numba_utils.misc": "get_default_env_directory (dotted Numba step modules); update_env_header / check_env_header / update_env_runner make and check env_config / env_runner in memory (warp_drive.compat271.numba_helpers)",
     "warp_drive.utils.pycuda_utils.misc": "get_default_env_directory; update_env_header / check_env_header / update_env_runner raise ConfigError (warp_drive.compat271.cuda_helpers)",
     "warp_drive.utils.architecture_validate": "DeviceArchitectures, calculate_blocks_per_env, validate_device_setup (warp_drive.compat271.cuda_helpers)",
     "warp_drive.utils.device_context": "make_current_context (warp_drive.compat271.cuda_helpers)",
@@ -65,7 +67,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.utils.device_child_process.process_group_torch": "setup_torch_process_group, clear_torch_process_group (warp_drive.training.distributed)",
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.cli.setup_and_train)",
-    "warp_drive.training.scripts.example_training_script_numba": "same as example_training_script_pycuda (trains on pycuda: the trainer builds no Numba envs yet) (warp_drive.cli.setup_and_train)",
+    "warp_drive.training.scripts.example_training_script_numba": "setup_trainer_and_train, main, parse_args on the envs' Numba steps (numba backend; cpu without numba-cuda and a GPU); runnable with python -m (warp_drive.cli.setup_and_train)",
     "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
 }
 

@@ -402,8 +402,50 @@ def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "warp_drive.training.example_training_script", "--env", "cartpole",
                            "--results_dir", str(tmp_path / "cli"), "--eval_episodes", "0", "trainer.env_backend=numba",
                            "env.episode_length=10", "trainer.num_envs=3", "trainer.train_batch_size=30",
-                           "trainer.num_episodes=6"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                           "trainer.num_episodes=6"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "done: iterations 1-2 of 2" in proc.stdout, proc.stdout
     saved = json.loads((tmp_path / "cli" / "run_config.json").read_text())
+    assert saved["trainer"]["env_backend"] == "numba"
+
+
+def test_271_numba_script_and_numba_utils_misc_paths(tmp_path):
+    """2.7.1's ``example_training_script_numba`` trains on the envs' Numba steps (the simulator stands in
+    for the GPU), and ``warp_drive.utils.numba_utils.misc`` makes ``env_config`` / ``env_runner`` in memory."""
+    out = run_simulated(f"""
+        import sys
+        from warp_drive.errors import ConfigError
+        from warp_drive.training.scripts import example_training_script_numba as script
+        from warp_drive.utils.numba_utils import misc
+
+        assert script.main.__name__ == "main_numba"
+        assert script.parse_args(["--env", "single_cartpole"]).env == "single_cartpole"
+        raw = {{"name": "single_cartpole", "env": {{"episode_length": 10, "seed": 4}},
+               "policy": {{"shared": {{"to_train": True, "num_epochs": 1}}}},
+               "trainer": {{"num_envs": 2, "train_batch_size": 20, "num_episodes": 4, "env_backend": "pycuda"}},
+               "saving": {{"basedir": {str(tmp_path)!r}, "name": "n", "tag": "t"}}}}
+        script.setup_trainer_and_train(raw, results_directory="run", verbose=True)
+
+        assert misc.get_default_env_directory("TagContinuous") == "example_envs.tag_continuous.tag_continuous_step_numba"
+        assert misc.get_default_env_directory("YOUR_ENVIRONMENT") is None
+        misc.update_env_header("template_env_config.txt", num_envs=3, num_agents=4, blocks_per_env=1)
+        misc.check_env_header(num_envs=3, num_agents=4)
+        try:
+            misc.check_env_header(num_envs=3, num_agents=5)
+        except ConfigError as err:
+            assert "wkNumberAgents" in str(err), err
+        else:
+            raise AssertionError("a wrong header passed")
+        misc.update_env_runner("template_env_runner.txt", env_name="DummyEnv")
+        runner = sys.modules["warp_drive.numba_includes.env_runner"]
+        assert runner.testkernel.py_func.__globals__["wkNumberAgents"] == 4 and hasattr(runner, "reset_when_done_2d")
+        try:
+            misc.update_env_runner(env_name="NoSuchEnv")
+        except ConfigError as err:
+            assert "add_cuda_env_src_path" in str(err), err
+        print("paths")
+    """)
+    assert "paths" in out and "Training steps/s" in out, out
+    saved = json.loads((tmp_path / "n" / "t" / "run" / "run_config.json").read_text())
     assert saved["trainer"]["env_backend"] == "numba"

@@ -1,8 +1,11 @@
 """Train from a 2.7.1-style run config: ``setup_trainer_and_train`` and 2.7.1's script command line.
 
-2.7.1 shipped ``warp_drive/training/scripts/example_training_script_pycuda.py`` (and a Numba twin)
-with a ``setup_trainer_and_train`` function that its multi-GPU and auto-scaling helpers call back.
-Both import paths (and ``warp_drive.training.setup_and_train``) lead here (see :mod:`warp_drive.compat`).
+2.7.1 shipped ``warp_drive/training/scripts/example_training_script_pycuda.py`` and its Numba twin
+``example_training_script_numba.py``, each with a ``setup_trainer_and_train`` function that its multi-GPU
+and auto-scaling helpers call back. Both import paths (and ``warp_drive.training.setup_and_train``) lead
+here (see :mod:`warp_drive.compat`): the pycuda script trains on the envs' CUDA C steps
+(:func:`setup_trainer_and_train`), the Numba script on their Numba steps
+(:func:`setup_trainer_and_train_numba`, :func:`main_numba`).
 
 Command line (2.7.1's flags)::
 
@@ -16,6 +19,7 @@ Command line (2.7.1's flags)::
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -64,6 +68,8 @@ def setup_trainer_and_train(
     event_messenger: Any = None,
     results_directory: str | None = None,
     verbose: bool = True,
+    *,
+    backend: str | None = None,
 ) -> None:
     """Builds the env, the wrapper and the Trainer of a run config, trains, and closes (2.7.1's function).
 
@@ -76,11 +82,11 @@ def setup_trainer_and_train(
             kernel cache here is safe for concurrent processes).
         results_directory: run directory below ``saving.basedir/name/tag`` (absolute: as is).
         verbose: progress and the final throughput line.
-
-    The backend is pycuda when pycuda and a GPU are present, else the cpu backend (with a notice).
+        backend: ``"pycuda"``, ``"numba"`` or ``"cpu"``; None: pycuda when pycuda and a GPU are present,
+            else the cpu backend (with a notice).
     """
     del event_messenger
-    backend = choose_backend(None)
+    backend = choose_backend(backend)
     raw = run_configuration.to_dict() if isinstance(run_configuration, RunConfig) else run_configuration
     config = load_run_config(raw, [f"trainer.env_backend={backend}"])
     if results_directory is None:  # one process: a unique name; several: one that every device process agrees on
@@ -103,8 +109,42 @@ def setup_trainer_and_train(
               f"results in {trainer.save_dir})")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m warp_drive.training.scripts.example_training_script_pycuda",
+def numba_backend_or_cpu() -> str:
+    """``"numba"`` where the Numba steps can run (numba-cuda with a GPU visible to torch, or Numba's CUDA
+    simulator), else ``"cpu"`` with a logged notice (as the pycuda script falls back without a GPU)."""
+    import os
+
+    import torch
+
+    from warp_drive.numba_backend.runtime import numba_installed
+
+    simulator = os.environ.get("NUMBA_ENABLE_CUDASIM", "0").strip().lower() not in ("", "0", "false", "no")
+    if not numba_installed():
+        why = "numba-cuda is not installed (pip install -e '.[numba]')"
+    elif simulator or torch.cuda.is_available():
+        return "numba"
+    else:
+        why = "no CUDA device is visible (NUMBA_ENABLE_CUDASIM=1 runs the Numba steps in Numba's CPU simulator)"
+    logging.getLogger(__name__).warning("%s: the Numba script runs on the cpu backend (NumPy env steps)", why)
+    return "cpu"
+
+
+def setup_trainer_and_train_numba(
+    run_configuration: Mapping[str, Any] | Any,
+    device_id: int = 0,
+    num_devices: int = 1,
+    event_messenger: Any = None,
+    results_directory: str | None = None,
+    verbose: bool = True,
+) -> None:
+    """2.7.1's ``example_training_script_numba.setup_trainer_and_train``: :func:`setup_trainer_and_train` on
+    the envs' Numba steps (:func:`numba_backend_or_cpu`)."""
+    setup_trainer_and_train(run_configuration, device_id, num_devices, event_messenger, results_directory, verbose,
+                            backend=numba_backend_or_cpu())
+
+
+def parse_args(argv: Sequence[str] | None = None, prog: str = "example_training_script_pycuda") -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"python -m warp_drive.training.scripts.{prog}",
                                 description="Train an example env from its 2.7.1-named run config.")
     p.add_argument("--env", "-e", required=True, help=f"run config name: {', '.join(run_config_names())}")
     add_flag(p, "--auto_scale", "-a", action="store_true",
@@ -115,24 +155,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs.
+def main(argv: Sequence[str] | None = None, *, setup: Any = None, prog: str = "example_training_script_pycuda") -> int:
+    """2.7.1's script: load ``run_configs/<env>.yaml``, optionally auto-scale, train on one or more GPUs
+    (``setup``: the per-process function, default :func:`setup_trainer_and_train`).
 
     Expected errors print one or two lines and return 2 (``--debug``: the traceback); SIGINT or
     SIGTERM stop at an iteration boundary with a checkpoint and return 130 or 143 (outside training:
     at once, with one line).
     """
     with stop_outside_training():
-        return _run_main(argv)
+        return _run_main(argv, setup, prog)
 
 
-def _run_main(argv: Sequence[str] | None) -> int:
-    args = parse_args(argv)
+def _run_main(argv: Sequence[str] | None, setup: Any, prog: str) -> int:
+    args = parse_args(argv, prog)
     configure_logging(quiet=False)
 
     def body() -> int:
         try:
-            _main(args)
+            _main(args, setup or setup_trainer_and_train)
         except TrainingInterrupted as stop:
             print(f"stopped after iteration {stop.iteration}; checkpoint {stop.checkpoint}", flush=True)
             return stop.exit_code
@@ -141,7 +182,12 @@ def _run_main(argv: Sequence[str] | None) -> int:
     return report_errors(body, args.debug)
 
 
-def _main(args: argparse.Namespace) -> None:
+def main_numba(argv: Sequence[str] | None = None) -> int:
+    """2.7.1's ``example_training_script_numba``: :func:`main` on the envs' Numba steps."""
+    return main(argv, setup=setup_trainer_and_train_numba, prog="example_training_script_numba")
+
+
+def _main(args: argparse.Namespace, setup: Any) -> None:
     import torch
 
     config = yaml_loads(run_config_path(args.env).read_text())
@@ -149,7 +195,7 @@ def _main(args: argparse.Namespace) -> None:
     if args.auto_scale:
         from warp_drive.training.auto_scale import perform_auto_vertical_scaling
 
-        config = perform_auto_vertical_scaling(setup_trainer_and_train, config)
+        config = perform_auto_vertical_scaling(setup, config)
         num_gpus = torch.cuda.device_count()
     if num_gpus == -1:
         num_gpus = int(config.get("trainer", {}).get("num_gpus", 1))
@@ -160,9 +206,9 @@ def _main(args: argparse.Namespace) -> None:
         from warp_drive.training.distributed import perform_distributed_training
 
         config.setdefault("trainer", {})["num_gpus"] = num_gpus
-        perform_distributed_training(setup_trainer_and_train, config, args.results_dir)
+        perform_distributed_training(setup, config, args.results_dir)
     else:
-        setup_trainer_and_train(config, results_directory=args.results_dir)
+        setup(config, results_directory=args.results_dir)
 
 
 if __name__ == "__main__":

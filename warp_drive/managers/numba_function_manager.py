@@ -38,17 +38,7 @@ DEFAULT_NUMBA_FUNCTIONS: tuple[str, ...] = (
 )
 
 #: 2.7.1's built-in Numba env modules by env name (registered paths take precedence).
-DEFAULT_ENV_MODULES: dict[str, str] = {
-    "DummyEnv": "example_envs.dummy_env.test_step_numba",
-    "ClassicControlCartPoleEnv": "example_envs.classic_control.cartpole.cartpole_step_numba",
-    "ClassicControlAcrobotEnv": "example_envs.classic_control.acrobot.acrobot_step_numba",
-    "ClassicControlMountainCarEnv": "example_envs.classic_control.mountain_car.mountain_car_step_numba",
-    "ClassicControlContinuousMountainCarEnv":
-        "example_envs.classic_control.continuous_mountain_car.continuous_mountain_car_step_numba",
-    "ClassicControlPendulumEnv": "example_envs.classic_control.pendulum.pendulum_step_numba",
-    "TagGridWorld": "example_envs.tag_gridworld.tag_gridworld_step_numba",
-    "TagContinuous": "example_envs.tag_continuous.tag_continuous_step_numba",
-}
+DEFAULT_ENV_MODULES: dict[str, str] = modules.DEFAULT_ENV_MODULES
 
 
 def numba_source(env: Any, name: str, registrar: Any = None) -> str:

@@ -38,6 +38,20 @@ CORE_MODULES = (
 TEMPLATE_HEADER = "template_env_config.txt"
 TEMPLATE_RUNNER = "template_env_runner.txt"
 
+#: 2.7.1's default table (``get_default_env_directory``): env name -> dotted module of its Numba step, for
+#: this package's example envs (a registered module or the class's ``numba_source`` takes precedence).
+DEFAULT_ENV_MODULES: dict[str, str] = {
+    "DummyEnv": "example_envs.dummy_env.test_step_numba",
+    "TagGridWorld": "example_envs.tag_gridworld.tag_gridworld_step_numba",
+    "TagContinuous": "example_envs.tag_continuous.tag_continuous_step_numba",
+    "ClassicControlCartPoleEnv": "example_envs.classic_control.cartpole.cartpole_step_numba",
+    "ClassicControlMountainCarEnv": "example_envs.classic_control.mountain_car.mountain_car_step_numba",
+    "ClassicControlContinuousMountainCarEnv":
+        "example_envs.classic_control.continuous_mountain_car.continuous_mountain_car_step_numba",
+    "ClassicControlAcrobotEnv": "example_envs.classic_control.acrobot.acrobot_step_numba",
+    "ClassicControlPendulumEnv": "example_envs.classic_control.pendulum.pendulum_step_numba",
+}
+
 _LOCK = threading.Lock()
 _ENV_MODULES: dict[tuple, types.ModuleType] = {}
 

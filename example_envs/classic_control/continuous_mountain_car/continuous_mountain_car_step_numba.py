@@ -13,7 +13,7 @@ import math
 
 from numba import cuda, float32, float64
 
-from example_envs.classic_control.classic_control_numba import end_step
+from example_envs.classic_control.classic_control_step_numba import end_step
 from warp_drive.numba_includes.env_config import *  # noqa: F401,F403
 from warp_drive.numba_includes.rounding import f32_add, f32_mul, f32_sub, f64_mul
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from warp_drive.cli.setup_and_train import main
+from warp_drive.cli.setup_and_train import main_numba
 
-sys.exit(main())
+sys.exit(main_numba())
