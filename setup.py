@@ -35,7 +35,9 @@ setup(
     extras_require={
         "cuda": ["pycuda>=2024.1"],
         # env steps written in Numba (env_backend="numba"); on a GPU the service kernels also need pycuda and nvcc
-        "numba": ["numba-cuda>=0.30", "pycuda>=2024.1"],
+        # numba-cuda 0.30.4 (the newest) registers np.row_stack, which NumPy 2.5 removed: importing its
+        # kernels' array support fails there (seen on the H100 machine, NumPy 2.5), hence the NumPy bound
+        "numba": ["numba-cuda>=0.30", "numpy<2.5", "pycuda>=2024.1"],
         "viz": ["matplotlib>=3.6", "pillow>=9.0"],
         "lightning": ["lightning>=2.0", "pytorch_lightning>=2.0"],
         "interop": ["pettingzoo>=1.24"],
