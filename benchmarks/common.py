@@ -50,12 +50,13 @@ def environment() -> dict[str, Any]:
 
 def write_results(name: str, payload: dict[str, Any], results_dir: Path | None = None) -> Path:
     """Write ``{"environment": ..., **payload}`` to $OUT (if set) and ``results_dir`` (default
-    benchmarks/results/) as ``<name>_<GPU>.json``."""
+    ``$WARP_DRIVE_BENCH_RESULTS`` if set, else benchmarks/results/) as ``<name>_<GPU>.json``."""
     env = environment()
     gpu = (env.get("cuda_device") or "cpu").replace(" ", "_")
     doc = {"benchmark": name, "environment": env, **payload}
     text = json.dumps(doc, indent=2, default=float)
-    paths = [Path(results_dir or Path(__file__).parent / "results") / f"{name}_{gpu}.json"]
+    folder = results_dir or os.environ.get("WARP_DRIVE_BENCH_RESULTS") or Path(__file__).parent / "results"
+    paths = [Path(folder) / f"{name}_{gpu}.json"]
     if os.environ.get("OUT"):
         paths.append(Path(os.environ["OUT"]) / f"{name}.json")
     for p in paths:

@@ -1,4 +1,4 @@
-"""Every shell command in README.md and docs/*.md is executed by a test.
+"""Every shell command in README.md, CHANGELOG.md and docs/*.md is executed by a test.
 
 ``test_every_documented_command_is_executed_by_a_test`` collects the commands (lines of ``bash``
 blocks, and inline code spans that start like a command) and requires each to match exactly one
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 COMMAND_START = ("python ", "python3 ", "pip ", "bash ", "torchrun ", "warp-drive-train")
 SCRIPT = "python -m warp_drive.training.example_training_script"
 GPU_TESTS = sorted((ROOT / "tests" / "gpu").glob("test_docs_*_gpu.py"))
@@ -60,6 +60,9 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
     (r"python tools/count_code_lines\.py", "test_line_count_commands_run"),
     (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),
+    (r"python benchmarks/bench_end_to_end\.py --iters 8 --reference-runs 3 --configs [\w ]+ --variant trainer\.update_precision=bf16",
+     "gpu:test_end_to_end_benchmark_command_runs"),
+    (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
 ]
 
 
@@ -292,7 +295,7 @@ def test_torchrun_command_runs(tmp_path):
 
 
 def test_learning_plot_command_runs(tmp_path):
-    """README's ``learning_side_by_side.py plot`` draws the heatmap and the curves from the committed
+    """docs/results.md's ``learning_side_by_side.py plot`` draws the heatmap and the curves from the committed
     results (copied, so the committed PNGs stay as they are)."""
     (command,) = commands_for("test_learning_plot_command_runs")
     results = ROOT / "benchmarks" / "results"
@@ -305,9 +308,10 @@ def test_learning_plot_command_runs(tmp_path):
 
 
 def test_learning_classic_control_command_runs(tmp_path):
-    """README's classic-control learning benchmark for all five envs, each cut to a few iterations
-    (``trainer.num_episodes=21``), one seed and 4 greedy episodes per check."""
-    (command,) = commands_for("test_learning_classic_control_command_runs")
+    """The classic-control learning benchmark (README's headline figure, docs/results.md's table) for all
+    five envs, each cut to a few iterations (``trainer.num_episodes=21``), one seed and 4 greedy episodes
+    per check."""
+    (command,) = set(commands_for("test_learning_classic_control_command_runs"))  # the same line in both
     out = tmp_path / "learning.json"
     short = ["--seeds", "1", "--checks", "1", "--eval_envs", "4", "--eval_episodes", "4", "--set", "trainer.num_episodes=21",
              "--out", str(out)]
@@ -317,7 +321,7 @@ def test_learning_classic_control_command_runs(tmp_path):
 
 
 def test_learning_classic_control_sac_command_runs(tmp_path):
-    """README's SAC rows: the same benchmark with the shipped SAC configs, cut to a few iterations
+    """docs/results.md's SAC rows: the same benchmark with the shipped SAC configs, cut to a few iterations
     (``trainer.num_episodes=8``), one seed and 4 greedy episodes per check, into a temporary file."""
     (command,) = commands_for("test_learning_classic_control_sac_command_runs")
     out = tmp_path / "learning_sac.json"
@@ -350,7 +354,7 @@ def test_stage_reference_tests_command_runs(tmp_path):
 
 
 def test_line_count_commands_run():
-    """architecture.md's line figures of issue 25: all Python lines of warp_drive/ without SAC's
+    """CHANGELOG.md's line figures of issue 25: all Python lines of warp_drive/ without SAC's
     folder and model (counted again here), and fewer code lines among them."""
     (command,) = commands_for("test_line_count_commands_run")
     out = run_ok(python_argv(command), cwd=ROOT).stdout.strip()

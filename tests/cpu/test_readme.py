@@ -1,23 +1,67 @@
-"""The README's quick start runs as written (on the cpu backend here)."""
+"""The README's quick start runs as written (on the cpu backend here) and prints what it did; its
+"Add an algorithm" block names the real API."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_readme_quick_start_runs():
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    quick = [b for b in blocks if "EnvWrapper" in b and "step_all_envs" in b]
+def _python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def test_readme_quick_start_runs(capsys):
+    quick = [b for b in _python_blocks() if "EnvWrapper" in b and "step_all_envs" in b]
     assert quick, "the README lost its quick start"
     namespace: dict = {}
     exec(compile(quick[0], "README quick start", "exec"), namespace)
     dm = namespace["dm"]
     assert dm.get_shape("observations") == (1000, 105, 71)
     assert int(dm.pull_data_from_device("_timestep_").max()) == 10
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.fullmatch(r"(cpu|pycuda|numba): observations \(1000, 105, 71\); 10 steps x 1,000 envs in ([\d.]+) s = "
+                     r"([\d,]+) env steps/s; tagger reward per step (-?[\d.]+)", printed)
+    assert m, printed
+    assert float(m.group(2)) > 0 and int(m.group(3).replace(",", "")) > 0
+    # the README shows a line of the same form
+    assert re.search(r"`cpu: observations \(1000, 105, 71\); 10 steps x 1,000 envs in [\d.]+ s = [\d,]+\s+env steps/s; "
+                     r"tagger reward per step -?[\d.]+`", README.read_text())
+
+
+def test_readme_add_an_algorithm_names_the_real_api(monkeypatch):
+    """The block runs against the real registry (restored afterwards), and its load_run_config and
+    build_trainer calls bind to the real signatures (stand-ins return a config and a trainer)."""
+    import warp_drive.config
+    import warp_drive.training.build as build
+    from warp_drive.config import algorithms
+    from warp_drive.training.trainer import Trainer
+
+    (block,) = [b for b in _python_blocks() if "register_algorithm" in b]
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    calls = {}
+
+    def bound(fn, result):
+        def stand_in(*args, **kwargs):
+            inspect.signature(fn).bind(*args, **kwargs)
+            calls[fn.__name__] = (args, kwargs)
+            return result
+        return stand_in
+
+    class StandInTrainer:
+        train = evaluate = staticmethod(lambda *a, **k: {})
+
+    assert callable(Trainer.train) and callable(Trainer.evaluate)
+    monkeypatch.setattr(warp_drive.config, "load_run_config", bound(warp_drive.config.load_run_config, "config"))
+    monkeypatch.setattr(build, "build_trainer", bound(build.build_trainer, StandInTrainer()))
+    exec(compile(block, "README add an algorithm", "exec"), {"MyEnv": object})
+    entry = algorithms.algorithm_entry("myalgo")
+    assert (entry.section, entry.policy) == ("my_pkg.my_algo:MyAlgoConfig", "my_pkg.my_algo:build_policy")
+    assert set(calls) == {"load_run_config", "build_trainer"}
+    assert calls["build_trainer"][0] == ("config", object)
 
 
 def test_readme_names_the_commands_ci_runs():

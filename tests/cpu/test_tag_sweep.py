@@ -90,12 +90,12 @@ def test_jobs_go_to_the_gpus_cuda_visible_devices_names(sweep, monkeypatch):
 
 
 def test_the_documented_commands_parse(sweep):
-    """README's and the docstring's commands name known candidates and integer seeds (``--seeds``
+    """The documented (README, docs/results.md) and the docstring's commands name known candidates and integer seeds (``--seeds``
     takes every number after it, so the candidates come first)."""
     from tests.cpu.test_docs_commands import commands_for
 
     documented = [line.strip() for line in sweep.__doc__.splitlines() if "tag_sweep.py" in line and "python" in line]
-    documented += commands_for("gpu:test_tag_sweep_command_runs")
+    documented += sorted(set(commands_for("gpu:test_tag_sweep_command_runs")))  # README and docs/results.md: one line
     assert len(documented) == 2
     for command in documented:
         args = sweep.parse_args(shlex.split(command)[2:])
