@@ -180,8 +180,14 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
                           "folder that training wrote) or set policy.<tag>.model.model_ckpt_filepath")
     if rank == 0:
         run_dir = claim_run_folder(run_dir, default_name=default_name, resume=bool(args.resume))
-        if announce:
-            print(f"results: {run_dir}", flush=True)
+        try:
+            if announce:
+                print(f"results: {run_dir}", flush=True)
+            return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state,
+                           notes, env)
+        except BaseException:  # a signal between the claim and the plan's return: nothing to keep
+            release_if_empty(run_dir)
+            raise
     return RunPlan(config, run_dir, backend, ctx.rank, ctx.world_size, ctx.local_rank, checkpoint, state, notes, env)
 
 
@@ -297,8 +303,10 @@ def run(args: argparse.Namespace, failures: Any = None) -> int:
     plan = plan_run(args)
     try:
         return _run_plan(args, plan, failures)
-    except BaseException:  # a failed build, or a signal before training started
-        if not getattr(failures, "training", False):  # once started, the folder keeps the error's log
+    except BaseException as err:  # a failed build, or a signal before training started
+        # once training started, the folder keeps the error's log; a signal writes none (a stop before the
+        # first iteration, e.g. during the probe, leaves the folder empty)
+        if not getattr(failures, "training", False) or isinstance(err, KeyboardInterrupt):
             release_if_empty(plan.run_dir)  # the claimed folder, if still empty
         raise
 

@@ -57,7 +57,9 @@ def test_sigterm_while_the_modules_load_exits_143_with_a_message(tmp_path):
 
 
 def test_sigterm_right_after_start_exits_143_and_leaves_no_empty_run_folder(tmp_path):
-    res = _term_when(SCRIPT + TINY + ["--results_dir", str(tmp_path / "run")], tmp_path, "results:")
+    # a run long enough that the signal cannot arrive after its end (2 iterations finished first on a fast box)
+    res = _term_when(SCRIPT + TINY + ["trainer.num_episodes=4000", "--results_dir", str(tmp_path / "run")], tmp_path,
+                     "results:")
     assert res.returncode == 143, res.stdout[-2000:] + res.stderr[-2000:]
     assert "SIGTERM" in res.stderr and "Traceback" not in res.stderr, res.stderr
     run = tmp_path / "run"
