@@ -44,3 +44,17 @@ def test_env_step_benchmark_command_runs(tmp_path):
     (row,) = json.loads((tmp_path / "out" / "env_step.json").read_text())["rows"]
     assert (row["envs"], row["agents"]) == (100, 110) and "error" not in row
     assert row["graph_env_steps_per_s"] > 0
+
+
+def test_learner_benchmark_command_runs(tmp_path):
+    """README's learner figure: the side-by-side script on one config, one variant, one timed iteration
+    (the baseline tree is .baseline/ when staged, else this tree under the baseline's name)."""
+    (command,) = set(commands_for("gpu:test_learner_benchmark_command_runs"))
+    env = dict(WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
+    (tmp_path / "out").mkdir()
+    run_ok([*command.split(), "tag_tutorial_100envs", ""], cwd=ROOT, timeout=600, **env)
+    for name in ("learner_baseline", "learner"):
+        doc = json.loads((tmp_path / "out" / f"{name}.json").read_text())
+        row = doc["results"]["tag_tutorial_100envs/default"]
+        assert "error" not in row, row
+        assert row["env_steps_per_s"] > 0 and row["update_flops"] > 0 and 0 < row["update_peak_fraction"] < 1
