@@ -79,6 +79,8 @@ MOVED_MODULES: dict[str, str] = {
                                            "(warp_drive.cli.lightning_train)",
     "warp_drive.training.setup_and_train": "setup_trainer_and_train, main, parse_args, run_config_path, env_class_for "
                                            "(warp_drive.cli.setup_and_train, warp_drive.cli.envs)",
+    "warp_drive.config.ddpg": "DDPGPolicyConfig, DDPGModelConfig, OU_NOISE_PARAMS, OU_DEFAULTS, parse_ou_params, the "
+                              "section defaults (warp_drive.training.algorithms.ddpg.config)",
     "warp_drive.utils.placeholders": "the step placeholders and 2.7.1's training placeholders: action_layout, "
                                      "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders, "
                                      "warp_drive.compat271.data_loader)",

@@ -101,3 +101,13 @@ class UnknownEnvError(ConfigError, DataNotFoundError):
 class EnvLoadError(ConfigError):
     """An env named by import path (``package.module:Class``), by entry point, or registered by a module of
     ``--import`` cannot be loaded: the module fails to import or lacks the class (the message names both)."""
+
+
+class PolicyContractError(ConfigError, TypeError):
+    """An algorithm's policy does not meet the contract of
+    :class:`warp_drive.training.algorithms.base.Policy` (raised by ``register_algorithm`` and when
+    the engine builds the policy). ``missing`` names what it lacks; the message says the fix."""
+
+    def __init__(self, message: str, missing: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)

@@ -32,6 +32,23 @@ def test_readme_quick_start_runs(capsys):
                      r"tagger reward per step -?[\d.]+`", README.read_text())
 
 
+def _stand_in_algorithm_module(monkeypatch):
+    """``my_pkg.my_algo`` with a section class and a Policy subclass that meet the contract."""
+    import sys
+    import types
+
+    from warp_drive.training.algorithms import Policy
+
+    class MyPolicy(Policy):
+        act = update = state_dict = load_state_dict = lambda self, *a: None
+
+    module = types.ModuleType("my_pkg.my_algo")
+    module.MyAlgoConfig = type("MyAlgoConfig", (), {"from_dict": classmethod(lambda cls, section, prefix: cls())})
+    module.MyPolicy = MyPolicy
+    monkeypatch.setitem(sys.modules, "my_pkg", types.ModuleType("my_pkg"))
+    monkeypatch.setitem(sys.modules, "my_pkg.my_algo", module)
+
+
 def test_readme_add_an_algorithm_names_the_real_api(monkeypatch):
     """The block runs against the real registry (restored afterwards), and its load_run_config and
     build_trainer calls bind to the real signatures (stand-ins return a config and a trainer)."""
@@ -42,6 +59,7 @@ def test_readme_add_an_algorithm_names_the_real_api(monkeypatch):
 
     (block,) = [b for b in _python_blocks() if "register_algorithm" in b]
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    _stand_in_algorithm_module(monkeypatch)  # register_algorithm imports and checks the entry
     calls = {}
 
     def bound(fn, result):
@@ -59,7 +77,7 @@ def test_readme_add_an_algorithm_names_the_real_api(monkeypatch):
     monkeypatch.setattr(build, "build_trainer", bound(build.build_trainer, StandInTrainer()))
     exec(compile(block, "README add an algorithm", "exec"), {"MyEnv": object})
     entry = algorithms.algorithm_entry("myalgo")
-    assert (entry.section, entry.policy) == ("my_pkg.my_algo:MyAlgoConfig", "my_pkg.my_algo:build_policy")
+    assert (entry.section, entry.policy) == ("my_pkg.my_algo:MyAlgoConfig", "my_pkg.my_algo:MyPolicy")
     assert set(calls) == {"load_run_config", "build_trainer"}
     assert calls["build_trainer"][0] == ("config", object)
 

@@ -7,14 +7,19 @@ training code), at
 * ``section``: the class that parses and checks the algorithm's ``policy.<tag>`` section
   (``Class.from_dict(section, prefix)`` -> a frozen config with ``to_dict()``, ``algorithm``,
   ``to_train``, ``num_minibatches``), and
-* ``policy``: ``build(context) -> policy``, which builds the per-tag policy object the engine
-  drives (:class:`warp_drive.training.algorithms.base.Policy`).
+* ``policy``: a :class:`~warp_drive.training.algorithms.base.Policy` subclass (its ``build(context)``
+  classmethod builds the per-tag policy object the engine drives), or a builder ``build(context) ->
+  policy`` (with a ``policy_class`` attribute to be checked at registration), and
+* ``sampler_parser`` (optional): ``parse(params, prefix) -> {key: value}`` of the ``sampler.params``
+  keys the entry reads (``sampler_params``; DDPG's Ornstein-Uhlenbeck noise).
 
 A config that sets ``trainer.n_step`` or extra ``sampler.params`` keys with no policy whose entry reads
 them is refused.
 
 Adding an algorithm is one :func:`register_algorithm` call (the built-in ones are the lines of
-:data:`BUILTIN`).
+:data:`BUILTIN`); it checks the entry against the policy contract
+(:func:`warp_drive.training.algorithms.base.check_entry`, imported on first use like the entries).
+Each algorithm's configuration lives in its folder, ``warp_drive/training/algorithms/<name>/config.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class AlgorithmEntry:
         reads_n_step: the algorithm reads ``trainer.n_step``.
         sampler_params: ``sampler.params`` keys the algorithm reads besides ``use_argmax``.
         summary: one line for listings and error messages.
+        sampler_parser: ``"module:function"`` parsing ``sampler_params`` (``parse(params, prefix)``).
     """
 
     name: str
@@ -46,14 +52,24 @@ class AlgorithmEntry:
     reads_n_step: bool = False
     sampler_params: tuple[str, ...] = ()
     summary: str = ""
+    sampler_parser: str = ""
 
     def section_class(self) -> Any:
         """The section parser class (imported on first use)."""
         return resolve(self.section)
 
-    def policy_builder(self) -> Any:
-        """The policy builder function (imported on first use)."""
+    def resolve_policy(self) -> Any:
+        """The object at ``policy``: a Policy subclass or a builder (imported on first use)."""
         return resolve(self.policy)
+
+    def policy_builder(self) -> Any:
+        """``build(context) -> policy``: the class's ``build`` when ``policy`` names a class."""
+        target = self.resolve_policy()
+        return target.build if isinstance(target, type) else target
+
+    def parse_sampler_params(self, params: Any, prefix: str) -> dict[str, Any]:
+        """The ``sampler.params`` this entry reads, parsed by its ``sampler_parser`` ({} without one)."""
+        return resolve(self.sampler_parser)(params, prefix) if self.sampler_parser else {}
 
 
 def resolve(path: str) -> Any:
@@ -65,17 +81,21 @@ def resolve(path: str) -> Any:
         raise ConfigError(f"algorithm registry entry {path!r} cannot be imported: {err}") from err
 
 
-_AC = "warp_drive.training.algorithms.actor_critic:build_policy"
+_ALG = "warp_drive.training.algorithms"
+_AC = f"{_ALG}.actor_critic"
+#: the check every registered entry passes (the policy contract of ``training/algorithms/base.py``)
+CONTRACT_CHECK = f"{_ALG}.base:check_entry"
 
 #: The algorithms that ship with the package.
 BUILTIN: tuple[AlgorithmEntry, ...] = (
-    AlgorithmEntry("A2C", "warp_drive.config.schema:PolicyConfig", _AC,
+    AlgorithmEntry("A2C", f"{_AC}.config:ActorCriticConfig", f"{_AC}:build_a2c",
                    summary="advantage actor-critic (on-policy, one epoch)"),
-    AlgorithmEntry("PPO", "warp_drive.config.schema:PolicyConfig", _AC,
+    AlgorithmEntry("PPO", f"{_AC}.config:ActorCriticConfig", f"{_AC}:build_ppo",
                    summary="proximal policy optimization (on-policy, clipped ratio)"),
-    AlgorithmEntry("DDPG", "warp_drive.config.ddpg:DDPGPolicyConfig", "warp_drive.training.algorithms.ddpg:build_policy",
+    AlgorithmEntry("DDPG", f"{_ALG}.ddpg.config:DDPGPolicyConfig", f"{_ALG}.ddpg:build_policy",
                    reads_n_step=True, sampler_params=("damping", "stddev", "scale"),
-                   summary="deterministic actor, Q critic, target networks, OU exploration (2.7.1's TrainerDDPG)"),
+                   sampler_parser=f"{_ALG}.ddpg.config:parse_ou_params",
+                   summary="deterministic actor, Q critic, target networks, Ornstein-Uhlenbeck exploration (2.7.1's TrainerDDPG)"),
     AlgorithmEntry("SAC", "warp_drive.training.algorithms.sac.config:SACPolicyConfig", "warp_drive.training.algorithms.sac:build_policy",
                    summary="soft actor-critic: twin Q, squashed Gaussian, learned temperature, replay on the device"),
 )
@@ -84,14 +104,26 @@ _REGISTRY: dict[str, AlgorithmEntry] = {e.name: e for e in BUILTIN}
 
 
 def register_algorithm(entry: AlgorithmEntry, *, replace: bool = False) -> AlgorithmEntry:
-    """Adds ``entry`` to the registry (``replace=True`` to override a name already there)."""
+    """Adds ``entry`` to the registry (``replace=True`` to override a name already there).
+
+    Raises:
+        ConfigError: the name is not upper case, is taken, or a path cannot be imported.
+        PolicyContractError: the policy class misses a hook of the contract, or the section class
+            has no ``from_dict`` (the message names what is missing and the fix).
+    """
     name = entry.name.upper()
     if name != entry.name:
         raise ConfigError(f"algorithm name {entry.name!r} must be upper case ({name!r})")
     if name in _REGISTRY and not replace:
         raise ConfigError(f"algorithm {name!r} is already registered; pass replace=True to override it")
+    resolve(CONTRACT_CHECK)(entry)
     _REGISTRY[name] = entry
     return entry
+
+
+def sampler_param_entries() -> dict[str, AlgorithmEntry]:
+    """``{sampler.params key: the entry that parses it}`` over every registered algorithm."""
+    return {key: e for e in _REGISTRY.values() for key in e.sampler_params}
 
 
 def algorithm_names() -> tuple[str, ...]:

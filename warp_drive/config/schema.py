@@ -9,6 +9,12 @@ optional ``sampler``), so the reference run configs load unchanged. ``from_dict`
 4. exposes derived values as read-only properties (the config is never mutated).
 
 ``to_dict`` returns plain Python data that ``from_dict`` accepts again (round trip).
+
+This module holds the sections every run has (``trainer``, ``saving``, ``sampler``) and
+:class:`RunConfig`; each ``policy.<tag>`` section is parsed by its algorithm's section class, found in
+the registry (:mod:`warp_drive.config.algorithms`; the classes live in the algorithms' folders,
+e.g. A2C/PPO's ``ActorCriticConfig``). ``PolicyConfig`` (that class), ``ALGORITHMS``,
+``DEFAULT_NUM_EPOCHS`` and ``OU_NOISE_PARAMS`` are still importable from here (resolved on first use).
 """
 
 from __future__ import annotations
@@ -21,21 +27,13 @@ from typing import Any
 
 from warp_drive.config import _checks as chk
 from warp_drive.config._yaml import load_defaults
-from warp_drive.config.algorithms import algorithm_entry, algorithm_names
-from warp_drive.config.ddpg import parse_ou_params
-from warp_drive.config.model import ModelConfig
+from warp_drive.config.algorithms import algorithm_entry, algorithm_names, resolve, sampler_param_entries
 from warp_drive.env.backends import BACKENDS, canonical_backend
 from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-#: the algorithms this section class parses (the others have their own: :mod:`warp_drive.config.algorithms`)
-ALGORITHMS = ("A2C", "PPO")
 ENV_BACKENDS = BACKENDS
-#: 2.7.1 ``sampler.params`` that drive the Ornstein-Uhlenbeck exploration noise of DDPG policies.
-OU_NOISE_PARAMS = ("damping", "stddev", "scale")
-#: num_epochs used when the config leaves it null.
-DEFAULT_NUM_EPOCHS = {"A2C": 1, "PPO": 4}
 #: ``trainer.update_precision`` values.
 UPDATE_PRECISIONS = ("fp32", "bf16")
 
@@ -148,78 +146,6 @@ class TrainerConfig(chk.PlainDict):
 
 
 @dataclass(frozen=True)
-class PolicyConfig(chk.PlainDict):
-    """One ``policy.<tag>`` section. See ``defaults.yaml`` for the meaning of each key.
-
-    ``lr``, ``vf_loss_coeff`` and ``entropy_coeff`` are a float or a schedule: a tuple of
-    ``(timestep, value)`` pairs (see ``warp_drive.training.utils.param_scheduler``).
-    """
-
-    to_train: bool
-    algorithm: str
-    gamma: float
-    gae_lambda: float
-    lr: float | chk.Schedule
-    vf_loss_coeff: float | chk.Schedule
-    entropy_coeff: float | chk.Schedule
-    clip_grad_norm: bool
-    max_grad_norm: float
-    normalize_advantage: bool
-    normalize_return: bool
-    normalize_reward: bool
-    clip_param: float
-    vf_clip_param: float | None
-    num_epochs: int
-    num_minibatches: int
-    model: ModelConfig
-
-    @classmethod
-    def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
-        """Parses and validates a (partial) policy mapping; ``prefix`` is e.g. ``policy.runner``.
-
-        A section of another algorithm (``algorithm: DDPG``, ``SAC``, ...) is parsed by that
-        algorithm's section class (:func:`parse_policy_section`; its keys differ) and returns one.
-        """
-        raw_algorithm = section.get("algorithm") if isinstance(section, Mapping) else None
-        if raw_algorithm is not None:
-            entry = algorithm_entry(raw_algorithm, chk.join_key(prefix, "algorithm"))
-            if entry.name not in ALGORITHMS:
-                return entry.section_class().from_dict(section, prefix)
-        d = chk.merged_section(section, load_defaults()["policy"], prefix)
-        key = lambda name: chk.join_key(prefix, name)  # noqa: E731
-        algorithm = algorithm_entry(d["algorithm"], key("algorithm")).name
-        gamma = chk.as_unit_interval(d["gamma"], key("gamma"), "(e.g. 0.99)")
-        lam = chk.as_unit_interval(d["gae_lambda"], key("gae_lambda"), "(1.0 = plain discounted returns, 0.95 is "
-                                   "usual for PPO)", include_zero=True)
-        clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
-        vf_clip = None if d["vf_clip_param"] is None else chk.as_positive(d["vf_clip_param"], key("vf_clip_param"))
-        epochs, minibatches = chk.as_update_steps(DEFAULT_NUM_EPOCHS[algorithm] if d["num_epochs"] is None
-                                                  else d["num_epochs"], d["num_minibatches"], prefix)
-        if algorithm == "PPO" and epochs * minibatches == 1:
-            logger.warning(
-                "%s: PPO with num_epochs=1 and num_minibatches=1 makes one gradient step per "
-                "batch; the probability ratio is then 1 and the clip never binds (A2C).",
-                prefix,
-            )
-        return cls(
-            **{k: chk.as_bool(d[k], key(k)) for k in ("to_train", "clip_grad_norm", "normalize_advantage",
-                                                        "normalize_return", "normalize_reward")},
-            algorithm=algorithm,
-            gamma=gamma,
-            gae_lambda=lam,
-            lr=chk.as_schedule(d["lr"], key("lr"), positive_number=True),
-            vf_loss_coeff=chk.as_schedule(d["vf_loss_coeff"], key("vf_loss_coeff"), positive_number=False),
-            entropy_coeff=chk.as_schedule(d["entropy_coeff"], key("entropy_coeff"), positive_number=False),
-            max_grad_norm=chk.as_positive(d["max_grad_norm"], key("max_grad_norm")),
-            clip_param=clip_param,
-            vf_clip_param=vf_clip,
-            num_epochs=epochs,
-            num_minibatches=minibatches,
-            model=ModelConfig.from_dict(d["model"], key("model")),
-        )
-
-
-@dataclass(frozen=True)
 class SavingConfig(chk.PlainDict):
     """The ``saving`` section: results go to ``basedir/name/tag/<run id>``.
 
@@ -260,9 +186,10 @@ def _non_negative(value: Any, key: str) -> float:
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """The ``sampler`` section: ``sampler.params.use_argmax``, and for DDPG policies the
-    Ornstein-Uhlenbeck noise parameters ``damping``, ``stddev``, ``scale`` (numbers or schedules;
-    ``ou_noise`` holds those the config sets)."""
+    """The ``sampler`` section: ``sampler.params.use_argmax``, and the params that algorithms read
+    (their entries' ``sampler_params``, parsed by their ``sampler_parser``: DDPG's Ornstein-Uhlenbeck
+    noise ``damping``, ``stddev``, ``scale``, numbers or schedules). ``ou_noise`` (2.7.1's name)
+    holds those the config sets."""
 
     use_argmax: bool
     ou_noise: dict[str, Any] = field(default_factory=dict)
@@ -273,8 +200,11 @@ class SamplerConfig:
         d = chk.merged_section(section, defaults, prefix)
         params_key = chk.join_key(prefix, "params")
         raw_params = chk.require_mapping(d["params"], params_key)
-        ou_noise = parse_ou_params(raw_params, params_key)
-        raw_params = {k: v for k, v in raw_params.items() if k not in OU_NOISE_PARAMS}
+        readers = sampler_param_entries()
+        ou_noise: dict[str, Any] = {}
+        for entry in {id(e): e for e in readers.values()}.values():
+            ou_noise.update(entry.parse_sampler_params(raw_params, params_key))
+        raw_params = {k: v for k, v in raw_params.items() if k not in readers}
         params = chk.merged_section(raw_params, defaults["params"], params_key)
         return cls(use_argmax=chk.as_bool(params["use_argmax"], f"{prefix}.params.use_argmax"), ou_noise=ou_noise)
 
@@ -282,6 +212,14 @@ class SamplerConfig:
         params: dict[str, Any] = {"use_argmax": self.use_argmax}
         params.update({k: chk.schedule_to_plain(v) for k, v in self.ou_noise.items()})
         return {"params": params}
+
+
+def parse_policy_section(section: Any, prefix: str) -> Any:
+    """One ``policy.<tag>`` section, parsed by the section class of its ``algorithm``'s registry entry
+    (``algorithm`` defaults to ``defaults.yaml``'s)."""
+    raw = section.get("algorithm") if isinstance(section, Mapping) else None
+    name = load_defaults()["policy"]["algorithm"] if raw is None else raw
+    return algorithm_entry(name, chk.join_key(prefix, "algorithm")).section_class().from_dict(section, prefix)
 
 
 def _check_run_settings(policy: Mapping[str, Any], trainer: TrainerConfig, sampler: Any) -> None:
@@ -296,10 +234,12 @@ def _check_run_settings(policy: Mapping[str, Any], trainer: TrainerConfig, sampl
             "whole rollout). Remove `trainer.n_step` (or set it to 1) and tune `policy.<tag>.gae_lambda` instead.")
     params = sampler.get("params") if isinstance(sampler, Mapping) else None
     read = {k for e in entries for k in e.sampler_params}
-    extra = [n for n in OU_NOISE_PARAMS if isinstance(params, Mapping) and n in params and n not in read]
+    readers = sampler_param_entries()
+    extra = [n for n in readers if isinstance(params, Mapping) and n in params and n not in read]
     if extra:
+        owner = readers[extra[0]]
         raise ConfigError(
-            f"`sampler.params.{extra[0]}` sets the Ornstein-Uhlenbeck exploration noise of DDPG policies; these "
+            f"`sampler.params.{extra[0]}` sets the exploration noise of {owner.name} policies ({owner.summary}); these "
             f"policies are {', '.join(sorted({e.name for e in entries}))} (they sample their own actions). Remove "
             f"`sampler.params.{', '.join(extra)}`.")
 
@@ -317,7 +257,7 @@ class RunConfig:
     name: str
     env: dict[str, Any]
     trainer: TrainerConfig
-    policy: dict[str, PolicyConfig]
+    policy: dict[str, Any]
     saving: SavingConfig
     sampler: SamplerConfig
 
@@ -343,12 +283,12 @@ class RunConfig:
                 "`policy` has no policy tags; add at least one, e.g. "
                 "`policy: {shared: {to_train: true}}`."
             )
-        policy: dict[str, PolicyConfig] = {}
+        policy: dict[str, Any] = {}
         for tag, section in policies_raw.items():
             prefix = f"policy.{tag}"
             if not isinstance(tag, str) or not tag:
                 raise ConfigError(f"`policy` tag {chk.brief(tag)} must be a non-empty string.")
-            cfg = PolicyConfig.from_dict(section, prefix)
+            cfg = parse_policy_section(section, prefix)
             if trainer.train_batch_size % cfg.num_minibatches != 0:
                 raise ConfigError(
                     f"`{prefix}.num_minibatches`={cfg.num_minibatches} does not divide the "
@@ -397,3 +337,18 @@ class RunConfig:
             "saving": self.saving.to_dict(),
             "sampler": self.sampler.to_dict(),
         }
+
+
+#: names that moved to the algorithms' folders -> ``"module:attribute"`` (resolved on first use)
+MOVED_NAMES = {
+    "PolicyConfig": "warp_drive.training.algorithms.actor_critic.config:ActorCriticConfig",
+    "ALGORITHMS": "warp_drive.training.algorithms.actor_critic.config:ALGORITHMS",
+    "DEFAULT_NUM_EPOCHS": "warp_drive.training.algorithms.actor_critic.config:DEFAULT_NUM_EPOCHS",
+    "OU_NOISE_PARAMS": "warp_drive.training.algorithms.ddpg.config:OU_NOISE_PARAMS",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in MOVED_NAMES:
+        return resolve(MOVED_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -192,7 +192,7 @@ class Engine:
     def _build_policy(self, tag: str, ids: list[int], factory: Any) -> Any:
         """The policy of ``tag``, built by its algorithm's registry entry (:mod:`warp_drive.config.algorithms`)."""
         from warp_drive.config.algorithms import algorithm_entry
-        from warp_drive.training.algorithms.base import BuildContext
+        from warp_drive.training.algorithms.base import BuildContext, check_policy
         from warp_drive.training.acting import policy_obs
 
         pc = self.config.policy[tag]
@@ -202,7 +202,8 @@ class Engine:
                            self.generator, factory, self.obs_agents_last,
                            lambda module: wrap_model(module, self.device),
                            lambda policy: policy_obs(dm, policy, self.obs_names))
-        return algorithm_entry(pc.algorithm, f"policy.{tag}.algorithm").policy_builder()(ctx)
+        entry = algorithm_entry(pc.algorithm, f"policy.{tag}.algorithm")
+        return check_policy(entry.policy_builder()(ctx), entry.name)
 
     def _check_obs_layout(self, dm: Any) -> None:
         """The agent axis of every observation placeholder (second, or last with "last") has N entries."""

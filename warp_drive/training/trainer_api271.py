@@ -111,7 +111,7 @@ class TrainerAPI271:
         from warp_drive.training import checkpoint_files as ckpt
 
         if ckpts_dict is None:
-            ckpts_dict = {tag: getattr(p.config.model, "model_ckpt_filepath", "") for tag, p in self.policies.items()}
+            ckpts_dict = {tag: getattr(getattr(p.config, "model", None), "model_ckpt_filepath", "") for tag, p in self.policies.items()}
         if not isinstance(ckpts_dict, Mapping):
             raise ConfigError(f"ckpts_dict must map policy tags to file paths; got {type(ckpts_dict).__name__}")
         for tag in ckpts_dict:

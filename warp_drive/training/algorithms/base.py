@@ -18,6 +18,10 @@ and for checkpoints ``p.state_dict()`` / ``p.load_state_dict(state)`` (the entry
 ``<tag>[_<role>]_<timestep>.state_dict`` files).
 
 Hooks marked *on-policy* have defaults that suit policies that keep no state between rollouts.
+
+The contract is checked: :func:`check_policy_class` when an algorithm is registered
+(:func:`warp_drive.config.algorithms.register_algorithm`), :func:`check_policy` when the engine
+builds a policy; both raise :class:`~warp_drive.errors.PolicyContractError` naming what is missing.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.errors import ConfigError
+from warp_drive.errors import ConfigError, PolicyContractError
 from warp_drive.training.distributed import unwrap
+from warp_drive.training.policy_state import EpisodeStats, agent_index
 
 Tensor = torch.Tensor
 
@@ -136,7 +141,10 @@ class UpdateContext:
 class Policy:
     """The per-tag object the engine drives (see the module docstring for the order of calls).
 
-    Subclasses set, in their constructor: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
+    ``Policy.__init__(self, ctx)`` sets the state every policy shares (:data:`COMMON_FIELDS`); a
+    subclass calls it, then sets its own (:data:`OWN_FIELDS`: ``model``, ``action_spec``,
+    ``action_name``, ``buffers``). A registry entry may name the class itself: :meth:`build` is then
+    its builder. In full, a policy holds: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
     the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
     module that acts: its outputs on ``(E, A, *obs)`` observations are what :meth:`act` reads; for a
     policy the kernels sample, ``(head outputs, values)``), ``action_spec``,
@@ -167,6 +175,22 @@ class Policy:
     timestep: int
     model: nn.Module
     obs_agents_last: bool
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.tag = ctx.tag
+        self.agent_ids = list(ctx.agent_ids)
+        self.agent_index = agent_index(ctx.agent_ids, ctx.device)
+        self.contiguous_all = ctx.contiguous
+        self.config = ctx.config
+        self.to_train = bool(getattr(ctx.config, "to_train", True))
+        self.timestep = 0
+        self.obs_agents_last = ctx.obs_agents_last
+        self.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> Policy:
+        """The builder when a registry entry names the class: ``cls(ctx)``."""
+        return cls(ctx)
 
     @property
     def num_agents(self) -> int:
@@ -240,3 +264,74 @@ class Policy:
         """
         module = self.weight_files()[role]
         unwrap(module).load_state_dict(state)
+
+
+#: what ``Policy.__init__(ctx)`` sets; OWN_FIELDS: what a subclass sets (the rollout and engine read them all)
+COMMON_FIELDS = ("tag", "agent_ids", "agent_index", "contiguous_all", "config", "to_train", "timestep",
+                 "obs_agents_last", "stats")
+OWN_FIELDS = ("model", "action_spec", "action_name", "buffers")
+#: hooks the base leaves to a subclass: always, and when the sampler kernels do not sample (act)
+REQUIRED_HOOKS = ("update", "state_dict", "load_state_dict")
+_FIX = ("subclass warp_drive.training.algorithms.Policy, call Policy.__init__(self, ctx) and set the fields in your "
+        "constructor, and implement the hooks (see warp_drive/training/algorithms/base.py)")
+
+
+def missing_hooks(cls: type) -> tuple[str, ...]:
+    """The hooks of :data:`REQUIRED_HOOKS` (and ``act`` unless ``samples_in_kernel``) ``cls`` leaves to the base."""
+    need = REQUIRED_HOOKS + (() if getattr(cls, "samples_in_kernel", False) else ("act",))
+    return tuple(name for name in need
+                 if not callable(getattr(cls, name, None)) or getattr(cls, name) is getattr(Policy, name, None))
+
+
+def check_policy_class(cls: Any, algorithm: str) -> None:
+    """Raises :class:`PolicyContractError` unless ``cls`` is a :class:`Policy` subclass with every required hook."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise PolicyContractError(f"algorithm {algorithm!r}: its policy {cls!r} is not a subclass of "
+                                  f"warp_drive.training.algorithms.Policy; {_FIX}.", ("Policy",))
+    missing = missing_hooks(cls)
+    if missing:
+        raise PolicyContractError(f"algorithm {algorithm!r}: policy class {cls.__qualname__} does not implement "
+                                  f"{', '.join(missing)}; {_FIX}.", missing)
+
+
+def policy_class_of(builder: Any) -> type | None:
+    """The policy class behind a registry entry's ``policy`` object: the class itself, or a builder's
+    ``policy_class`` attribute (None for a plain function: it is checked when it builds)."""
+    if isinstance(builder, type):
+        return builder
+    return getattr(builder, "policy_class", None)
+
+
+def check_entry(entry: Any) -> None:
+    """The check :func:`~warp_drive.config.algorithms.register_algorithm` runs: the section class parses
+    (``from_dict``) and the policy object is a builder whose policy class meets the contract.
+
+    Raises:
+        PolicyContractError: naming what is missing and the fix.
+    """
+    section = entry.section_class()
+    if not callable(getattr(section, "from_dict", None)):
+        raise PolicyContractError(f"algorithm {entry.name!r}: section class {entry.section!r} has no "
+                                  "from_dict(section, prefix) classmethod returning a frozen config with "
+                                  "to_dict(), algorithm, to_train and num_minibatches", ("from_dict",))
+    builder = entry.resolve_policy()
+    if not callable(builder):
+        raise PolicyContractError(f"algorithm {entry.name!r}: {entry.policy!r} is neither a Policy subclass nor a "
+                                  "builder function build(ctx) -> Policy", ("build",))
+    cls = policy_class_of(builder)
+    if cls is not None:
+        check_policy_class(cls, entry.name)
+
+
+def check_policy(policy: Any, algorithm: str) -> Any:
+    """Returns the built ``policy`` after checking it is a :class:`Policy` with every field set.
+
+    Raises:
+        PolicyContractError: naming the fields it lacks and the fix.
+    """
+    check_policy_class(type(policy), algorithm)
+    missing = tuple(name for name in COMMON_FIELDS + OWN_FIELDS if getattr(policy, name, None) is None)
+    if missing:
+        raise PolicyContractError(f"algorithm {algorithm!r}: the policy of tag {getattr(policy, 'tag', '?')!r} "
+                                  f"does not set {', '.join(missing)}; {_FIX}.", missing)
+    return policy

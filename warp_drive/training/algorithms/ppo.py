@@ -106,11 +106,3 @@ class PPO(A2C):
         return ppo_loss(log_prob, old_log_probs, *tensors, clip_param=self.clip_param, old_values=old_values,
                         vf_clip_param=self.vf_clip_param, **terms)
 
-
-def make_algorithm(policy_config: Any) -> A2C:
-    """Returns :class:`A2C` or :class:`PPO` for a :class:`~warp_drive.config.PolicyConfig`."""
-    algorithms = {"A2C": A2C, "PPO": PPO}
-    name = str(policy_config.algorithm).upper()
-    if name not in algorithms:
-        raise ConfigError(f"algorithm={policy_config.algorithm!r}; expected one of A2C, PPO.")
-    return algorithms[name].from_config(policy_config)

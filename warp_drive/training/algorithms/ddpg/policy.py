@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.config.ddpg import OU_DEFAULTS
+from warp_drive.training.algorithms.ddpg.config import OU_DEFAULTS
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext

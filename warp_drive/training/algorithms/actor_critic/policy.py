@@ -1,5 +1,8 @@
 """A2C and PPO policies: one actor-critic model whose heads the sampler kernels sample.
 
+The registry entries are :class:`ActorCritic` builders, one per loss (``ActorCritic(A2C)``,
+``ActorCritic(PPO)``: :mod:`warp_drive.training.algorithms.actor_critic`).
+
 The sampler kernels sample the model's head outputs (``samples_in_kernel``); :meth:`ActorCriticPolicy.finalize`
 computes advantages and returns (GAE, return normalizer); :meth:`ActorCriticPolicy.update` runs
 ``num_epochs x num_minibatches`` gradient steps of the A2C or PPO loss
@@ -15,12 +18,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.env.constants import Constants
+from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
-from warp_drive.training.algorithms.ppo import make_algorithm
 from warp_drive.training.algorithms.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
@@ -138,8 +142,43 @@ class ActorCriticPolicy(Policy):
         self.timestep = int(state["timestep"])
 
 
-def build_policy(ctx: BuildContext) -> ActorCriticPolicy:
-    """An A2C or PPO policy: its model (``policy.<tag>.model``), Adam, the loss, its buffers.
+class ActorCritic:
+    """The builder of an actor-critic algorithm with loss class ``loss`` (:class:`A2C` or a subclass,
+    e.g. PPO): what a registry entry's ``policy`` path names (``ActorCritic(PPO)(ctx)`` -> a policy)."""
+
+    policy_class = ActorCriticPolicy
+
+    def __init__(self, loss: type[A2C]) -> None:
+        self.loss = loss
+
+    def __call__(self, ctx: BuildContext) -> ActorCriticPolicy:
+        return build_policy(ctx, self.loss)
+
+    def __repr__(self) -> str:
+        return f"ActorCritic({self.loss.__name__})"
+
+
+def loss_class(algorithm: str) -> type[A2C]:
+    """The loss class of a registered actor-critic algorithm (its entry's :class:`ActorCritic` builder).
+
+    Raises:
+        ConfigError: the algorithm is not registered, or its builder is no :class:`ActorCritic`.
+    """
+    builder = algorithm_entry(algorithm).policy_builder()
+    if not isinstance(builder, ActorCritic):
+        raise ConfigError(f"algorithm={algorithm!r} is not an actor-critic algorithm (its registry entry builds "
+                          f"with {builder!r}); expected one whose entry names an ActorCritic builder, e.g. A2C, PPO.")
+    return builder.loss
+
+
+def make_algorithm(policy_config: Any) -> A2C:
+    """The loss object (:class:`A2C`, PPO, ...) of an actor-critic ``policy.<tag>`` section, by its registry entry."""
+    return loss_class(policy_config.algorithm).from_config(policy_config)
+
+
+def build_policy(ctx: BuildContext, loss: type[A2C] | None = None) -> ActorCriticPolicy:
+    """An actor-critic policy: its model (``policy.<tag>.model``), Adam, the loss (``loss``, or the
+    one of the section's registry entry), its buffers.
 
     Policies over a subset of the agents sample into an action placeholder of their own,
     ``actions_<tag>`` (copied into the joint one by the sampler launch).
@@ -158,7 +197,7 @@ def build_policy(ctx: BuildContext) -> ActorCriticPolicy:
     lr = ParamScheduler(pc.lr, "lr")
     policy = ActorCriticPolicy(
         ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, ctx.device), ctx.contiguous, model,
-        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), make_algorithm(pc).to(ctx.device),
+        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), (loss or loss_class(pc.algorithm)).from_config(pc).to(ctx.device),
         action_spec, action_name, pc, pc.to_train, lr_schedule=lr, obs_agents_last=ctx.obs_agents_last)
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
