@@ -8,9 +8,32 @@ docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of
 in :mod:`warp_drive.cli`, and of the placeholders), kept the same way (docstring ``Former path:``).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
+A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
+the heavy imports) declares them with :func:`lazy_exports`.
 """
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_exports(module: str, sources: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``(__getattr__, __dir__, __all__)`` for module ``module`` re-exporting ``sources`` (name -> the module
+    that defines it), each imported on first use (PEP 562) and then kept in the module's namespace."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in sources:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(sources[name]), name)
+        setattr(importlib.import_module(module), name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(importlib.import_module(module)), *sources})
+
+    return __getattr__, __dir__, sorted(sources, key=str.lower)
 
 #: module path -> what it re-exports (one line)
 COMPAT_MODULES: dict[str, str] = {

@@ -38,6 +38,9 @@ def test_compat_module_imports_and_is_thin(module: str) -> None:
                 continue
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
             continue
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "lazy_exports"):
+            continue  # names imported on first use (warp_drive.compat.lazy_exports)
         pytest.fail(f"{module} line {node.lineno}: a compatibility module holds only imports and re-exports, "
                     f"found {type(node).__name__}")
     public = getattr(mod, "__all__", None)

@@ -126,7 +126,9 @@ def check_contents(state: Mapping[str, Any], path: str | Path) -> None:
             f.mapping(f.get(policy, "nets", f"{where}.nets"), f"{where}.nets")
             f.tensors(f.get(policy, "episode_carry", f"{where}.episode_carry"), f"{where}.episode_carry", 2)
             continue
-        f.mapping(f.get(policy, "model", f"{where}.model"), f"{where}.model")
+        # the network every policy saves: A2C/PPO's and DDPG's `model` (DDPG's critic under `nets`), SAC's `actor`
+        net = "model" if "model" in policy or "actor" not in policy else "actor"
+        f.mapping(f.get(policy, net, f"{where}.{net}"), f"{where}.{net}")
         ids = policy.get("agent_ids")
         if ids is not None and (not isinstance(ids, list) or not ids
                                 or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_INT for i in ids)):

@@ -8,11 +8,9 @@ installs the SIGTERM handler, before the command line's modules are imported.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from warp_drive.compat import lazy_exports
 
-#: name -> the module that defines it
-_SOURCES = {
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
     **dict.fromkeys(("add_flag", "add_run_source_arguments", "configure_logging", "explain_error", "report_errors",
                      "without_flag"), "warp_drive.cli.common"),
     **dict.fromkeys(("CPU_SIZED_OVERRIDES", "CPU_SIZED_SUMMARY"), "warp_drive.cli.envs"),
@@ -20,18 +18,4 @@ _SOURCES = {
                      "plan_run", "results_folder_for", "run"), "warp_drive.cli.train"),
     "default_policy_map": "warp_drive.training.build",
     "choose_backend": "warp_drive.utils.device",
-}
-
-__all__ = sorted(_SOURCES, key=str.lower)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
+})
