@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threshold", type=float, default=CARTPOLE_THRESHOLD)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "first_run_cpu.json"))
     args = p.parse_args(argv)
-    runs = [(env, seed) for env in args.envs for seed in [*args.seeds, *[None] * args.unseeded]]
+    runs = [(env, seed) for seed in [*args.seeds, *[None] * args.unseeded] for env in args.envs]  # seeds interleaved
     info = {**machine(), "load_average_before": os.getloadavg(), "jobs": args.jobs, "overrides": args.set}
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="first_run_") as tmp, ThreadPoolExecutor(args.jobs) as pool:
