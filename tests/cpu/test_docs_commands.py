@@ -202,7 +202,8 @@ def test_main_command_runs(tmp_path):
     assert lines[1].startswith("cpu backend: CPU-sized settings for tag_continuous")
     assert lines[2].startswith("cpu backend: torch uses 1 thread (")  # warp_drive.utils.cpu_threads
     assert lines[3].startswith("iteration 1/2 (50%)") and "runner return" in lines[3] and "tagger return" in lines[3]
-    assert any(line.startswith("learning: runner episode return") for line in lines)
+    assert any(line.startswith("learning (return against uniform-random opponents): runner ") for line in lines)
+    assert any(line.startswith("training: runner episode return") for line in lines)
 
 
 @pytest.mark.slow

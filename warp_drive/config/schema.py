@@ -45,6 +45,18 @@ def _precision(value: Any, key: str) -> str:
     return name
 
 
+def _periodic_eval(d: Mapping[str, Any], key: Any) -> dict[str, Any]:
+    """``eval_every``, ``eval_episodes`` and ``keep_best`` of the trainer section, checked together."""
+    every = chk.as_int(d["eval_every"], key("eval_every"), minimum=0)
+    keep_best = chk.as_bool(d["keep_best"], key("keep_best"))
+    if keep_best and every == 0:
+        raise ConfigError(f"`{key('keep_best')}`=true keeps the best of the periodic evaluations, but "
+                          f"`{key('eval_every')}` is 0 (none); set `{key('eval_every')}` to e.g. 10 iterations")
+    return {"eval_every": every, "eval_episodes": chk.as_int(d["eval_episodes"], key("eval_episodes"), minimum=1,
+                                                             maximum=1_000_000),
+            "keep_best": keep_best}
+
+
 @dataclass(frozen=True)
 class TrainerConfig(chk.PlainDict):
     """The ``trainer`` section.
@@ -76,6 +88,12 @@ class TrainerConfig(chk.PlainDict):
             envs, drawn at random (2.7.1's down-sampling of unsuccessful envs); <= 0 is off.
         evaluator: On every logging iteration also play one greedy episode per env and log its
             returns (``<tag>/test_episode_return_mean``, ``<tag>/test_episode_length_mean``).
+        eval_every: When > 0, after the first iteration, every ``eval_every``-th and the last, play
+            ``eval_episodes`` episodes per policy against uniform-random other policies and log the
+            mean return as ``<tag>/eval_return`` (:mod:`warp_drive.training.periodic_eval`).
+        eval_episodes: Episodes in total over the replicas, per policy, of each such evaluation.
+        keep_best: End with each policy's best-evaluated weights where they beat the last
+            evaluation (needs ``eval_every`` > 0).
     """
 
     num_gpus: int
@@ -93,6 +111,9 @@ class TrainerConfig(chk.PlainDict):
     n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
+    eval_every: int = 0
+    eval_episodes: int = 16
+    keep_best: bool = False
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
@@ -120,6 +141,7 @@ class TrainerConfig(chk.PlainDict):
             rollout_precision=_precision(d["rollout_precision"], key("rollout_precision")),
             n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
+            **_periodic_eval(d, key),
         )
 
     @property

@@ -185,9 +185,11 @@ class Comparison:
     random other policies, as in ``random`` (every policy uniformly random), so both face the same
     opponents. With several policies also, against the other policies playing their models:
     ``game`` (this policy playing its model too) and ``random_in_game`` (this policy uniformly
-    random). ``fresh_starts``: the episodes started from fresh start states. ``better``: against
-    one of the two sets of fixed opponents, the trained policy's 95% interval lies entirely above
-    the uniform-random policy's (``better_vs_random_others``, ``better_vs_trained_others``).
+    random). ``fresh_starts``: the episodes started from fresh start states. ``better`` (the
+    verdict): against the uniformly random other policies, the same fixed opponents in every run,
+    the trained policy's 95% interval lies entirely above the uniform-random policy's
+    (``better_vs_random_others``); ``better_vs_trained_others``, against the final trained other
+    policies (opponents that differ from run to run), is shown for information.
     """
 
     tag: str
@@ -208,7 +210,7 @@ class Comparison:
 
     @property
     def better(self) -> bool:
-        return self.better_vs_random_others or self.better_vs_trained_others
+        return self.better_vs_random_others
 
 
 def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES,
@@ -220,9 +222,9 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
     several: in a game the trained object is a stochastic policy, and a deterministic pursuer that is
     still unsure is easy to escape (the Tag measurements: ``docs/config_reference.md``).
 
-    With several policies "better" is decided per policy against fixed opponents, two ways
-    (:class:`Comparison`); the all-trained game against the all-random game cannot serve, since in a
-    zero-sum game both teams cannot beat the all-random game at once.
+    With several policies "better" is decided per policy against the same fixed opponents, the other
+    policies uniformly random (:class:`Comparison`); the all-trained game against the all-random game
+    cannot serve, since in a zero-sum game both teams cannot beat the all-random game at once.
 
     Raises:
         ConfigError: ``total_episodes`` below 1.
@@ -249,15 +251,18 @@ def comparison_table(comparisons: dict[str, Comparison]) -> str:
     rows = [("policy", "opponents", f"trained ({mode})", "uniform random", "episodes", "better than random")]
     for c in comparisons.values():
         rows.append((c.tag, "random", _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
-                     "yes" if (c.better_vs_random_others if several else c.better) else "no"))
+                     "yes" if c.better else "no"))
         if several and c.game is not None and c.random_in_game is not None:
-            rows.append(("", "trained", _cell(c.game), _cell(c.random_in_game),
+            rows.append(("", "trained*", _cell(c.game), _cell(c.random_in_game),
                          f"{c.game.n} / {c.random_in_game.n}", "yes" if c.better_vs_trained_others else "no"))
     if not several:  # one policy: no opponents column
         rows = [row[:1] + row[2:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if several:
+        lines.append("(* against the final trained other policies, for information; the verdict plays each policy "
+                     "against uniformly random other policies, the same fixed opponents for trained and random)")
     lines.append(_verdict(list(comparisons.values())))
     for c in comparisons.values():
         if c.trained.n >= 2 and not c.trained.spread:
@@ -277,7 +282,7 @@ def _cell(iv: Interval) -> str:
 def _verdict(comparisons: list[Comparison]) -> str:
     if all(c.better for c in comparisons):
         if len(comparisons) > 1:
-            return ("verdict: every policy is better than uniform random against fixed opponents "
+            return ("verdict: every policy is better than uniform random against uniform-random opponents "
                     "(95% intervals do not overlap)")
         return "verdict: the trained policy is better than uniform random (95% intervals do not overlap)"
     reasons = [f"{c.tag} ({'interval below random' if c.random.above(c.trained) else 'intervals overlap'})"

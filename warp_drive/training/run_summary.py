@@ -1,9 +1,12 @@
 """The end-of-run summary of the training command line (``example_training_script``).
 
-:func:`print_summary` prints the run's totals, each policy's episode return early and late in the
-run (read back from the metric files) and the learning summary: the final policies' greedy return
-against the uniform-random policy's over fresh start states, each with its 95% Student t interval
-and episode count (:func:`warp_drive.training.evaluation.compare_with_random` gives the numbers).
+:func:`print_summary` prints the run's totals; each policy's learning signal read back from the
+metric files: with ``trainer.eval_every``, its return against a fixed opponent (the other policies
+uniformly random, :mod:`warp_drive.training.periodic_eval`) at the first and the last evaluation, and
+its training episode return early and late in the run; with ``trainer.keep_best``, which weights
+the final policy holds; then the learning summary: the final policies against the uniform-random
+policy over fresh start states, each with its 95% Student t interval and episode count
+(:func:`warp_drive.training.evaluation.compare_with_random` gives the numbers).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random, comparison_table
 from warp_drive.training.metrics import read_metrics
+from warp_drive.training.periodic_eval import EVAL_METRIC, PeriodicEvaluation
 
 
 def print_summary(trainer: Any, first_iteration: int, wall: float, eval_episodes: int = DEFAULT_EVAL_EPISODES) -> None:
@@ -38,8 +42,11 @@ def print_finished(trainer: Any, eval_episodes: int = DEFAULT_EVAL_EPISODES) -> 
 
 
 def _print_results(trainer: Any, eval_episodes: int) -> None:
-    if signal_line := learning_signal(trainer.save_dir, list(trainer.policies)):
-        print(f"learning: {signal_line}")
+    periodic = getattr(trainer, "periodic_eval", None) or PeriodicEvaluation(0, 1, False)
+    for line in learning_lines(trainer.save_dir, list(trainer.policies), periodic.episodes):
+        print(line)
+    if line := kept_weights_line(periodic):
+        print(line)
     if eval_episodes:
         print_random_comparison(trainer, eval_episodes)
     print(f"results: {trainer.save_dir}", flush=True)
@@ -61,23 +68,90 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
     print(comparison_table(comparisons), flush=True)
 
 
-def learning_signal(run_dir: Path, policies: Sequence[str]) -> str:
-    """``"<tag> episode return A (iterations i-j) -> B (iterations k-l) | ..."``: each policy's mean
-    episode return over the first and over the last quarter of the run's logged metric rows."""
+def learning_lines(run_dir: Path, policies: Sequence[str], eval_episodes: int = 0) -> list[str]:
+    """The summary's learning lines, each followed by one line saying what its number means:
+
+    * with periodic evaluations (``<tag>/eval_return`` in the metric rows), each policy's return against
+      uniformly random other policies at the first and the last evaluation (and, with one policy, the best);
+    * each policy's training episode return over the first and the last quarter of the logged rows
+      (against the other policies as they learn, with several).
+    """
     try:
         rows = read_metrics(run_dir)
     except ConfigError:
-        return ""
+        return []
+    several = len(policies) > 1
+    lines = []
+    evals = {tag: _series(rows, f"{tag}/{EVAL_METRIC}") for tag in policies}
+    if any(len(found) >= 1 for found in evals.values()):
+        parts = []
+        for tag, found in evals.items():
+            if not found:
+                continue
+            part = f"{tag} {found[0][1]:.4g} (iteration {found[0][0]}) -> {found[-1][1]:.4g} (iteration {found[-1][0]})"
+            if not several:
+                best = max(found, key=lambda row: (row[1], row[0]))  # ties: the later one (as keep_best)
+                part += f", best {best[1]:.4g} (iteration {best[0]})"
+            parts.append(part)
+        episodes = f"{eval_episodes} " if eval_episodes else ""
+        if several:
+            lines.append("learning (return against uniform-random opponents): " + " | ".join(parts))
+            lines.append(f"  (each policy's mean return over {episodes}sampled episodes from fresh start states with the "
+                         "other policies uniformly random: a fixed opponent, so it rises as the policy learns)")
+        else:
+            lines.append("learning (greedy evaluation return): " + " | ".join(parts))
+            lines.append(f"  (the policy's mean return over {episodes}greedy episodes from fresh start states, "
+                         "played after the first iteration, periodically and after the last)")
     parts = []
     for tag in policies:
-        key = f"{tag}/episode_return_mean"
-        found = [(int(r["iteration"]), float(r[key])) for r in rows if isinstance(r.get(key), (int, float))
-                 and math.isfinite(r[key])]
+        found = _series(rows, f"{tag}/episode_return_mean")
         if len(found) < 2:
             continue
         k = max(1, len(found) // 4)
         head, tail = found[:k], found[-k:]
-        mean = lambda part: sum(v for _, v in part) / len(part)  # noqa: E731
-        span = lambda part: f"iteration {part[0][0]}" if len(part) == 1 else f"iterations {part[0][0]}-{part[-1][0]}"  # noqa: E731
-        parts.append(f"{tag} episode return {mean(head):.3g} ({span(head)}) -> {mean(tail):.3g} ({span(tail)})")
-    return " | ".join(parts)
+        parts.append(f"{tag} episode return {_mean(head):.3g} ({_span(head)}) -> {_mean(tail):.3g} ({_span(tail)})")
+    if parts:
+        lines.append(("training: " if lines else "learning: ") + " | ".join(parts))
+        if several:
+            lines.append("  (training episodes, against the other policies as they learn: in a game one side's gain is "
+                         "the other's loss, so a policy's training return can fall while every policy improves)")
+    return lines
+
+
+def learning_signal(run_dir: Path, policies: Sequence[str]) -> str:
+    """The training-return part of :func:`learning_lines` (without its explanation): ``"<tag> episode return
+    A (iterations i-j) -> B (iterations k-l) | ..."`` over the first and the last quarter of the logged rows."""
+    for line in learning_lines(run_dir, policies):
+        for prefix in ("training: ", "learning: "):
+            if line.startswith(prefix) and " episode return " in line:
+                return line[len(prefix):]
+    return ""
+
+
+def kept_weights_line(periodic: PeriodicEvaluation) -> str:
+    """With ``trainer.keep_best``: one line on which weights the final policy holds (and the checkpoint saved)."""
+    if not periodic.keep_best or not periodic.best:
+        return ""
+    parts = []
+    for tag, best in periodic.best.items():
+        last_it, last_score = periodic.last.get(tag, (best.iteration, best.score))
+        if tag in periodic.restored:
+            parts.append(f"{tag}: the weights of iteration {best.iteration}, its best evaluation ({best.score:.4g}; "
+                         f"iteration {last_it}'s: {last_score:.4g})")
+        else:
+            parts.append(f"{tag}: the last evaluated weights, iteration {last_it} ({last_score:.4g}, its best)")
+    return ("final policy (keep_best: the best periodic evaluation's weights, saved in the final checkpoint): "
+            + "; ".join(parts))
+
+
+def _series(rows: Sequence[dict], key: str) -> list[tuple[int, float]]:
+    return [(int(r["iteration"]), float(r[key])) for r in rows
+            if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+
+
+def _mean(part: Sequence[tuple[int, float]]) -> float:
+    return sum(v for _, v in part) / len(part)
+
+
+def _span(part: Sequence[tuple[int, float]]) -> str:
+    return f"iteration {part[0][0]}" if len(part) == 1 else f"iterations {part[0][0]}-{part[-1][0]}"

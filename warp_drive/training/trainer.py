@@ -25,6 +25,7 @@ from warp_drive.training import long_runs
 from warp_drive.training.checkpoint_check import check_against_run
 from warp_drive.training.engine import Engine
 from warp_drive.training.finite_checks import check_iteration
+from warp_drive.training.periodic_eval import EVAL_METRIC, STATE_KEY, PeriodicEvaluation
 from warp_drive.training.phase_timer import PhaseTimer
 from warp_drive.training.trainer_api271 import TrainerAPI271
 
@@ -138,6 +139,8 @@ class Trainer(TrainerAPI271):
                              obs_agents_last=obs_dim_corresponding_to_num_agents == "last", model_factory=model_factory)
         self._metrics_log = MetricsLog(self.save_dir, tensorboard=tensorboard, enabled=self.rank == 0)
         self._run_config_written = False
+        #: ``trainer.eval_every`` / ``eval_episodes`` / ``keep_best`` (:mod:`warp_drive.training.periodic_eval`)
+        self.periodic_eval = PeriodicEvaluation.from_config(config.trainer)
         self.load_model_checkpoint()  # the config's model_ckpt_filepath entries, if any
 
     # ------------------------------------------------------------------ the engine's, read here
@@ -185,8 +188,10 @@ class Trainer(TrainerAPI271):
     update_chunk_rows = _engine_method("update_chunk_rows")
 
     def state_dict(self) -> dict[str, Any]:
-        """:meth:`Engine.state_dict` plus the run folder (``run_dir``)."""
-        return {**self.engine.state_dict(), "run_dir": str(self.save_dir)}
+        """:meth:`Engine.state_dict` plus the run folder (``run_dir``) and, with ``trainer.eval_every``, the
+        periodic evaluation's best weights so far (``"periodic_eval"``)."""
+        extra = {STATE_KEY: self.periodic_eval.state_dict()} if self.periodic_eval.enabled else {}
+        return {**self.engine.state_dict(), "run_dir": str(self.save_dir), **extra}
 
     #: While :meth:`train` runs in the main thread, SIGINT/SIGTERM stop it at the next iteration
     #: boundary with a checkpoint (:mod:`warp_drive.training.interrupt`); False leaves signals alone.
@@ -243,6 +248,7 @@ class Trainer(TrainerAPI271):
                 self.end_iteration()
                 self._note_iteration_time(time.perf_counter() - began)
                 check_iteration(self.iteration, (self.policies, self.rollout.shared.rewards, self.sampler, update_metrics))
+                self._evaluate_if_due(update_metrics)
                 if self._is_log_iteration(last):  # iteration boundary: metrics, checkpoints, a requested stop
                     metrics = self._log(update_metrics, progress)
                 signum, path = self._checkpoint_if_due(stop.signum)
@@ -269,6 +275,16 @@ class Trainer(TrainerAPI271):
         metrics = self.log_metrics(update_metrics)
         progress(self.iteration, metrics)
         return metrics
+
+    def _evaluate_if_due(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> None:
+        """``trainer.eval_every``: the periodic evaluation (a logged iteration), and after the last one,
+        with ``keep_best``, the best-evaluated weights (:mod:`warp_drive.training.periodic_eval`)."""
+        if not self.periodic_eval.due(self.iteration, self.num_iters):
+            return
+        for tag, score in self.periodic_eval.evaluate(self.engine, self.iteration).items():
+            update_metrics.setdefault(tag, {})[EVAL_METRIC] = torch.tensor(score, device=self.device)
+        if self.iteration == self.num_iters and self.periodic_eval.keep_best:
+            self.periodic_eval.restore_best(self.engine)
 
     def expect_iteration_seconds(self, seconds: float) -> float:
         """Sets :attr:`iteration_seconds` before the first iteration (from a probe); returns it."""
@@ -316,6 +332,8 @@ class Trainer(TrainerAPI271):
         from warp_drive.training.progress import progress_every
 
         it = self.iteration + ahead
+        if self.periodic_eval.due(it, self.num_iters):
+            return True
         return it == 1 or it == last or it % self.config.saving.metrics_log_freq == 0 or it % progress_every(self.num_iters) == 0
 
     def _add_test_metrics(self, update_metrics: dict[str, dict[str, torch.Tensor]]) -> None:
@@ -357,6 +375,7 @@ class Trainer(TrainerAPI271):
         check_against_run(state, path, self.env_wrapper.cuda_data_manager.state_dict(),
                           {tag: p.agent_ids for tag, p in self.policies.items()}, self.num_devices)
         self.engine.load_state_dict(state, source=f"checkpoint {str(path)!r}")
+        self.periodic_eval.load_state_dict(state.get(STATE_KEY), self.policies)
         if self.rank == 0:
             self._metrics_log.restart_at(self.iteration, self.iteration * self.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()

@@ -170,13 +170,14 @@ def test_two_policies_are_each_compared_against_the_same_random_opponents(tmp_pa
         assert r["random_return_interval_vs_trained_others"].n == 32
         c = comparisons[tag]
         assert c.game is not None and c.random_in_game is not None and c.trained.n == c.random.n == 32
-        assert c.better == (c.better_vs_random_others or c.better_vs_trained_others)
+        assert c.better == c.better_vs_random_others  # the verdict: against the fixed uniform-random opponents
     table = ev.comparison_table(comparisons).splitlines()
     # a game: the trained policies sample their actions (argmax is not the policy that was trained)
     assert not any(c.greedy for c in comparisons.values())
     assert table[0].split() == ["policy", "opponents", "trained", "(sampled)", "uniform", "random", "episodes", "better",
                                 "than", "random"]
-    assert [row.split()[0] for row in table[2:6]] == ["a", "trained", "b", "trained"]
+    assert [row.split()[0] for row in table[2:6]] == ["a", "trained*", "b", "trained*"]
+    assert table[6].startswith("(* against the final trained other policies, for information")
     assert table[2].split()[1] == table[4].split()[1] == "random"
 
 
@@ -186,10 +187,16 @@ def test_comparison_table_verdicts():
     text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi), "b": ev.Comparison("b", lo, hi, lo),
                                 "c": ev.Comparison("c", mid, lo, mid)})
     assert "NOT measurably better than uniform random: b (interval below random), c (intervals overlap)" in text
-    # against the trained opponents instead: b (below random against random others) is better there
+    # the verdict is against the uniform-random opponents only: b, better against the trained opponents
+    # (which differ from run to run) but below random against random ones, is not better
     text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, hi, random_in_game=lo),
                                 "b": ev.Comparison("b", lo, hi, hi, random_in_game=lo)})
-    assert "verdict: every policy is better than uniform random against fixed opponents" in text
+    assert "NOT measurably better than uniform random: b (interval below random)" in text
+    b = ev.Comparison("b", lo, hi, hi, random_in_game=lo)
+    assert b.better_vs_trained_others and not b.better
+    text = ev.comparison_table({"a": ev.Comparison("a", hi, lo, lo, random_in_game=hi),
+                                "b": ev.Comparison("b", hi, lo, hi, random_in_game=lo)})
+    assert "verdict: every policy is better than uniform random against uniform-random opponents" in text
     assert not ev.Comparison("c", mid, lo, mid, random_in_game=lo).better  # overlaps both ways
     flat = Interval(500.0, 500.0, 500.0, 20, spread=False)
     assert "note: every greedy episode of s returned 500 (from fresh start states)" in \

@@ -66,7 +66,10 @@ def test_output_results_folder_first_then_progress_lines_then_a_summary(tmp_path
     assert [p.split()[1] for p in progress] == ["1/20"] + [f"{i}/20" for i in range(2, 21, 2)]
     assert "env steps/s" in progress[0] and "shared return" in progress[0]
     assert any(line.startswith("done: iterations 1-20 of 20") for line in lines)
-    assert any(line.startswith("learning: shared episode return") for line in lines)
+    # the CPU-sized cartpole settings evaluate greedily after iterations 1 and 20 (the last) and keep the best
+    assert any(line.startswith("learning (greedy evaluation return): shared ") for line in lines)
+    assert any(line.startswith("training: shared episode return") for line in lines)
+    assert any(line.startswith("final policy (keep_best: ") for line in lines)
     assert lines[-1] == f"results: {tmp_path / 'run'}"
 
 
