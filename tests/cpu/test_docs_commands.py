@@ -64,6 +64,7 @@ HANDLERS: list[tuple[str, str]] = [
      "gpu:test_end_to_end_benchmark_command_runs"),
     (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
     (r"bash benchmarks/learner_call\.sh", "gpu:test_learner_benchmark_command_runs"),
+    (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
 ]
 
 
@@ -320,6 +321,19 @@ def test_learning_classic_control_command_runs(tmp_path):
     run_ok(python_argv(command) + short, cwd=ROOT, timeout=600)
     assert sorted(json.loads(out.read_text())["envs"]) == ["acrobot", "cartpole", "continuous_mountain_car",
                                                            "mountain_car", "pendulum"]
+
+
+def test_first_run_seeds_command_runs(tmp_path):
+    """README's first-run figures: the 10-seed benchmark cut to one seed of CartPole at a few iterations."""
+    (command,) = set(commands_for("test_first_run_seeds_command_runs"))
+    out = tmp_path / "first_run.json"
+    short = ["--envs", "cartpole", "--seeds", "1", "--unseeded", "0", "--set", "trainer.num_episodes=8",
+             "trainer.eval_every=1", "--out", str(out)]
+    run_ok(python_argv(command) + short, cwd=ROOT, timeout=600)
+    doc = json.loads(out.read_text())
+    (run,) = [r for r in doc["runs"] if r["env"] == "cartpole"]
+    assert run["returncode"] == 0 and run["seed"] == 1 and run["policies"], run
+    assert doc["summary"]["cartpole"]["runs"] == 1
 
 
 def test_learning_classic_control_sac_command_runs(tmp_path):
