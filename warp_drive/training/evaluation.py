@@ -2,8 +2,9 @@
 
 :func:`evaluate` (``Trainer.evaluate``) reports each policy's mean episode return and that of the
 uniform-random policy with 95% Student t intervals; :func:`compare_with_random` and
-:func:`~warp_drive.training.comparison.comparison_table` give the end-of-run learning summary. Every function plays inside
-:meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs force-reset before and after).
+:func:`~warp_drive.training.comparison.comparison_table` give the end-of-run learning summary.
+Every function plays inside :meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs
+force-reset before and after).
 
 The comparison with random is *paired* (common random numbers): every play of one evaluation
 starts from the same episode counters (:func:`common_start_states`), so episode k of env e starts

@@ -55,8 +55,9 @@ def _print_results(trainer: Any, eval_episodes: int) -> None:
 
 
 def print_random_comparison(trainer: Any, episodes: int) -> None:
-    """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over the same
-    (at least ``episodes``) fresh-start episodes, paired, and prints the table of :func:`~warp_drive.training.evaluation.comparison_table`."""
+    """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over the
+    same (at least ``episodes``) fresh-start episodes, paired, and prints the table of
+    :func:`~warp_drive.training.comparison.comparison_table`."""
     start = time.perf_counter()
     try:
         comparisons = compare_with_random(trainer, episodes)
