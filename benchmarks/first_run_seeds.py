@@ -6,9 +6,10 @@ the seed, plus ``--unseeded N`` runs without any seed override (as a user runs i
 ``/usr/bin/time -v`` for its wall clock and peak resident memory, and reads the summary it prints:
 
 * Tag continuous (``tag_continuous``): passes when the verdict says every policy is better than uniform
-  random (each team's 95% interval above the uniform-random team's, both against uniform-random
-  opponents); records both teams' trained and random returns and the periodic evaluation's first and
-  last return against random opponents (the ``learning`` line).
+  random: paired over the same fresh-start episodes (same start states, same uniform-random opponents'
+  draws), each team's 95% interval of the mean per-episode return difference trained − random lies
+  above 0; records both teams' trained and random returns, the paired difference, and the periodic
+  evaluation's first and last return against random opponents (the ``learning`` line).
 * CartPole (``cartpole``): passes when the final greedy return is >= 475 (``--threshold``) and the
   verdict is better than random; records the keep-best line (which weights the final policy holds).
 
@@ -51,17 +52,20 @@ _CELL = rf"{_NUM} ± {_NUM}\s+\[{_NUM}, {_NUM}\]"
 
 def parse_summary(stdout: str) -> dict[str, Any]:
     """The figures of the summary a run printed: per policy the trained and random intervals against
-    uniform-random opponents (``{"mean", "half_width", "low", "high"}``), ``better``, the verdict line,
-    the learning lines and the keep-best line."""
+    uniform-random opponents and the paired difference trained − random (each ``{"mean", "half_width",
+    "low", "high"}``), ``better``, the verdict line, the learning lines and the keep-best line."""
     out: dict[str, Any] = {"policies": {}}
     for line in stdout.splitlines():
-        m = re.match(rf"^(\S+)\s+(?:random\s+)?{_CELL}\s+{_CELL}\s+(\d+) / (\d+)\s+(yes|no)$", line.strip())
+        m = re.match(rf"^(\S+)\s+(?:random\s+)?{_CELL}\s+{_CELL}\s+(?:{_CELL}\s+)?(\d+) / (\d+)\s+(yes|no)$",
+                     line.strip())
         if m and m.group(1) not in ("trained", "trained*"):
             g = m.groups()
             cell = lambda i: {"mean": float(g[i]), "half_width": float(g[i + 1]), "low": float(g[i + 2]),  # noqa: E731
                               "high": float(g[i + 3])}
-            out["policies"][g[0]] = {"trained": cell(1), "random": cell(5), "episodes": int(g[9]),
-                                     "better": g[11] == "yes"}
+            out["policies"][g[0]] = {"trained": cell(1), "random": cell(5), "episodes": int(g[13]),
+                                     "better": g[15] == "yes"}
+            if g[9] is not None:
+                out["policies"][g[0]]["difference"] = cell(9)
         elif line.startswith("verdict: "):
             out["verdict"] = line[len("verdict: "):]
         elif line.startswith(("learning", "training: ")):
@@ -139,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(res)
             figures = "; ".join(f"{tag} {pol['trained']['mean']:.4g} ± {pol['trained']['half_width']:.3g} vs random "
                                 f"{pol['random']['mean']:.4g} ± {pol['random']['half_width']:.3g}"
+                                + (f", paired difference {pol['difference']['mean']:.4g} ± "
+                                   f"{pol['difference']['half_width']:.3g}" if "difference" in pol else "")
                                 for tag, pol in res["policies"].items() if "trained" in pol)
             print(f"{res['env']} seed {res['seed']}: {'PASS' if res['passed'] else 'FAIL'} | {figures} | "
                   f"{res['wall_s']} s, {res['peak_rss_mb']} MB", flush=True)

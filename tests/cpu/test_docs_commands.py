@@ -205,6 +205,12 @@ def test_main_command_runs(tmp_path):
     assert lines[3].startswith("iteration 1/2 (50%)") and "runner return" in lines[3] and "tagger return" in lines[3]
     assert any(line.startswith("learning (return against uniform-random opponents): runner ") for line in lines)
     assert any(line.startswith("training: runner episode return") for line in lines)
+    # README: each team against a uniform-random one over the same episodes, paired, and a verdict saying so
+    assert any(line.startswith("evaluation: final policy (sampled actions, as trained) vs uniform random on the same "
+                               "episodes (fresh start states; paired)") for line in lines)
+    assert "difference (paired)" in next(line for line in lines if line.startswith("policy "))
+    verdict = next(line for line in lines if line.startswith("verdict: "))
+    assert "paired over the same" in verdict, verdict
 
 
 @pytest.mark.slow
@@ -333,6 +339,10 @@ def test_first_run_seeds_command_runs(tmp_path):
     doc = json.loads(out.read_text())
     (run,) = [r for r in doc["runs"] if r["env"] == "cartpole"]
     assert run["returncode"] == 0 and run["seed"] == 1 and run["policies"], run
+    # the paired difference trained − random (the verdict's number) is read back with both arms' intervals
+    assert {"trained", "random", "difference"} <= set(run["policies"]["shared"]), run["policies"]
+    assert run["policies"]["shared"]["difference"]["mean"] == pytest.approx(
+        run["policies"]["shared"]["trained"]["mean"] - run["policies"]["shared"]["random"]["mean"], abs=0.1)
     assert doc["summary"]["cartpole"]["runs"] == 1
 
 

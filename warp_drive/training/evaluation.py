@@ -2,8 +2,17 @@
 
 :func:`evaluate` (``Trainer.evaluate``) reports each policy's mean episode return and that of the
 uniform-random policy with 95% Student t intervals; :func:`compare_with_random` and
-:func:`comparison_table` give the end-of-run learning summary. Every function plays inside
-:meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs force-reset before and after).
+:func:`~warp_drive.training.comparison.comparison_table` give the end-of-run learning summary.
+Every function plays inside :meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs
+force-reset before and after).
+
+The comparison with random is *paired* (common random numbers): every play of one evaluation
+starts from the same episode counters (:func:`common_start_states`), so episode k of env e starts
+from the same start state in each play (start states and reset-pool draws are keyed by the reset
+seed, the env and its episode count), and uniformly random policies draw their actions keyed by
+(env, episode, step) (:class:`~warp_drive.training.random_policy.EpisodeKeyedUniform`), so the
+random opponents act alike too. "Better than random" is then the 95% Student t interval of the
+mean per-episode difference (trained − random) lying above 0.
 """
 
 from __future__ import annotations
@@ -11,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,14 +28,15 @@ import torch
 
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataNotFoundError, UsageError
+from warp_drive.training.comparison import Comparison, comparison_table  # noqa: F401 (the summary's names, here too)
 from warp_drive.training.statistics import Interval, mean_interval
 
 logger = logging.getLogger(__name__)
 
 #: Episodes, in total over the env replicas, that an evaluation plays when the caller names none.
 DEFAULT_EVAL_EPISODES = 100
-#: Seed of the uniform-random policy's generator (a fresh one per evaluation pass: the baseline's
-#: draws do not depend on, or disturb, any random stream of the run).
+#: Seed of the uniform-random policy's keyed draws (the same in every play: the baseline's draws do not
+#: depend on, or disturb, any random stream of the run; each policy draws from its own stream).
 RANDOM_POLICY_SEED = 0
 
 
@@ -64,25 +73,56 @@ def fresh_start_states(wrapper: Any) -> Iterator[bool]:
         wrapper.fresh_start_states = saved
 
 
+@contextlib.contextmanager
+def common_start_states(wrapper: Any) -> Iterator[Callable[[], None]]:
+    """Yields ``rewind``: called before each play, it sets every env's episode counter back to its value
+    on entry, so the plays start their k-th episode of each env from the same start state (and the same
+    reset-pool draw). On exit the counters move past every play's (no later episode reuses a start).
+    A wrapper without a device-side resetter (gym-style cpu passthrough): ``rewind`` does nothing."""
+    resetter = getattr(wrapper, "env_resetter", None)
+    if resetter is None:
+        yield lambda: None
+        return
+    if getattr(wrapper, "reset_on_host", False):  # the first reset zeroes the counters: do it before the snapshot
+        wrapper.reset_all_envs()
+    start = resetter.state_dict()
+    ends: list[torch.Tensor] = []
+
+    def rewind() -> None:
+        ends.append(resetter.state_dict()["pool_counters"])
+        resetter.load_state_dict(start)
+
+    try:
+        yield rewind
+    finally:
+        ends.append(resetter.state_dict()["pool_counters"])
+        if start["pool_counters"] is not None:
+            resetter.load_state_dict({"pool_seed": start["pool_seed"],
+                                      "pool_counters": torch.stack(ends).amax(0)})
+
+
 @torch.no_grad()
 def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: Sequence[str] = (),
                   fresh_starts: bool = True) -> dict[str, dict[str, np.ndarray]]:
     """Every env replica plays its next ``per_env`` episodes (from fresh start states where the env
     has them, unless not ``fresh_starts``: then as the wrapper is set); the policies in
     ``random_tags`` act uniformly at random, the others with their models (greedy, or sampled when
-    not ``greedy``).
+    not ``greedy``). A random policy's draws are keyed by (its index among the policies, env,
+    episode k of that env in this play, step within the episode), the same in every play.
 
     Returns:
-        ``{tag: {"episode_return": (E * per_env,), "episode_length": (E * per_env,)}}``: per
-        episode, the return summed over steps and averaged over the policy's agents.
+        ``{tag: {"episode_return": (E * per_env,), "episode_length": (E * per_env,),
+        "episode_key": (E * per_env,)}}``: per episode, the return summed over steps and averaged
+        over the policy's agents, its length, and ``k * E + e`` (episode k of env e: the pairing key).
     """
-    from warp_drive.training.random_policy import UniformRandomActions
+    from warp_drive.training.random_policy import EpisodeKeyedUniform, UniformRandomActions
 
     w, policies, dm, E, T = _playing(engine)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
     dev = rewards_all.device
-    generator = torch.Generator(device=dev).manual_seed(RANDOM_POLICY_SEED)
-    randoms = [UniformRandomActions(w, policies[tag], generator) for tag in random_tags]
+    streams = {tag: i for i, tag in enumerate(policies)}
+    randoms = [UniformRandomActions(w, policies[tag], EpisodeKeyedUniform(RANDOM_POLICY_SEED, streams[tag]))
+               for tag in random_tags]
     returns = {tag: torch.zeros((per_env, E), device=dev) for tag in policies}
     lengths = torch.zeros((per_env, E), device=dev)
     running = {tag: torch.zeros((E, p.num_agents), device=dev) for tag, p in policies.items()}
@@ -97,7 +137,7 @@ def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: S
         for step in range(per_env * T):
             rollout.sample(None)
             for r in randoms:
-                r.write()
+                r.write(finished, running_len)
             w.step_all_envs()
             done = dm.data_on_device_via_torch(Constants.DONE) > 0
             slot = finished.clamp(max=per_env - 1)
@@ -115,8 +155,16 @@ def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: S
                 break
     done_mask = (torch.arange(per_env, device=dev)[:, None] < finished[None, :]).cpu().numpy()
     length = lengths.cpu().numpy()[done_mask]
-    return {tag: {"episode_return": returns[tag].cpu().numpy()[done_mask], "episode_length": length.copy()}
-            for tag in policies}
+    key = np.arange(per_env * E).reshape(per_env, E)[done_mask]
+    return {tag: {"episode_return": returns[tag].cpu().numpy()[done_mask], "episode_length": length.copy(),
+                  "episode_key": key.copy()} for tag in policies}
+
+
+def paired_difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> Interval:
+    """The mean per-episode return difference ``a − b`` with its 95% Student t interval, over the
+    episodes both plays finished, paired by their ``episode_key`` (the same start state)."""
+    _, ia, ib = np.intersect1d(a["episode_key"], b["episode_key"], assume_unique=True, return_indices=True)
+    return mean_interval(np.asarray(a["episode_return"])[ia] - np.asarray(b["episode_return"])[ib])
 
 
 @torch.no_grad()
@@ -124,50 +172,67 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
              total_episodes: int = DEFAULT_EVAL_EPISODES, random_baseline: bool = True,
              fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
     """Play episodes from fresh start states with the current policies and with the uniform-random
-    policy; report both with 95% Student t intervals over episodes.
+    policy, every play over the same start states (paired: :func:`common_start_states`); report each
+    with its 95% Student t interval over episodes and the paired per-episode differences.
 
     Args:
         deterministic: greedy actions (argmax / Gaussian mean) for the trained policies, else sampled.
         num_episodes: episodes per env replica; default: enough for ``total_episodes`` in total.
         total_episodes: episodes in total (rounded up to a multiple of the env replicas).
-        random_baseline: also play the uniform-random baseline over as many episodes: every
+        random_baseline: also play the uniform-random baseline over the same episodes: every
             policy uniformly random and, with several policies, each policy with its model against
-            uniformly random other policies (the same opponents as in the baseline).
+            uniformly random other policies (the same opponents, drawing the same actions, as in
+            the baseline) and uniformly random against the trained other policies.
         fresh_starts: turn the wrapper's ``fresh_start_states`` on for these episodes (where the
             env supports it); False plays the start states as the wrapper is set (2.7.1's: the
             saved start state).
 
     Returns:
-        ``{tag: {...}}`` with ``episode_return`` and ``episode_length`` (arrays, one entry per
-        episode, return averaged over the policy's agents; every policy playing its model),
+        ``{tag: {...}}`` with ``episode_return``, ``episode_length`` and ``episode_key`` (arrays, one
+        entry per episode, return averaged over the policy's agents; every policy playing its model),
         ``num_episodes`` (int), ``return_interval`` (:class:`~warp_drive.training.statistics.Interval`)
         and ``fresh_start_states`` (whether the episodes started from fresh start states);
         with ``random_baseline`` also ``random_episode_return`` and ``random_return_interval``
-        (every policy uniformly random) and, with several policies,
-        ``episode_return_vs_random_others`` and ``return_interval_vs_random_others``.
+        (every policy uniformly random) and ``difference_interval``: the paired mean difference,
+        episode by episode, of the policy playing its model (against uniformly random other policies
+        where there are several) minus the all-random play; with several policies also
+        ``episode_return_vs_random_others`` and ``return_interval_vs_random_others``,
+        ``random_episode_return_vs_trained_others`` and ``random_return_interval_vs_trained_others``
+        (this policy uniformly random, the others playing their models) and
+        ``difference_interval_vs_trained_others`` (the all-model play minus that one).
 
     Raises:
         ConfigError: ``num_episodes`` or ``total_episodes`` below 1 (or not an integer).
     """
     w = engine.env_wrapper
     per_env = episodes_per_env(total_episodes, w.n_envs) if num_episodes is None else episodes_per_env(num_episodes, 1)
-    out: dict[str, dict[str, Any]] = play_episodes(engine, per_env, deterministic, (), fresh_starts)
-    tags = list(out)
-    for res in out.values():
-        res["num_episodes"] = len(res["episode_return"])
-        res["return_interval"] = mean_interval(res["episode_return"])
-        res["fresh_start_states"] = fresh_starts and bool(getattr(w, "supports_fresh_start_states", False))
-    if not random_baseline:
-        return out
-    _add(out, "random_episode_return", "random_return_interval",
-         play_episodes(engine, per_env, deterministic, tags, fresh_starts))
-    if len(tags) > 1:
+    with common_start_states(w) as rewind:
+        def play(random_tags: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+            rewind()
+            return play_episodes(engine, per_env, deterministic, random_tags, fresh_starts)
+
+        game = play(())
+        out: dict[str, dict[str, Any]] = {tag: dict(res) for tag, res in game.items()}
+        tags = list(out)
+        for res in out.values():
+            res["num_episodes"] = len(res["episode_return"])
+            res["return_interval"] = mean_interval(res["episode_return"])
+            res["fresh_start_states"] = fresh_starts and bool(getattr(w, "supports_fresh_start_states", False))
+        if not random_baseline:
+            return out
+        randoms = play(tags)
+        _add(out, "random_episode_return", "random_return_interval", randoms)
+        if len(tags) == 1:
+            out[tags[0]]["difference_interval"] = paired_difference(game[tags[0]], randoms[tags[0]])
+            return out
         for tag in tags:
-            solo = play_episodes(engine, per_env, deterministic, [t for t in tags if t != tag], fresh_starts)
+            solo = play([t for t in tags if t != tag])
             _add(out, "episode_return_vs_random_others", "return_interval_vs_random_others", {tag: solo[tag]})
-            alone = play_episodes(engine, per_env, deterministic, [tag], fresh_starts)
+            out[tag]["difference_interval"] = paired_difference(solo[tag], randoms[tag])
+            alone = play([tag])
             _add(out, "random_episode_return_vs_trained_others", "random_return_interval_vs_trained_others",
                  {tag: alone[tag]})
+            out[tag]["difference_interval_vs_trained_others"] = paired_difference(game[tag], alone[tag])
     return out
 
 
@@ -175,42 +240,6 @@ def _add(out: dict[str, dict[str, Any]], returns_key: str, interval_key: str, pl
     for tag, res in played.items():
         out[tag][returns_key] = res["episode_return"]
         out[tag][interval_key] = mean_interval(res["episode_return"])
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One policy's greedy return against the uniform-random policy's, over fresh-start episodes.
-
-    ``trained``: the policy playing its model greedily; with several policies against uniformly
-    random other policies, as in ``random`` (every policy uniformly random), so both face the same
-    opponents. With several policies also, against the other policies playing their models:
-    ``game`` (this policy playing its model too) and ``random_in_game`` (this policy uniformly
-    random). ``fresh_starts``: the episodes started from fresh start states. ``better`` (the
-    verdict): against the uniformly random other policies, the same fixed opponents in every run,
-    the trained policy's 95% interval lies entirely above the uniform-random policy's
-    (``better_vs_random_others``); ``better_vs_trained_others``, against the final trained other
-    policies (opponents that differ from run to run), is shown for information.
-    """
-
-    tag: str
-    trained: Interval
-    random: Interval
-    game: Interval | None = None
-    fresh_starts: bool = True
-    random_in_game: Interval | None = None
-    greedy: bool = True
-
-    @property
-    def better_vs_random_others(self) -> bool:
-        return self.trained.above(self.random)
-
-    @property
-    def better_vs_trained_others(self) -> bool:
-        return self.game is not None and self.random_in_game is not None and self.game.above(self.random_in_game)
-
-    @property
-    def better(self) -> bool:
-        return self.better_vs_random_others
 
 
 def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES,
@@ -222,8 +251,9 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
     several: in a game the trained object is a stochastic policy, and a deterministic pursuer that is
     still unsure is easy to escape (the Tag measurements: ``docs/config_reference.md``).
 
-    With several policies "better" is decided per policy against the same fixed opponents, the other
-    policies uniformly random (:class:`Comparison`); the all-trained game against the all-random game
+    "Better" is decided on the paired per-episode difference trained − random over the same start
+    states (:class:`Comparison`). With several policies it is decided per policy against the same
+    fixed opponents, the other policies uniformly random; the all-trained game against the all-random game
     cannot serve, since in a zero-sum game both teams cannot beat the all-random game at once.
 
     Raises:
@@ -238,56 +268,11 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
     res = evaluate(engine, deterministic=greedy, total_episodes=total_episodes, fresh_starts=fresh_starts)
     if len(res) == 1:
         return {tag: Comparison(tag, r["return_interval"], r["random_return_interval"], None, r["fresh_start_states"],
-                                greedy=greedy) for tag, r in res.items()}
+                                greedy=greedy, difference=r["difference_interval"]) for tag, r in res.items()}
     return {tag: Comparison(tag, r["return_interval_vs_random_others"], r["random_return_interval"], r["return_interval"],
-                            r["fresh_start_states"], r["random_return_interval_vs_trained_others"], greedy)
+                            r["fresh_start_states"], r["random_return_interval_vs_trained_others"], greedy,
+                            r["difference_interval"], r["difference_interval_vs_trained_others"])
             for tag, r in res.items()}
-
-
-def comparison_table(comparisons: dict[str, Comparison]) -> str:
-    """The learning summary as a small text table and one verdict line (what the CLI prints)."""
-    several = len(comparisons) > 1
-    mode = "greedy" if all(c.greedy for c in comparisons.values()) else "sampled"
-    rows = [("policy", "opponents", f"trained ({mode})", "uniform random", "episodes", "better than random")]
-    for c in comparisons.values():
-        rows.append((c.tag, "random", _cell(c.trained), _cell(c.random), f"{c.trained.n} / {c.random.n}",
-                     "yes" if c.better else "no"))
-        if several and c.game is not None and c.random_in_game is not None:
-            rows.append(("", "trained*", _cell(c.game), _cell(c.random_in_game),
-                         f"{c.game.n} / {c.random_in_game.n}", "yes" if c.better_vs_trained_others else "no"))
-    if not several:  # one policy: no opponents column
-        rows = [row[:1] + row[2:] for row in rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    if several:
-        lines.append("(* against the final trained other policies, for information; the verdict plays each policy "
-                     "against uniformly random other policies, the same fixed opponents for trained and random)")
-    lines.append(_verdict(list(comparisons.values())))
-    for c in comparisons.values():
-        if c.trained.n >= 2 and not c.trained.spread:
-            why = "from fresh start states" if c.fresh_starts else \
-                "without fresh start states: the env may start every episode from the same state"
-            lines.append(f"note: every {mode} episode of {c.tag} returned {c.trained.mean:.4g} ({why}), "
-                         "so its interval has no width")
-    return "\n".join(lines)
-
-
-def _cell(iv: Interval) -> str:
-    if iv.n < 2:
-        return f"{iv.mean:.4g}"
-    return f"{iv.mean:.4g} ± {iv.half_width:.3g}  [{iv.low:.4g}, {iv.high:.4g}]"
-
-
-def _verdict(comparisons: list[Comparison]) -> str:
-    if all(c.better for c in comparisons):
-        if len(comparisons) > 1:
-            return ("verdict: every policy is better than uniform random against uniform-random opponents "
-                    "(95% intervals do not overlap)")
-        return "verdict: the trained policy is better than uniform random (95% intervals do not overlap)"
-    reasons = [f"{c.tag} ({'interval below random' if c.random.above(c.trained) else 'intervals overlap'})"
-               for c in comparisons if not c.better]
-    return f"verdict: NOT measurably better than uniform random: {', '.join(reasons)}"
 
 
 # ----------------------------------------------------------------------------- 2.7.1 API helpers

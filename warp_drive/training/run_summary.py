@@ -5,7 +5,8 @@ metric files: with ``trainer.eval_every``, its return against a fixed opponent (
 uniformly random, :mod:`warp_drive.training.periodic_eval`) at the first and the last evaluation, and
 its training episode return early and late in the run; with ``trainer.keep_best``, which weights
 the final policy holds; then the learning summary: the final policies against the uniform-random
-policy over fresh start states, each with its 95% Student t interval and episode count
+policy over the same fresh start states, each with its 95% Student t interval and episode count,
+and the paired per-episode difference trained − random with its interval, which decides the verdict
 (:func:`warp_drive.training.evaluation.compare_with_random` gives the numbers).
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random, comparison_table
+from warp_drive.training.comparison import comparison_table
+from warp_drive.training.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random
 from warp_drive.training.metrics import read_metrics
 from warp_drive.training.periodic_eval import EVAL_METRIC, PeriodicEvaluation
 
@@ -53,8 +55,9 @@ def _print_results(trainer: Any, eval_episodes: int) -> None:
 
 
 def print_random_comparison(trainer: Any, episodes: int) -> None:
-    """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over at least ``episodes``
-    fresh-start episodes each and prints the table of :func:`~warp_drive.training.evaluation.comparison_table`."""
+    """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over the
+    same (at least ``episodes``) fresh-start episodes, paired, and prints the table of
+    :func:`~warp_drive.training.comparison.comparison_table`."""
     start = time.perf_counter()
     try:
         comparisons = compare_with_random(trainer, episodes)
@@ -63,8 +66,9 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
         return
     starts = "fresh start states" if all(c.fresh_starts for c in comparisons.values()) else "no fresh start states"
     mode = "greedy" if all(c.greedy for c in comparisons.values()) else "sampled actions, as trained"
-    print(f"evaluation: final policy ({mode}) vs uniform random, {starts}, mean episode return "
-          f"± 95% Student t interval over episodes ({time.perf_counter() - start:.1f} s)")
+    print(f"evaluation: final policy ({mode}) vs uniform random on the same episodes ({starts}; paired), mean episode "
+          f"return ± 95% Student t interval over episodes, and of the per-episode difference trained − random "
+          f"({time.perf_counter() - start:.1f} s)")
     print(comparison_table(comparisons), flush=True)
 
 

@@ -70,6 +70,14 @@ def test_output_results_folder_first_then_progress_lines_then_a_summary(tmp_path
     assert any(line.startswith("learning (greedy evaluation return): shared ") for line in lines)
     assert any(line.startswith("training: shared episode return") for line in lines)
     assert any(line.startswith("final policy (keep_best: ") for line in lines)
+    # the final comparison is paired: both arms over the same episodes, the verdict on the difference
+    assert any(line.startswith("evaluation: final policy (greedy) vs uniform random on the same episodes") and
+               "paired" in line for line in lines)
+    header = next(line for line in lines if line.startswith("policy "))
+    assert header.split()[:9] == ["policy", "trained", "(greedy)", "uniform", "random", "difference", "(paired)",
+                                  "episodes", "better"]
+    verdict = next(line for line in lines if line.startswith("verdict: "))
+    assert "paired over the same" in verdict or "trained − random, paired over the same start states" in verdict
     assert lines[-1] == f"results: {tmp_path / 'run'}"
 
 
