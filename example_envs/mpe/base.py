@@ -31,7 +31,6 @@ from example_envs.mpe import constants as C
 from example_envs.mpe import physics
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.env.start_state import StartKey
-from warp_drive.errors import ConfigError
 
 F32 = np.float32
 #: The world arrays every MPE env keeps per replica, and their shapes for one env.
@@ -52,6 +51,9 @@ class MpeEnv(CUDAEnvironmentContext):
 
     writes_truncation = True  # every episode ends at the time limit (mpe2: truncation at max_cycles)
     numpy_step_is_env_separable = True
+    #: the step kernel synchronises the agents of one env with ``__syncthreads``: one block per env (the
+    #: wrapper refuses more, check_build builds one)
+    max_blocks_per_env = 1
     #: The agents collide with each other (contact forces between every pair).
     agents_collide: ClassVar[bool] = False
     #: Radius of an agent (used only when ``agents_collide``).
@@ -164,23 +166,6 @@ class MpeEnv(CUDAEnvironmentContext):
             "kStartLow": float(C.START_LOW),
             "kStartHigh": float(C.START_HIGH),
         }
-
-    def initialize_step_function_context(self, cuda_data_manager: Any, cuda_function_manager: Any,
-                                         cuda_step_function_feed: Any, step_function_name: str | None = None) -> bool:
-        """As the base class; refuses several blocks per env (the kernel synchronises the agents of
-        one env with ``__syncthreads``).
-
-        Raises:
-            ConfigError: ``blocks_per_env`` > 1 on the pycuda backend.
-        """
-        if cuda_function_manager.has_kernels and int(getattr(cuda_function_manager, "blocks_per_env", 1)) > 1:
-            raise ConfigError(
-                f"{self.name}: the step kernel runs one env per block; got blocks_per_env="
-                f"{cuda_function_manager.blocks_per_env}; pass blocks_per_env=1 (at most {MAX_AGENTS} agents)"
-            )
-        return super().initialize_step_function_context(
-            cuda_data_manager, cuda_function_manager, cuda_step_function_feed, step_function_name
-        )
 
     # ------------------------------------------------------------------ NumPy twin (CPU backend)
     def _state(self, data: Mapping[str, Any], rows: Any = slice(None)) -> dict[str, np.ndarray]:

@@ -54,6 +54,5 @@ def test_mpe_many_envs_cuda_matches_numpy():
 def test_mpe_refuses_several_blocks_per_env(name):
     from warp_drive.env_wrapper import EnvWrapper
 
-    wrapper = EnvWrapper(get_example_env_class(name)(), num_envs=2, env_backend="pycuda", blocks_per_env=2)
-    with pytest.raises(ConfigError, match="blocks_per_env=1"):
-        wrapper.reset_all_envs()  # the env is wired to the kernels at the first reset
+    with pytest.raises(ConfigError, match="max_blocks_per_env = 1"):
+        EnvWrapper(get_example_env_class(name)(), num_envs=2, env_backend="pycuda", blocks_per_env=2)

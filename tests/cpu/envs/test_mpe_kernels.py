@@ -106,14 +106,12 @@ def test_kernel_and_hook_parameters_match_their_argument_lists(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_env_refuses_several_blocks_per_env_on_the_gpu(name):
-    class FakeFunctionManager:  # the pycuda function manager as far as the check reads it
-        has_kernels = True
-        blocks_per_env = 2
+def test_env_refuses_several_blocks_per_env(name):
+    from warp_drive.env_wrapper import EnvWrapper
 
-    env = get_example_env_class(name)()
-    with pytest.raises(ConfigError, match="blocks_per_env=1"):
-        env.initialize_step_function_context(None, FakeFunctionManager(), None)
+    assert get_example_env_class(name).max_blocks_per_env == 1
+    with pytest.raises(ConfigError, match="max_blocks_per_env = 1"):
+        EnvWrapper(get_example_env_class(name)(), num_envs=2, env_backend="cpu", blocks_per_env=2)
 
 
 def _compile(name: str, env, tmp: Path) -> tuple[Path, str]:
