@@ -50,6 +50,7 @@ CONFIGS: dict[str, tuple[str, list[str], bool]] = {
 }
 VARIANTS: dict[str, list[str]] = {
     "default": [],
+    "unfused": ["trainer.fused_rollout=false"],
     "bf16": ["trainer.update_precision=bf16", "trainer.rollout_precision=bf16"],
     "bf16_compile": ["trainer.update_precision=bf16", "trainer.rollout_precision=bf16", "trainer.compile=true"],
     "fp32_compile": ["trainer.update_precision=fp32", "trainer.compile=true"],

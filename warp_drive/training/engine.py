@@ -169,7 +169,8 @@ class Engine:
         tc = self.config.trainer
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
                                            self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows,
-                                           torch.bfloat16 if tc.rollout_precision == "bf16" else None, tc.compile),
+                                           torch.bfloat16 if tc.rollout_precision == "bf16" else None, tc.compile,
+                                           tc.fused_rollout),
                                greedy=self.config.sampler.use_argmax)
         self._collected = False
         self.graphed_rollout: GraphedRollout | None = None

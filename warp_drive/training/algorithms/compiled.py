@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from warp_drive.training.buffers import RolloutBatch
+from warp_drive.training.models.fused_acting import fused_acting
 from warp_drive.training.utils.minibatch import index_tree, map_tensors
 
 Tensor = torch.Tensor
@@ -85,16 +86,23 @@ class ActingForward:
     GEMM plus a separate bias-ReLU kernel measured slower (H100, 2,000 envs x 1,000 agents: 161 ms of rollout
     forward and sampling per iteration compiled, 122 ms not; ``benchmarks/results/learner_*.json``).
 
+    With ``fused`` (``trainer.fused_rollout``), a model the fused kernel takes runs as one Triton kernel instead
+    (:mod:`~warp_drive.training.models.fused_acting`), in bfloat16 products when ``dtype`` is bfloat16, and is
+    not compiled.
+
     Args:
         model: the policy's model (``forward(obs) -> (head outputs, values)``).
         device: where it runs.
         dtype: autocast dtype (``torch.bfloat16``) or None.
         compile: compile the forward with ``torch.compile``.
+        fused: run the fused kernel where the model allows.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device, dtype: torch.dtype | None, compile: bool) -> None:
+    def __init__(self, model: nn.Module, device: torch.device, dtype: torch.dtype | None, compile: bool,
+                 fused: bool = False) -> None:
         self.model, self.device, self.dtype = model, device, dtype
-        compile = compile and dtype is not None
+        self.fused = fused_acting(model, device, dtype == torch.bfloat16) if fused else None
+        compile = compile and dtype is not None and self.fused is None
         self._fn = _compiled(self._forward, device, compile, "the rollout forward")
         #: the model's no-grad forward may use cached head weights (FullyConnected.cache_head_weights):
         #: not inside a compiled function, whose guards would see a new tensor every rollout
@@ -108,6 +116,8 @@ class ActingForward:
         return float32(out)
 
     def __call__(self, obs: Any) -> Any:
+        if self.fused is not None and isinstance(obs, Tensor) and not torch.is_grad_enabled():
+            return self.fused(obs)
         return self._fn(obs)
 
 

@@ -1,0 +1,186 @@
+"""The rollout's policy forward of a ReLU MLP with categorical heads as one Triton kernel.
+
+Every env step the rollout runs each policy's network on all its agents' observations: at the paper's scale
+(2,000 envs x 1,000 agents) that is 2 M rows through ``obs -> 256 -> 256 -> heads``. In PyTorch that is
+three GEMMs, the bias / ReLU passes, a concatenation, a softmax per head and a split: each writes its result
+to memory and the next reads it back, so the forward is bound by memory traffic, not by the tensor cores.
+
+:func:`mlp_heads_forward` does it all in one pass per tile of ``BLOCK_M`` rows: the first layer's activations
+stay in registers, the second layer is computed in column chunks that go straight into the heads' logits
+(the second layer's activations are never stored), and the epilogue applies each head's softmax and writes
+the probabilities of each head into its own contiguous ``(rows, n_h)`` block and the values into a
+``(rows,)`` block of one output buffer: exactly the tensors the sampler reads.
+
+Only this module imports Triton; :mod:`~warp_drive.training.models.fused_acting` decides when it runs.
+Matrix products take float32 inputs as TF32 (``torch.backends.cuda.matmul.allow_tf32``, which the GPU
+trainer sets, as cuBLAS does for the PyTorch forward) or exact float32 (``ieee``), or bfloat16 inputs with
+float32 accumulation; biases, softmax and the outputs are float32.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+Tensor = torch.Tensor
+
+#: heads one launch takes (each head's softmax is one masked pass over the logits tile)
+MAX_HEADS = 4
+#: widest hidden layer and widest logits tile (heads + value) the kernel keeps in registers
+MAX_WIDTH = 256
+MAX_OUTPUTS = 128
+#: rows of the observations read per chunk of the first layer
+BLOCK_K = 32
+#: columns of the second layer computed (and fed to the heads) per chunk
+BLOCK_N2 = 64
+
+
+@triton.jit
+def _head_of(col, e0, e1, e2, e3, NUM_HEADS: tl.constexpr):
+    """Head index of logit column ``col`` (``NUM_HEADS`` for the value column; more for padding)."""
+    head = (col >= e0).to(tl.int32)
+    if NUM_HEADS > 1:
+        head += (col >= e1).to(tl.int32)
+    if NUM_HEADS > 2:
+        head += (col >= e2).to(tl.int32)
+    if NUM_HEADS > 3:
+        head += (col >= e3).to(tl.int32)
+    return head
+
+
+@triton.jit
+def _dot(a, b, PRECISION: tl.constexpr):
+    if PRECISION == "bf16":
+        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+    return tl.dot(a, b, input_precision=PRECISION, out_dtype=tl.float32)
+
+
+@triton.jit
+def _mlp_heads_kernel(
+    x_ptr, stride_x, w1_ptr, b1_ptr, w2_ptr, b2_ptr, wh_ptr, bh_ptr, out_ptr,
+    M, K0, H1, H2, NOUT, e0, e1, e2, e3,
+    TWO_LAYERS: tl.constexpr, NUM_HEADS: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BH1: tl.constexpr, BN2: tl.constexpr, BOUT: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    rows = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    n1 = tl.arange(0, BH1)
+    n1_ok = n1 < H1
+    # layer 1: acc1 = x @ W1^T, over the observation features in chunks of BLOCK_K
+    acc1 = tl.zeros((BLOCK_M, BH1), dtype=tl.float32)
+    for k0 in range(0, K0, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k < K0
+        x = tl.load(x_ptr + rows[:, None] * stride_x + k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        w1t = tl.load(w1_ptr + n1[None, :] * K0 + k[:, None], mask=k_ok[:, None] & n1_ok[None, :], other=0.0)
+        acc1 = _dot(x, w1t, PRECISION) + acc1
+    b1 = tl.load(b1_ptr + n1, mask=n1_ok, other=0.0)
+    h1 = tl.maximum(acc1 + b1[None, :], 0.0)
+    if PRECISION == "bf16":
+        h1 = h1.to(tl.bfloat16)
+    cols = tl.arange(0, BOUT)
+    col_ok = cols < NOUT
+    logits = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
+    if TWO_LAYERS:
+        # layer 2 in chunks of BN2 columns; each chunk's activations feed the heads at once
+        for j0 in range(0, H2, BN2):
+            j = j0 + tl.arange(0, BN2)
+            j_ok = j < H2
+            w2t = tl.load(w2_ptr + j[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & j_ok[None, :], other=0.0)
+            b2 = tl.load(b2_ptr + j, mask=j_ok, other=0.0)
+            h2 = tl.maximum(_dot(h1, w2t, PRECISION) + b2[None, :], 0.0)
+            wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
+            logits = _dot(h2, wht, PRECISION) + logits
+    else:
+        wht = tl.load(wh_ptr + cols[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & col_ok[None, :], other=0.0)
+        logits = _dot(h1, wht, PRECISION)
+    bh = tl.load(bh_ptr + cols, mask=col_ok, other=0.0)
+    logits += bh[None, :]
+    # epilogue: a softmax per head; the value column passes through
+    head = _head_of(cols, e0, e1, e2, e3, NUM_HEADS)
+    is_logit = head < NUM_HEADS
+    top = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
+    for h in tl.static_range(NUM_HEADS):
+        sel = (head == h)[None, :]
+        m_h = tl.max(tl.where(sel, logits, float("-inf")), axis=1)
+        top = tl.where(sel, m_h[:, None], top)
+    e = tl.where(is_logit[None, :], tl.exp(logits - top), 0.0)
+    total = tl.full((BLOCK_M, BOUT), 1.0, dtype=tl.float32)
+    for h in tl.static_range(NUM_HEADS):
+        sel = (head == h)[None, :]
+        s_h = tl.sum(tl.where(sel, e, 0.0), axis=1)
+        total = tl.where(sel, s_h[:, None], total)
+    result = tl.where(is_logit[None, :], e / total, logits)
+    # head h's probabilities at [M * start_h + row * n_h + (col - start_h)]; the values at [M * (NOUT - 1) + row]
+    start = tl.where(head > 0, e0, 0)
+    if NUM_HEADS > 1:
+        start = tl.where(head > 1, e1, start)
+    if NUM_HEADS > 2:
+        start = tl.where(head > 2, e2, start)
+    if NUM_HEADS > 3:
+        start = tl.where(head > 3, e3, start)
+    end = tl.where(head == 0, e0, NOUT)
+    if NUM_HEADS > 1:
+        end = tl.where(head == 1, e1, end)
+    if NUM_HEADS > 2:
+        end = tl.where(head == 2, e2, end)
+    if NUM_HEADS > 3:
+        end = tl.where(head == 3, e3, end)
+    width = end - start
+    offset = start.to(tl.int64)[None, :] * M + rows[:, None] * width[None, :] + (cols - start)[None, :]
+    tl.store(out_ptr + offset, result, mask=row_ok[:, None] & col_ok[None, :])
+
+
+def _pow2(n: int, least: int = 16) -> int:
+    return max(least, 1 << (max(n, 1) - 1).bit_length())
+
+
+def mlp_heads_forward(
+    x: Tensor,
+    layers: list[tuple[Tensor, Tensor]],
+    head_weight: Tensor,
+    head_bias: Tensor,
+    head_sizes: list[int],
+    precision: str,
+    block_m: int = 64,
+    num_warps: int = 8,
+) -> tuple[list[Tensor], Tensor]:
+    """``softmax`` per head and the value of ``relu(...relu(x @ W1^T + b1)...) @ Wh^T + bh`` in one launch.
+
+    Args:
+        x: ``(rows, features)`` observations, float32 (or bfloat16 with ``precision="bf16"``), unit stride
+            along features.
+        layers: one or two ``(weight (out, in), bias (out,))`` hidden layers, contiguous.
+        head_weight, head_bias: the heads' and the value's ``Linear`` concatenated: ``(sum(head_sizes) + 1,
+            width)`` and ``(sum(head_sizes) + 1,)``, the value last.
+        head_sizes: actions per categorical head (1 to :data:`MAX_HEADS`).
+        precision: ``"tf32"``, ``"ieee"`` (float32 products) or ``"bf16"``.
+        block_m, num_warps: the tile of rows per program and its warps.
+
+    Returns:
+        ``([(rows, n_h) probabilities per head], (rows,) values)``: float32 views of one new buffer.
+    """
+    rows, features = x.shape
+    (w1, b1), *rest = layers
+    two = len(rest) == 1
+    w2, b2 = rest[0] if two else (w1, b1)
+    h1, h2 = w1.shape[0], w2.shape[0]
+    nout = head_weight.shape[0]
+    ends = [sum(head_sizes[: i + 1]) for i in range(len(head_sizes))]
+    ends += [nout] * (MAX_HEADS - len(ends))
+    out = torch.empty(rows * nout, dtype=torch.float32, device=x.device)
+    grid = (triton.cdiv(rows, block_m),)
+    _mlp_heads_kernel[grid](
+        x, x.stride(0), w1, b1, w2, b2, head_weight, head_bias, out,
+        rows, features, h1, h2, nout, *ends[:MAX_HEADS],
+        TWO_LAYERS=two, NUM_HEADS=len(head_sizes), PRECISION=precision,
+        BLOCK_M=block_m, BLOCK_K=BLOCK_K, BH1=_pow2(h1), BN2=min(BLOCK_N2, _pow2(h2)), BOUT=_pow2(nout),
+        num_warps=num_warps,
+    )
+    probs, start = [], 0
+    for n in head_sizes:
+        probs.append(out[start * rows : (start + n) * rows].view(rows, n))
+        start += n
+    return probs, out[start * rows :]
