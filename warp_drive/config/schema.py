@@ -80,8 +80,11 @@ class TrainerConfig(chk.PlainDict):
         rollout_precision: ``"fp32"`` or ``"bf16"``: the rollout's policy forward runs under bfloat16
             autocast (the sampled probabilities and values are float32).
         fused_rollout: On a GPU with Triton, run the rollout's forward of a ReLU ``FullyConnected`` policy with
-            categorical heads as one fused kernel (:mod:`~warp_drive.training.models.fused_acting`); other
+            categorical heads as one fused kernel (:mod:`~warp_drive.training.models.fused_mlp`); other
             models, and False, run the PyTorch forward.
+        fused_update: The same models' update forward and backward as fused Triton kernels
+            (:class:`~warp_drive.training.models.fused_mlp.FusedTraining`) on a GPU, except under distributed
+            training; False runs the PyTorch forward under autograd.
         compile: ``torch.compile`` (Inductor) the policy forward of the rollout and the forward + loss
             of the update on a GPU (:mod:`~warp_drive.training.algorithms.compiled`); ignored on the CPU.
         n_step: 2.7.1's n-step return horizon of DDPG; A2C/PPO accept only 1 (they use GAE over
@@ -112,6 +115,7 @@ class TrainerConfig(chk.PlainDict):
     rollout_precision: str = "fp32"
     compile: bool = False
     fused_rollout: bool = True
+    fused_update: bool = True
     n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
@@ -141,7 +145,7 @@ class TrainerConfig(chk.PlainDict):
             seed=None if d["seed"] is None else chk.as_int(d["seed"], key("seed"), minimum=0),  # and < 2**31
             **{k: chk.as_bool(d[k], key(k))
                for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator", "compile",
-                                                                       "fused_rollout")},
+                                                                       "fused_rollout", "fused_update")},
             update_precision=_precision(d["update_precision"], key("update_precision")),
             rollout_precision=_precision(d["rollout_precision"], key("rollout_precision")),
             n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),

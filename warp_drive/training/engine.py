@@ -321,7 +321,7 @@ class Engine:
                     backward=backward, clip_gradients=clip_gradients, track_grad_norm=track_grad_norm,
                     chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype,
                     cuda_graph=self.config.trainer.use_cuda_graph and self.device.type == "cuda",
-                    compile=self.config.trainer.compile)
+                    compile=self.config.trainer.compile, fused=self.config.trainer.fused_update)
                 out[p.tag] = p.update(batches[p.tag], context)
             if timer is not None:
                 timer.stop()

@@ -11,7 +11,7 @@ stay in registers, the second layer is computed in column chunks that go straigh
 the probabilities of each head into its own contiguous ``(rows, n_h)`` block and the values into a
 ``(rows,)`` block of one output buffer: exactly the tensors the sampler reads.
 
-Only this module imports Triton; :mod:`~warp_drive.training.models.fused_acting` decides when it runs.
+Only this module imports Triton; :mod:`~warp_drive.training.models.fused_mlp` decides when it runs.
 Matrix products take float32 inputs as TF32 (``torch.backends.cuda.matmul.allow_tf32``, which the GPU
 trainer sets, as cuBLAS does for the PyTorch forward) or exact float32 (``ieee``), or bfloat16 inputs with
 float32 accumulation; biases, softmax and the outputs are float32.

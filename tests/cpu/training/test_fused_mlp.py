@@ -1,8 +1,8 @@
-"""The fused rollout forward (``trainer.fused_rollout``): which models it takes, and — run on the CPU in Triton's
-interpreter (``TRITON_INTERPRET=1``, in a subprocess: the variable must be set before Triton is imported) —
-that the kernel computes what the model's forward computes: every head's probabilities and the values, for one and
-two hidden layers, 1 to 4 heads, widths that are not powers of two and row counts that are not multiples of the
-tile."""
+"""The fused MLP kernels (``trainer.fused_rollout``, ``trainer.fused_update``): which models they take, and — run
+on the CPU in Triton's interpreter (``TRITON_INTERPRET=1``, in a subprocess: the variable must be set before Triton
+is imported) — that they compute what the model computes: the rollout kernel every head's probabilities and the
+values, the update's kernels the same outputs and the gradients of every weight and bias, for one and two hidden
+layers, 1 to 4 heads, widths that are not powers of two and row counts that are not multiples of the tile."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import torch
 
 from warp_drive.training.models.action_spec import ActionSpec
 from warp_drive.training.models.fully_connected import FullyConnected
-from warp_drive.training.models.fused_acting import unsupported_reason
+from warp_drive.training.models.fused_mlp import unsupported_reason
 
 ROOT = Path(__file__).resolve().parents[3]
 CUDA = torch.device("cuda")  # only named: unsupported_reason reads the type, nothing runs there
@@ -71,7 +71,7 @@ def test_the_trainer_option_defaults_on_and_parses():
 _INTERPRETED = textwrap.dedent("""
     import torch
     from warp_drive.training.models.fully_connected import FullyConnected
-    from warp_drive.training.models.fused_acting import FusedActing
+    from warp_drive.training.models.fused_mlp import FusedActing, FusedTraining
     from warp_drive.training.models.triton_policy_forward import mlp_heads_forward
 
     torch.manual_seed(0)
@@ -82,6 +82,15 @@ _INTERPRETED = textwrap.dedent("""
         for p in model.parameters():  # away from the init's zero biases and tiny heads: every term counts
             p.data.add_(0.3 * torch.randn_like(p))
         obs = torch.randn(*lead, features)
+        # the update's kernels: the same outputs, and the gradients of a loss through them
+        probs, values = FusedTraining(model, bf16=False)(obs)
+        want_probs, want_values = model(obs)
+        weights = [torch.randn_like(p) for p in want_probs]
+        loss = lambda ps, v: sum((w * p.clamp_min(1e-8).log()).sum() for w, p in zip(weights, ps)) + (v ** 2).sum()
+        got = torch.autograd.grad(loss(probs, values), list(model.parameters()))
+        want = torch.autograd.grad(loss(want_probs, want_values), list(model.parameters()))
+        for (name, _), g, w in zip(model.named_parameters(), got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-5 * float(w.abs().max()), msg=name)
         with torch.no_grad():
             want_probs, want_values = model(obs)
             probs, values = FusedActing(model, bf16=False)(obs)  # exact float32 off the GPU: "ieee"

@@ -1,12 +1,17 @@
-"""When the rollout's policy forward runs as one Triton kernel (:mod:`.triton_policy_forward`).
+"""When a policy's MLP runs as fused Triton kernels: the rollout's forward (:mod:`.triton_policy_forward`) and
+the update's forward and backward (:mod:`.triton_mlp_train`).
 
 ``trainer.fused_rollout: true`` (the default) lets the rollout run a policy's no-grad forward through
 :func:`~warp_drive.training.models.triton_policy_forward.mlp_heads_forward` where the model and device allow:
 a :class:`~warp_drive.training.models.fully_connected.FullyConnected` with ReLU and one or two hidden layers of
 at most 256 units, 1 to 4 categorical heads (at most 127 actions in all), no observation normalisation,
 tensor observations (no dict, so no action mask), float32 weights, on a CUDA device with Triton. Everything
-else (and the update, which needs gradients) runs the PyTorch forward. The outputs are what the model's
-forward returns: the probabilities of each head and the values, float32.
+else runs the PyTorch forward. The outputs are what the model's forward returns: the probabilities of each head
+and the values, float32.
+
+``trainer.fused_update: true`` (the default) does the same for the update's forward with gradients
+(:class:`FusedTraining`) where the model is not wrapped for distributed training (DistributedDataParallel's
+gradient hooks are armed by its own forward).
 """
 
 from __future__ import annotations
@@ -100,3 +105,47 @@ def fused_acting(model: nn.Module, device: torch.device, bf16: bool) -> FusedAct
         logger.debug("trainer.fused_rollout: the PyTorch forward runs (%s)", reason)
         return None
     return FusedActing(model, bf16)
+
+
+class FusedTraining:
+    """The update's forward of one :class:`FullyConnected` with gradients to its weights: one kernel forward, one
+    kernel backward and three GEMMs (:func:`~warp_drive.training.models.triton_mlp_train.mlp_train`), then each
+    head's softmax in PyTorch (autograd through it as through the model's own).
+
+    Args:
+        model: the model, unwrapped (:func:`unsupported_reason` must return None for it).
+        bf16: bfloat16 products and saved activations (``trainer.update_precision: bf16``); else float32, the
+            products in TF32 when ``torch.backends.cuda.matmul.allow_tf32`` is set.
+    """
+
+    def __init__(self, model: nn.Module, bf16: bool) -> None:
+        self.acting = FusedActing(model, bf16)
+        self.model = self.acting.model
+
+    def __call__(self, obs: Tensor) -> tuple[list[Tensor], Tensor]:
+        from warp_drive.training.models.triton_mlp_train import mlp_train
+
+        m = self.model
+        lead = obs.shape[: obs.dim() - len(m.obs_shapes[""])]
+        x, _ = m.flatten_obs(obs)
+        x = x.reshape(-1, m.obs_size)
+        if x.stride(-1) != 1:
+            x = x.contiguous()
+        weight, bias = m._concat_head_weights()
+        out = mlp_train(x, [(lin.weight, lin.bias) for lin in self.acting.linears], weight, bias,
+                        self.acting.precision())
+        *logits, values = torch.split(out, [*self.acting.head_sizes, 1], dim=-1)
+        probs = [torch.softmax(z, dim=-1).view(*lead, z.shape[-1]) for z in logits]
+        return probs, values.reshape(lead)
+
+
+def fused_training(model: nn.Module, device: torch.device, bf16: bool) -> FusedTraining | None:
+    """A :class:`FusedTraining` for ``model``, or None (logged at debug level with the reason)."""
+    if getattr(model, "module", None) is not None:
+        logger.debug("trainer.fused_update: the PyTorch forward runs (the model is wrapped for distributed training)")
+        return None
+    reason = unsupported_reason(model, device)
+    if reason is not None:
+        logger.debug("trainer.fused_update: the PyTorch forward runs (%s)", reason)
+        return None
+    return FusedTraining(model, bf16)
