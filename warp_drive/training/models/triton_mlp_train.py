@@ -29,11 +29,11 @@ from warp_drive.training.models.triton_policy_forward import BLOCK_K, BLOCK_N2, 
 
 Tensor = torch.Tensor
 
-#: rows per tile of both kernels, and the backward's column chunk of the first layer
-BLOCK_M = 64
+#: the backward's column chunk of the first layer
 BLOCK_N1 = 64
-#: programs of the backward per SM (each loops over tiles, keeping its bias partial sums in registers)
-PROGRAMS_PER_SM = 4
+#: launch shapes: rows per tile and warps per program of each kernel, and the backward's programs per SM (each
+#: loops over tiles, keeping its bias partial sums in registers); benchmarks/bench_fused_mlp.py measures others
+LAUNCH = {"forward": (64, 8), "backward": (64, 8), "backward_programs_per_sm": 4}
 
 
 @triton.jit
@@ -143,10 +143,11 @@ def mlp_train_forward(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
     h1 = torch.empty(rows, h1w, dtype=act, device=x.device)
     h2 = torch.empty(rows if two_layers else 0, h2w, dtype=act, device=x.device)
     out = torch.empty(rows, nout, dtype=torch.float32, device=x.device)
-    _train_fwd_kernel[(triton.cdiv(rows, BLOCK_M),)](
+    block_m, warps = LAUNCH["forward"]
+    _train_fwd_kernel[(triton.cdiv(rows, block_m),)](
         x, x.stride(0), w1, b1, w2, b2, wh, bh, h1, h2 if two_layers else h1, out, rows, features, h1w, h2w, nout,
-        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=BLOCK_M, BLOCK_K=BLOCK_K, BH1=_pow2(h1w),
-        BN2=min(BLOCK_N2, _pow2(h2w)), BOUT=_pow2(nout), num_warps=8)
+        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BLOCK_K=BLOCK_K, BH1=_pow2(h1w),
+        BN2=min(BLOCK_N2, _pow2(h2w)), BOUT=_pow2(nout), num_warps=warps)
     return out, h1, h2
 
 
@@ -174,13 +175,14 @@ def mlp_train_backward(grad: Tensor, x: Tensor, h1: Tensor, h2: Tensor, w2: Tens
     bhl, bn1 = _pow2(lw), min(BLOCK_N1, _pow2(h1w))
     nb1 = triton.cdiv(h1w, bn1)
     sms = torch.cuda.get_device_properties(grad.device).multi_processor_count if grad.is_cuda else 4
-    programs = max(1, min(triton.cdiv(rows, BLOCK_M), PROGRAMS_PER_SM * sms))
+    block_m, warps = LAUNCH["backward"]
+    programs = max(1, min(triton.cdiv(rows, block_m), LAUNCH["backward_programs_per_sm"] * sms))
     db_last = torch.empty(programs, bhl, dtype=torch.float32, device=grad.device)
     db_first = torch.empty(programs, nb1 * bn1, dtype=torch.float32, device=grad.device) if two_layers else db_last
     _train_bwd_kernel[(programs,)](
         grad, h1, h2, w2, wh, d1, d2, db_first, db_last, rows, h1w, lw if two_layers else h1w, nout,
-        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=BLOCK_M, BHL=bhl, BN1=bn1, BOUT=_pow2(nout), NB1=nb1,
-        num_warps=8)
+        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BHL=bhl, BN1=bn1, BOUT=_pow2(nout), NB1=nb1,
+        num_warps=warps)
     g = grad.to(act)
     xs = x.to(act)
     dwh = torch.mm(g.t(), last).float()

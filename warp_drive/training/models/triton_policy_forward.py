@@ -34,6 +34,8 @@ MAX_OUTPUTS = 128
 BLOCK_K = 32
 #: columns of the second layer computed (and fed to the heads) per chunk
 BLOCK_N2 = 64
+#: the rollout kernel's rows per tile and warps per program (benchmarks/bench_fused_mlp.py measures others)
+LAUNCH = {"forward": (64, 8)}
 
 
 @triton.jit
@@ -144,8 +146,8 @@ def mlp_heads_forward(
     head_bias: Tensor,
     head_sizes: list[int],
     precision: str,
-    block_m: int = 64,
-    num_warps: int = 8,
+    block_m: int | None = None,
+    num_warps: int | None = None,
 ) -> tuple[list[Tensor], Tensor]:
     """``softmax`` per head and the value of ``relu(...relu(x @ W1^T + b1)...) @ Wh^T + bh`` in one launch.
 
@@ -157,7 +159,7 @@ def mlp_heads_forward(
             width)`` and ``(sum(head_sizes) + 1,)``, the value last.
         head_sizes: actions per categorical head (1 to :data:`MAX_HEADS`).
         precision: ``"tf32"``, ``"ieee"`` (float32 products) or ``"bf16"``.
-        block_m, num_warps: the tile of rows per program and its warps.
+        block_m, num_warps: the tile of rows per program and its warps (default: :data:`LAUNCH`).
 
     Returns:
         ``([(rows, n_h) probabilities per head], (rows,) values)``: float32 views of one new buffer.
@@ -171,6 +173,8 @@ def mlp_heads_forward(
     ends = [sum(head_sizes[: i + 1]) for i in range(len(head_sizes))]
     ends += [nout] * (MAX_HEADS - len(ends))
     out = torch.empty(rows * nout, dtype=torch.float32, device=x.device)
+    block_m = block_m or LAUNCH["forward"][0]
+    num_warps = num_warps or LAUNCH["forward"][1]
     grid = (triton.cdiv(rows, block_m),)
     _mlp_heads_kernel[grid](
         x, x.stride(0), w1, b1, w2, b2, head_weight, head_bias, out,

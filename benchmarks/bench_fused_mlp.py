@@ -1,0 +1,121 @@
+"""The fused MLP kernels alone against PyTorch: the rollout forward and the update's forward + backward of a Tag
+policy (71 -> 256 -> 256 -> 21 + 21 + 1) at the paper's scale, with the kernels' launch shapes swept.
+
+For each precision (TF32 float32 products, bfloat16), times (CUDA events, median of ``--repeats``):
+
+* ``rollout``: a no-grad forward of ``--rollout-rows`` rows (2,000 envs x 1,000 agents: one env step of the paper's
+  config) to per-head probabilities and values: the model's PyTorch forward (+ softmax) and the fused kernel
+  (:mod:`warp_drive.training.models.triton_policy_forward`) at each launch shape;
+* ``update``: forward, a loss on the probabilities and values, and backward to every weight, over ``--update-rows``
+  rows: PyTorch autograd and the fused op (:mod:`warp_drive.training.models.triton_mlp_train`) at each launch
+  shape.
+
+Prints TFLOP/s (from the layers' shapes: 2 x in x out per row per layer, x3 for forward + backward) and the
+fraction of the dense bf16 peak; writes ``fused_mlp_<GPU>.json``. Usage (GPU machine):
+``python benchmarks/bench_fused_mlp.py [--rollout-rows 2000000] [--update-rows 4000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from typing import Any
+
+import torch
+
+from bench_learner import peaks
+from common import environment, write_results
+
+SHAPES = [(32, 4), (64, 4), (64, 8), (128, 8)]
+
+
+def _time(fn: Any, repeats: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    from warp_drive.training.models import triton_mlp_train, triton_policy_forward
+    from warp_drive.training.models.fully_connected import FullyConnected
+    from warp_drive.training.models.fused_mlp import FusedActing, FusedTraining
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rollout-rows", type=int, default=2_000_000)
+    ap.add_argument("--update-rows", type=int, default=4_000_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    env = environment()
+    peak, _ = peaks(env.get("cuda_device") or "")
+    torch.manual_seed(0)
+    model = FullyConnected(71, [21, 21], (256, 256)).cuda()
+    flops_row = sum(2 * m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear))
+    rows_out: list[dict[str, Any]] = []
+
+    def report(phase: str, precision: str, impl: str, shape: Any, ms: float, flops: float) -> None:
+        tf = flops / ms / 1e9
+        row = {"phase": phase, "precision": precision, "impl": impl, "launch": shape, "ms": round(ms, 3),
+               "tflops": round(tf, 1), "bf16_peak_fraction": round(tf / peak, 4) if peak else None}
+        rows_out.append(row)
+        print(f"{phase:8s} {precision:5s} {impl:8s} {str(shape):16s} {ms:9.3f} ms {tf:7.1f} TFLOP/s"
+              + (f" ({100 * tf / peak:4.1f}% of bf16 peak)" if peak else ""), flush=True)
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    obs = torch.randn(args.rollout_rows, 71, device="cuda")
+    for precision in ("tf32", "bf16"):
+        bf16 = precision == "bf16"
+        flops = args.rollout_rows * flops_row
+        with torch.no_grad():
+            def plain() -> Any:
+                with torch.autocast("cuda", torch.bfloat16, enabled=bf16):
+                    return model(obs)
+            report("rollout", precision, "pytorch", None, _time(plain, args.repeats), flops)
+            fused = FusedActing(model, bf16)
+            for shape in SHAPES:
+                triton_policy_forward.LAUNCH["forward"] = shape
+                try:
+                    report("rollout", precision, "fused", shape, _time(lambda: fused(obs), args.repeats), flops)
+                except Exception as e:  # noqa: BLE001 - a launch shape out of the GPU's resources: say so, go on
+                    print(f"rollout {precision} {shape}: {type(e).__name__}: {str(e)[:120]}")
+    del obs
+    obs = torch.randn(args.update_rows, 71, device="cuda")
+    weights = [torch.randn(args.update_rows, n, device="cuda") for n in (21, 21)]
+
+    def step(forward: Any) -> Any:
+        def run() -> None:
+            probs, values = forward(obs)
+            loss = sum((w * p.clamp_min(1e-8).log()).mean() for w, p in zip(weights, probs)) + (values ** 2).mean()
+            loss.backward()
+        return run
+
+    for precision in ("tf32", "bf16"):
+        bf16 = precision == "bf16"
+        flops = 3 * args.update_rows * flops_row
+
+        def plain(o: Any) -> Any:
+            with torch.autocast("cuda", torch.bfloat16, enabled=bf16):
+                probs, values = model(o)
+            return [p.float() for p in probs], values.float()
+        report("update", precision, "pytorch", None, _time(step(plain), args.repeats), flops)
+        fused = FusedTraining(model, bf16)
+        for fwd, bwd in itertools.product(SHAPES, SHAPES):
+            if fwd != bwd and fwd != (64, 8):  # the backward's shapes swept at one forward shape
+                continue
+            triton_mlp_train.LAUNCH["forward"], triton_mlp_train.LAUNCH["backward"] = fwd, bwd
+            try:
+                report("update", precision, "fused", [fwd, bwd], _time(step(fused), args.repeats), flops)
+            except Exception as e:  # noqa: BLE001
+                print(f"update {precision} {fwd} {bwd}: {type(e).__name__}: {str(e)[:120]}")
+    print(f"-> {write_results('fused_mlp', {'rollout_rows': args.rollout_rows, 'update_rows': args.update_rows, 'rows': rows_out})}")
+
+
+if __name__ == "__main__":
+    main()
