@@ -25,15 +25,14 @@ import torch
 import triton
 import triton.language as tl
 
-from warp_drive.training.models.triton_policy_forward import BLOCK_K, BLOCK_N2, _dot, _pow2
+from warp_drive.training.models.triton_policy_forward import BLOCK_K, BLOCK_N, _chunk, _dot, _pow2, persistent_programs
 
 Tensor = torch.Tensor
 
-#: the backward's column chunk of the first layer
-BLOCK_N1 = 64
-#: launch shapes: rows per tile and warps per program of each kernel, and the backward's programs per SM (each
-#: loops over tiles, keeping its bias partial sums in registers); benchmarks/bench_fused_mlp.py measures others
-LAUNCH = {"forward": (64, 8), "backward": (64, 8), "backward_programs_per_sm": 4}
+#: launch shapes: rows per tile and warps per program of each kernel, and software-pipeline stages (the backward
+#: is a persistent launch: triton_policy_forward.LAUNCH's programs per SM, each looping over tiles and keeping its
+#: bias partial sums in registers); benchmarks/bench_fused_mlp.py measures others
+LAUNCH = {"forward": (128, 8), "backward": (128, 8), "stages": 2}
 
 
 @triton.jit
@@ -41,42 +40,47 @@ def _train_fwd_kernel(
     x_ptr, stride_x, w1_ptr, b1_ptr, w2_ptr, b2_ptr, wh_ptr, bh_ptr, h1_ptr, h2_ptr, out_ptr,
     M, K0, H1, H2, NOUT,
     TWO_LAYERS: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BH1: tl.constexpr, BN2: tl.constexpr, BOUT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, BOUT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     rows = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
-    n1 = tl.arange(0, BH1)
-    n1_ok = n1 < H1
-    acc1 = tl.zeros((BLOCK_M, BH1), dtype=tl.float32)
-    for k0 in range(0, K0, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < K0
-        x = tl.load(x_ptr + rows[:, None] * stride_x + k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        w1t = tl.load(w1_ptr + n1[None, :] * K0 + k[:, None], mask=k_ok[:, None] & n1_ok[None, :], other=0.0)
-        acc1 = _dot(x, w1t, PRECISION) + acc1
-    b1 = tl.load(b1_ptr + n1, mask=n1_ok, other=0.0)
-    h1 = tl.maximum(acc1 + b1[None, :], 0.0).to(h1_ptr.dtype.element_ty)
-    tl.store(h1_ptr + rows[:, None] * H1 + n1[None, :], h1, mask=row_ok[:, None] & n1_ok[None, :])
     cols = tl.arange(0, BOUT)
     col_ok = cols < NOUT
     out = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
+    for n0 in range(0, H1, BN):
+        n = n0 + tl.arange(0, BN)
+        n_ok = n < H1
+        acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+        h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0).to(h1_ptr.dtype.element_ty)
+        tl.store(h1_ptr + rows[:, None] * H1 + n[None, :], h, mask=row_ok[:, None] & n_ok[None, :])
+        if not TWO_LAYERS:
+            wht = tl.load(wh_ptr + cols[None, :] * H1 + n[:, None], mask=n_ok[:, None] & col_ok[None, :], other=0.0)
+            out = _dot(h, wht, PRECISION) + out
     if TWO_LAYERS:
-        for j0 in range(0, H2, BN2):
-            j = j0 + tl.arange(0, BN2)
+        tl.debug_barrier()  # the tile's first layer is stored: the second reads it back in chunks (L1 / L2)
+        for j0 in range(0, H2, BN):
+            j = j0 + tl.arange(0, BN)
             j_ok = j < H2
-            w2t = tl.load(w2_ptr + j[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & j_ok[None, :], other=0.0)
-            b2 = tl.load(b2_ptr + j, mask=j_ok, other=0.0)
-            h2 = tl.maximum(_dot(h1, w2t, PRECISION) + b2[None, :], 0.0).to(h2_ptr.dtype.element_ty)
-            tl.store(h2_ptr + rows[:, None] * H2 + j[None, :], h2, mask=row_ok[:, None] & j_ok[None, :])
+            acc = _chunk(h1_ptr, H1, rows, row_ok, H1, w2_ptr, H1, 1, j, j_ok, BLOCK_M, BN, BN, PRECISION)
+            h = tl.maximum(acc + tl.load(b2_ptr + j, mask=j_ok, other=0.0)[None, :], 0.0).to(h2_ptr.dtype.element_ty)
+            tl.store(h2_ptr + rows[:, None] * H2 + j[None, :], h, mask=row_ok[:, None] & j_ok[None, :])
             wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
-            out = _dot(h2, wht, PRECISION) + out
-    else:
-        wht = tl.load(wh_ptr + cols[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & col_ok[None, :], other=0.0)
-        out = _dot(h1, wht, PRECISION)
-    bh = tl.load(bh_ptr + cols, mask=col_ok, other=0.0)
-    out += bh[None, :]
+            out = _dot(h, wht, PRECISION) + out
+    out += tl.load(bh_ptr + cols, mask=col_ok, other=0.0)[None, :]
     tl.store(out_ptr + rows[:, None] * NOUT + cols[None, :], out, mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def _masked_grad(src_ptr, src_stride, K, w_ptr, w_stride_n, w_stride_k, h_ptr, H, d_ptr, rows, row_ok, n, n_ok,
+                 BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, PRECISION: tl.constexpr):
+    """``(src @ W)[:, n] * (h[:, n] > 0)`` for one column chunk, stored to ``d``; returns its column sums."""
+    acc = _chunk(src_ptr, src_stride, rows, row_ok, K, w_ptr, w_stride_n, w_stride_k, n, n_ok, BLOCK_M, BLOCK_K, BN,
+                 PRECISION)
+    h = tl.load(h_ptr + rows[:, None] * H + n[None, :], mask=row_ok[:, None] & n_ok[None, :], other=0.0)
+    d = tl.where(h > 0, acc, 0.0)
+    tl.store(d_ptr + rows[:, None] * H + n[None, :], d.to(d_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
+    return tl.sum(d, axis=0)
 
 
 @triton.jit
@@ -84,47 +88,40 @@ def _train_bwd_kernel(
     g_ptr, h1_ptr, h2_ptr, w2_ptr, wh_ptr, d1_ptr, d2_ptr, db1_ptr, db2_ptr,
     M, H1, H2, NOUT,
     TWO_LAYERS: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BHL: tl.constexpr, BN1: tl.constexpr, BOUT: tl.constexpr, NB1: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
-    cols = tl.arange(0, BOUT)
-    col_ok = cols < NOUT
-    last = H2 if TWO_LAYERS else H1
-    nl = tl.arange(0, BHL)
-    nl_ok = nl < last
-    # Wh (NOUT, last): the tile the outputs' gradient multiplies, loaded once per program
-    wh = tl.load(wh_ptr + cols[:, None] * last + nl[None, :], mask=col_ok[:, None] & nl_ok[None, :], other=0.0)
-    db_last = tl.zeros((BHL,), dtype=tl.float32)
-    db_first = tl.zeros((NB1, BN1), dtype=tl.float32)
+    db1 = tl.zeros((NB1, BN), dtype=tl.float32)
+    db2 = tl.zeros((NB2, BN), dtype=tl.float32)
     for tile in range(pid, tl.cdiv(M, BLOCK_M), programs):
         rows = tl.arange(0, BLOCK_M).to(tl.int64) + tile * BLOCK_M
         row_ok = rows < M
-        g = tl.load(g_ptr + rows[:, None] * NOUT + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-        hl_ptr = h2_ptr if TWO_LAYERS else h1_ptr
-        hl = tl.load(hl_ptr + rows[:, None] * last + nl[None, :], mask=row_ok[:, None] & nl_ok[None, :], other=0.0)
-        d = tl.where(hl > 0, _dot(g, wh, PRECISION), 0.0)
-        db_last += tl.sum(d, axis=0)
         if TWO_LAYERS:
-            d = d.to(d2_ptr.dtype.element_ty)
-            tl.store(d2_ptr + rows[:, None] * H2 + nl[None, :], d, mask=row_ok[:, None] & nl_ok[None, :])
+            # d2 = (dout @ Wh) * (h2 > 0): Wh is (NOUT, H2), so T[k, j] = Wh[k, j]
+            for c in tl.static_range(NB2):
+                j = c * BN + tl.arange(0, BN)
+                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H2, h2_ptr, H2, d2_ptr, rows, row_ok, j, j < H2,
+                                    BLOCK_M, BLOCK_K, BN, PRECISION)
+                db2 += tl.where(tl.arange(0, NB2)[:, None] == c, part[None, :], 0.0)
+            tl.debug_barrier()  # the tile's d2 is stored: d1 reads it back in chunks
+            # d1 = (d2 @ W2) * (h1 > 0): W2 is (H2, H1), so T[k, n] = W2[k, n]
             for c in tl.static_range(NB1):
-                j = c * BN1 + tl.arange(0, BN1)
-                j_ok = j < H1
-                w2 = tl.load(w2_ptr + nl[:, None] * H1 + j[None, :], mask=nl_ok[:, None] & j_ok[None, :], other=0.0)
-                h1 = tl.load(h1_ptr + rows[:, None] * H1 + j[None, :], mask=row_ok[:, None] & j_ok[None, :], other=0.0)
-                d1 = tl.where(h1 > 0, _dot(d, w2, PRECISION), 0.0)
-                part = tl.sum(d1, axis=0)
-                db_first += tl.where(tl.arange(0, NB1)[:, None] == c, part[None, :], 0.0)
-                tl.store(d1_ptr + rows[:, None] * H1 + j[None, :], d1.to(d1_ptr.dtype.element_ty),
-                         mask=row_ok[:, None] & j_ok[None, :])
+                n = c * BN + tl.arange(0, BN)
+                part = _masked_grad(d2_ptr, H2, H2, w2_ptr, 1, H1, h1_ptr, H1, d1_ptr, rows, row_ok, n, n < H1,
+                                    BLOCK_M, BN, BN, PRECISION)
+                db1 += tl.where(tl.arange(0, NB1)[:, None] == c, part[None, :], 0.0)
         else:
-            tl.store(d1_ptr + rows[:, None] * H1 + nl[None, :], d.to(d1_ptr.dtype.element_ty),
-                     mask=row_ok[:, None] & nl_ok[None, :])
-    # per-program partial bias sums: (programs, width) rows summed by the caller
-    tl.store(db2_ptr + pid * BHL + nl, db_last)
+            for c in tl.static_range(NB1):
+                n = c * BN + tl.arange(0, BN)
+                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H1, h1_ptr, H1, d1_ptr, rows, row_ok, n, n < H1,
+                                    BLOCK_M, BLOCK_K, BN, PRECISION)
+                db1 += tl.where(tl.arange(0, NB1)[:, None] == c, part[None, :], 0.0)
+    # per-program partial bias sums: (programs, NB * BN) rows summed by the caller
+    chunk = tl.arange(0, BN)[None, :]
+    tl.store(db1_ptr + pid * (NB1 * BN) + tl.arange(0, NB1)[:, None] * BN + chunk, db1)
     if TWO_LAYERS:
-        tl.store(db1_ptr + pid * (NB1 * BN1) + tl.arange(0, NB1)[:, None] * BN1 + tl.arange(0, BN1)[None, :], db_first)
+        tl.store(db2_ptr + pid * (NB2 * BN) + tl.arange(0, NB2)[:, None] * BN + chunk, db2)
 
 
 def _act_dtype(precision: str) -> torch.dtype:
@@ -144,10 +141,11 @@ def mlp_train_forward(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
     h2 = torch.empty(rows if two_layers else 0, h2w, dtype=act, device=x.device)
     out = torch.empty(rows, nout, dtype=torch.float32, device=x.device)
     block_m, warps = LAUNCH["forward"]
+    w1, w2, wh = (w.to(act) for w in (w1, w2, wh))
     _train_fwd_kernel[(triton.cdiv(rows, block_m),)](
         x, x.stride(0), w1, b1, w2, b2, wh, bh, h1, h2 if two_layers else h1, out, rows, features, h1w, h2w, nout,
-        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BLOCK_K=BLOCK_K, BH1=_pow2(h1w),
-        BN2=min(BLOCK_N2, _pow2(h2w)), BOUT=_pow2(nout), num_warps=warps)
+        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BLOCK_K=BLOCK_K, BN=BLOCK_N, BOUT=_pow2(nout),
+        num_warps=warps, num_stages=LAUNCH["stages"])
     return out, h1, h2
 
 
@@ -172,17 +170,16 @@ def mlp_train_backward(grad: Tensor, x: Tensor, h1: Tensor, h2: Tensor, w2: Tens
     grad = grad.contiguous()
     d1 = torch.empty(rows, h1w, dtype=act, device=grad.device)
     d2 = torch.empty(rows, lw, dtype=act, device=grad.device) if two_layers else d1
-    bhl, bn1 = _pow2(lw), min(BLOCK_N1, _pow2(h1w))
-    nb1 = triton.cdiv(h1w, bn1)
-    sms = torch.cuda.get_device_properties(grad.device).multi_processor_count if grad.is_cuda else 4
+    nb1, nb2 = triton.cdiv(h1w, BLOCK_N), triton.cdiv(lw, BLOCK_N)
     block_m, warps = LAUNCH["backward"]
-    programs = max(1, min(triton.cdiv(rows, block_m), LAUNCH["backward_programs_per_sm"] * sms))
-    db_last = torch.empty(programs, bhl, dtype=torch.float32, device=grad.device)
-    db_first = torch.empty(programs, nb1 * bn1, dtype=torch.float32, device=grad.device) if two_layers else db_last
+    programs = persistent_programs(grad.device, triton.cdiv(rows, block_m))
+    db_first = torch.empty(programs, nb1 * BLOCK_N, dtype=torch.float32, device=grad.device)
+    db_last = torch.empty(programs, nb2 * BLOCK_N, dtype=torch.float32, device=grad.device) if two_layers else db_first
     _train_bwd_kernel[(programs,)](
-        grad, h1, h2, w2, wh, d1, d2, db_first, db_last, rows, h1w, lw if two_layers else h1w, nout,
-        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BHL=bhl, BN1=bn1, BOUT=_pow2(nout), NB1=nb1,
-        num_warps=warps)
+        grad, h1, h2 if two_layers else h1, w2.to(act), wh.to(act), d1, d2, db_first, db_last, rows, h1w,
+        lw if two_layers else h1w, nout,
+        TWO_LAYERS=two_layers, PRECISION=precision, BLOCK_M=block_m, BLOCK_K=BLOCK_K, BN=BLOCK_N, NB1=nb1, NB2=nb2,
+        num_warps=warps, num_stages=LAUNCH["stages"])
     g = grad.to(act)
     xs = x.to(act)
     dwh = torch.mm(g.t(), last).float()
@@ -193,7 +190,7 @@ def mlp_train_backward(grad: Tensor, x: Tensor, h1: Tensor, h2: Tensor, w2: Tens
         db1 = db_first.sum(0)[:h1w]
     else:
         dw2, db2 = grad.new_empty(0), grad.new_empty(0)
-        db1 = db_last.sum(0)[:h1w]
+        db1 = db_first.sum(0)[:h1w]
     dw1 = torch.mm(d1.t(), xs).float()
     return dw1, db1, dw2, db2, dwh, dbh
 

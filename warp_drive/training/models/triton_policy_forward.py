@@ -6,8 +6,8 @@ three GEMMs, the bias / ReLU passes, a concatenation, a softmax per head and a s
 to memory and the next reads it back, so the forward is bound by memory traffic, not by the tensor cores.
 
 :func:`mlp_heads_forward` does it all in one pass per tile of ``BLOCK_M`` rows: the first layer's activations
-stay in registers, the second layer is computed in column chunks that go straight into the heads' logits
-(the second layer's activations are never stored), and the epilogue applies each head's softmax and writes
+go to the program's slice of a small scratch buffer (it stays in L2), the second layer is computed in column chunks
+that go straight into the heads' logits (its activations are never stored), and the epilogue applies each head's softmax and writes
 the probabilities of each head into its own contiguous ``(rows, n_h)`` block and the values into a
 ``(rows,)`` block of one output buffer: exactly the tensors the sampler reads.
 
@@ -30,12 +30,13 @@ MAX_HEADS = 4
 #: widest hidden layer and widest logits tile (heads + value) the kernel keeps in registers
 MAX_WIDTH = 256
 MAX_OUTPUTS = 128
-#: rows of the observations read per chunk of the first layer
+#: features of the observations read per chunk of the first layer
 BLOCK_K = 32
-#: columns of the second layer computed (and fed to the heads) per chunk
-BLOCK_N2 = 64
-#: the rollout kernel's rows per tile and warps per program (benchmarks/bench_fused_mlp.py measures others)
-LAUNCH = {"forward": (64, 8)}
+#: columns of a hidden layer computed per chunk (and the second layer's K chunk)
+BLOCK_N = 64
+#: the rollout kernel's rows per tile and warps per program, its software-pipeline stages and its programs per SM
+#: (a persistent launch: each program loops over tiles); benchmarks/bench_fused_mlp.py measures others
+LAUNCH = {"forward": (128, 8), "stages": 2, "programs_per_sm": 2}
 
 
 @triton.jit
@@ -54,52 +55,82 @@ def _head_of(col, e0, e1, e2, e3, NUM_HEADS: tl.constexpr):
 @triton.jit
 def _dot(a, b, PRECISION: tl.constexpr):
     if PRECISION == "bf16":
-        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
-    return tl.dot(a, b, input_precision=PRECISION, out_dtype=tl.float32)
+        out = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+    else:
+        out = tl.dot(a, b, input_precision=PRECISION, out_dtype=tl.float32)
+    return out
+
+
+@triton.jit
+def _chunk(src_ptr, src_stride, rows, row_ok, K, w_ptr, w_stride_n, w_stride_k, n, n_ok,
+           BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, PRECISION: tl.constexpr):
+    """``src[rows, :K] @ T`` for the ``(K, BN)`` tile ``T[k, j] = w[n_j * w_stride_n + k * w_stride_k]``, float32,
+    over K in chunks of ``BLOCK_K`` (a plain tiled GEMM loop that Triton pipelines)."""
+    acc = tl.zeros((BLOCK_M, BN), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k < K
+        a = tl.load(src_ptr + rows[:, None] * src_stride + k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + n[None, :] * w_stride_n + k[:, None] * w_stride_k, mask=k_ok[:, None] & n_ok[None, :],
+                    other=0.0)
+        acc = _dot(a, b, PRECISION) + acc
+    return acc
 
 
 @triton.jit
 def _mlp_heads_kernel(
-    x_ptr, stride_x, w1_ptr, b1_ptr, w2_ptr, b2_ptr, wh_ptr, bh_ptr, out_ptr,
+    x_ptr, stride_x, w1_ptr, b1_ptr, w2_ptr, b2_ptr, wh_ptr, bh_ptr, out_ptr, scratch_ptr,
     M, K0, H1, H2, NOUT, e0, e1, e2, e3,
     TWO_LAYERS: tl.constexpr, NUM_HEADS: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BH1: tl.constexpr, BN2: tl.constexpr, BOUT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, BOUT: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    rows = pid.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < M
-    n1 = tl.arange(0, BH1)
-    n1_ok = n1 < H1
-    # layer 1: acc1 = x @ W1^T, over the observation features in chunks of BLOCK_K
-    acc1 = tl.zeros((BLOCK_M, BH1), dtype=tl.float32)
-    for k0 in range(0, K0, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < K0
-        x = tl.load(x_ptr + rows[:, None] * stride_x + k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        w1t = tl.load(w1_ptr + n1[None, :] * K0 + k[:, None], mask=k_ok[:, None] & n1_ok[None, :], other=0.0)
-        acc1 = _dot(x, w1t, PRECISION) + acc1
-    b1 = tl.load(b1_ptr + n1, mask=n1_ok, other=0.0)
-    h1 = tl.maximum(acc1 + b1[None, :], 0.0)
-    if PRECISION == "bf16":
-        h1 = h1.to(tl.bfloat16)
+    programs = tl.num_programs(0)
     cols = tl.arange(0, BOUT)
     col_ok = cols < NOUT
-    logits = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
-    if TWO_LAYERS:
-        # layer 2 in chunks of BN2 columns; each chunk's activations feed the heads at once
-        for j0 in range(0, H2, BN2):
-            j = j0 + tl.arange(0, BN2)
-            j_ok = j < H2
-            w2t = tl.load(w2_ptr + j[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & j_ok[None, :], other=0.0)
-            b2 = tl.load(b2_ptr + j, mask=j_ok, other=0.0)
-            h2 = tl.maximum(_dot(h1, w2t, PRECISION) + b2[None, :], 0.0)
-            wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
-            logits = _dot(h2, wht, PRECISION) + logits
-    else:
-        wht = tl.load(wh_ptr + cols[None, :] * H1 + n1[:, None], mask=n1_ok[:, None] & col_ok[None, :], other=0.0)
-        logits = _dot(h1, wht, PRECISION)
-    bh = tl.load(bh_ptr + cols, mask=col_ok, other=0.0)
-    logits += bh[None, :]
+    local = tl.arange(0, BLOCK_M).to(tl.int64)
+    # this program's (BLOCK_M, H1) slice of the scratch buffer: the first layer's activations of its tile, re-read
+    # (from L1 / L2) in K chunks by the second layer, so that no (BLOCK_M, H1) tile lives in registers
+    scratch = scratch_ptr + pid.to(tl.int64) * BLOCK_M * H1
+    all_rows = local < BLOCK_M
+    for tile in range(pid, tl.cdiv(M, BLOCK_M), programs):
+        rows = local + tile * BLOCK_M
+        row_ok = rows < M
+        logits = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
+        if TWO_LAYERS:
+            tl.debug_barrier()  # the previous tile's second layer has read the scratch
+            for n0 in range(0, H1, BN):
+                n = n0 + tl.arange(0, BN)
+                n_ok = n < H1
+                acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+                h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0)
+                tl.store(scratch + local[:, None] * H1 + n[None, :], h.to(scratch_ptr.dtype.element_ty),
+                         mask=n_ok[None, :])
+            tl.debug_barrier()  # the whole first layer is in the scratch
+            for j0 in range(0, H2, BN):
+                j = j0 + tl.arange(0, BN)
+                j_ok = j < H2
+                acc = _chunk(scratch, H1, local, all_rows, H1, w2_ptr, H1, 1, j, j_ok, BLOCK_M, BN, BN, PRECISION)
+                h = tl.maximum(acc + tl.load(b2_ptr + j, mask=j_ok, other=0.0)[None, :], 0.0)
+                wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
+                logits = _dot(h, wht, PRECISION) + logits
+        else:
+            for n0 in range(0, H1, BN):
+                n = n0 + tl.arange(0, BN)
+                n_ok = n < H1
+                acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+                h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0)
+                wht = tl.load(wh_ptr + cols[None, :] * H1 + n[:, None], mask=n_ok[:, None] & col_ok[None, :], other=0.0)
+                logits = _dot(h, wht, PRECISION) + logits
+        bh = tl.load(bh_ptr + cols, mask=col_ok, other=0.0)
+        logits += bh[None, :]
+        _softmax_store(logits, out_ptr, rows, row_ok, cols, col_ok, M, NOUT, e0, e1, e2, e3, NUM_HEADS, BLOCK_M, BOUT)
+
+
+@triton.jit
+def _softmax_store(logits, out_ptr, rows, row_ok, cols, col_ok, M, NOUT, e0, e1, e2, e3,
+                   NUM_HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BOUT: tl.constexpr):
+    """Each head's softmax of its logit columns, the value column as it is, stored head by head."""
     # epilogue: a softmax per head; the value column passes through
     head = _head_of(cols, e0, e1, e2, e3, NUM_HEADS)
     is_logit = head < NUM_HEADS
@@ -151,6 +182,9 @@ def mlp_heads_forward(
 ) -> tuple[list[Tensor], Tensor]:
     """``softmax`` per head and the value of ``relu(...relu(x @ W1^T + b1)...) @ Wh^T + bh`` in one launch.
 
+    A persistent launch: each program takes tiles of ``block_m`` rows in turn; with two layers it keeps its tile's
+    first-layer activations in its slice of a scratch buffer (L2-resident), which the second layer reads in chunks.
+
     Args:
         x: ``(rows, features)`` observations, float32 (or bfloat16 with ``precision="bf16"``), unit stride
             along features.
@@ -175,16 +209,25 @@ def mlp_heads_forward(
     out = torch.empty(rows * nout, dtype=torch.float32, device=x.device)
     block_m = block_m or LAUNCH["forward"][0]
     num_warps = num_warps or LAUNCH["forward"][1]
-    grid = (triton.cdiv(rows, block_m),)
-    _mlp_heads_kernel[grid](
-        x, x.stride(0), w1, b1, w2, b2, head_weight, head_bias, out,
+    programs = persistent_programs(x.device, triton.cdiv(rows, block_m))
+    act = torch.bfloat16 if precision == "bf16" else torch.float32
+    w1, w2, wh = (w.to(act) for w in (w1, w2, head_weight))  # bfloat16: half the bytes every tile reads
+    scratch = torch.empty(programs * block_m * h1 if two else 1, dtype=act, device=x.device)
+    _mlp_heads_kernel[(programs,)](
+        x, x.stride(0), w1, b1, w2, b2, wh, head_bias, out, scratch,
         rows, features, h1, h2, nout, *ends[:MAX_HEADS],
         TWO_LAYERS=two, NUM_HEADS=len(head_sizes), PRECISION=precision,
-        BLOCK_M=block_m, BLOCK_K=BLOCK_K, BH1=_pow2(h1), BN2=min(BLOCK_N2, _pow2(h2)), BOUT=_pow2(nout),
-        num_warps=num_warps,
+        BLOCK_M=block_m, BLOCK_K=BLOCK_K, BN=BLOCK_N, BOUT=_pow2(nout),
+        num_warps=num_warps, num_stages=LAUNCH["stages"],
     )
     probs, start = [], 0
     for n in head_sizes:
         probs.append(out[start * rows : (start + n) * rows].view(rows, n))
         start += n
     return probs, out[start * rows :]
+
+
+def persistent_programs(device: torch.device, tiles: int) -> int:
+    """Programs of a persistent launch: :data:`LAUNCH`'s ``programs_per_sm`` per SM, at most one per tile."""
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+    return max(1, min(tiles, LAUNCH["programs_per_sm"] * sms))
