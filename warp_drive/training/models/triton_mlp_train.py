@@ -25,14 +25,14 @@ import torch
 import triton
 import triton.language as tl
 
-from warp_drive.training.models.triton_policy_forward import BLOCK_K, BLOCK_N, _chunk, _dot, _pow2, persistent_programs
+from warp_drive.training.models.triton_policy_forward import BLOCK_K, BLOCK_N, _chunk, _dot, _load_tile, _pow2, _store_tile, persistent_programs
 
 Tensor = torch.Tensor
 
 #: launch shapes: rows per tile and warps per program of each kernel, and software-pipeline stages (the backward
 #: is a persistent launch: triton_policy_forward.LAUNCH's programs per SM, each looping over tiles and keeping its
 #: bias partial sums in registers); benchmarks/bench_fused_mlp.py measures others
-LAUNCH = {"forward": (128, 8), "backward": (128, 8), "stages": 2}
+LAUNCH = {"forward": (128, 8), "backward": (64, 8), "stages": 2}
 
 
 @triton.jit
@@ -51,9 +51,9 @@ def _train_fwd_kernel(
     for n0 in range(0, H1, BN):
         n = n0 + tl.arange(0, BN)
         n_ok = n < H1
-        acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+        acc = _chunk(x_ptr, M, stride_x, pid * BLOCK_M, K0, w1_ptr, H1, K0, 1, n0, BLOCK_M, BLOCK_K, BN, PRECISION)
         h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0).to(h1_ptr.dtype.element_ty)
-        tl.store(h1_ptr + rows[:, None] * H1 + n[None, :], h, mask=row_ok[:, None] & n_ok[None, :])
+        _store_tile(h1_ptr, M, H1, pid * BLOCK_M, n0, h, BLOCK_M, BN)
         if not TWO_LAYERS:
             wht = tl.load(wh_ptr + cols[None, :] * H1 + n[:, None], mask=n_ok[:, None] & col_ok[None, :], other=0.0)
             out = _dot(h, wht, PRECISION) + out
@@ -62,9 +62,9 @@ def _train_fwd_kernel(
         for j0 in range(0, H2, BN):
             j = j0 + tl.arange(0, BN)
             j_ok = j < H2
-            acc = _chunk(h1_ptr, H1, rows, row_ok, H1, w2_ptr, H1, 1, j, j_ok, BLOCK_M, BN, BN, PRECISION)
+            acc = _chunk(h1_ptr, M, H1, pid * BLOCK_M, H1, w2_ptr, H2, H1, 1, j0, BLOCK_M, BN, BN, PRECISION)
             h = tl.maximum(acc + tl.load(b2_ptr + j, mask=j_ok, other=0.0)[None, :], 0.0).to(h2_ptr.dtype.element_ty)
-            tl.store(h2_ptr + rows[:, None] * H2 + j[None, :], h, mask=row_ok[:, None] & j_ok[None, :])
+            _store_tile(h2_ptr, M, H2, pid * BLOCK_M, j0, h, BLOCK_M, BN)
             wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
             out = _dot(h, wht, PRECISION) + out
     out += tl.load(bh_ptr + cols, mask=col_ok, other=0.0)[None, :]
@@ -72,14 +72,15 @@ def _train_fwd_kernel(
 
 
 @triton.jit
-def _masked_grad(src_ptr, src_stride, K, w_ptr, w_stride_n, w_stride_k, h_ptr, H, d_ptr, rows, row_ok, n, n_ok,
+def _masked_grad(src_ptr, src_stride, K, w_ptr, w_stride_n, w_stride_k, h_ptr, H, d_ptr, M, row0, n0,
                  BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, PRECISION: tl.constexpr):
-    """``(src @ W)[:, n] * (h[:, n] > 0)`` for one column chunk, stored to ``d``; returns its column sums."""
-    acc = _chunk(src_ptr, src_stride, rows, row_ok, K, w_ptr, w_stride_n, w_stride_k, n, n_ok, BLOCK_M, BLOCK_K, BN,
+    """``(src @ W)[:, n0 : n0 + BN] * (h[:, n0 : n0 + BN] > 0)`` for the rows from ``row0``, stored to ``d`` (same
+    layout as ``h``: ``(M, H)``); returns its column sums."""
+    acc = _chunk(src_ptr, M, src_stride, row0, K, w_ptr, H, w_stride_n, w_stride_k, n0, BLOCK_M, BLOCK_K, BN,
                  PRECISION)
-    h = tl.load(h_ptr + rows[:, None] * H + n[None, :], mask=row_ok[:, None] & n_ok[None, :], other=0.0)
+    h = _load_tile(h_ptr, M, H, row0, n0, BLOCK_M, BN)
     d = tl.where(h > 0, acc, 0.0)
-    tl.store(d_ptr + rows[:, None] * H + n[None, :], d.to(d_ptr.dtype.element_ty), mask=row_ok[:, None] & n_ok[None, :])
+    _store_tile(d_ptr, M, H, row0, n0, d, BLOCK_M, BN)
     return tl.sum(d, axis=0)
 
 
@@ -95,26 +96,22 @@ def _train_bwd_kernel(
     db1 = tl.zeros((NB1, BN), dtype=tl.float32)
     db2 = tl.zeros((NB2, BN), dtype=tl.float32)
     for tile in range(pid, tl.cdiv(M, BLOCK_M), programs):
-        rows = tl.arange(0, BLOCK_M).to(tl.int64) + tile * BLOCK_M
-        row_ok = rows < M
+        row0 = pid * 0 + tile * BLOCK_M  # a tensor (as ``tile`` is in compiled code; the interpreter gives an int)
         if TWO_LAYERS:
             # d2 = (dout @ Wh) * (h2 > 0): Wh is (NOUT, H2), so T[k, j] = Wh[k, j]
             for c in tl.static_range(NB2):
-                j = c * BN + tl.arange(0, BN)
-                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H2, h2_ptr, H2, d2_ptr, rows, row_ok, j, j < H2,
+                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H2, h2_ptr, H2, d2_ptr, M, row0, c * BN,
                                     BLOCK_M, BLOCK_K, BN, PRECISION)
                 db2 += tl.where(tl.arange(0, NB2)[:, None] == c, part[None, :], 0.0)
             tl.debug_barrier()  # the tile's d2 is stored: d1 reads it back in chunks
             # d1 = (d2 @ W2) * (h1 > 0): W2 is (H2, H1), so T[k, n] = W2[k, n]
             for c in tl.static_range(NB1):
-                n = c * BN + tl.arange(0, BN)
-                part = _masked_grad(d2_ptr, H2, H2, w2_ptr, 1, H1, h1_ptr, H1, d1_ptr, rows, row_ok, n, n < H1,
+                part = _masked_grad(d2_ptr, H2, H2, w2_ptr, 1, H1, h1_ptr, H1, d1_ptr, M, row0, c * BN,
                                     BLOCK_M, BN, BN, PRECISION)
                 db1 += tl.where(tl.arange(0, NB1)[:, None] == c, part[None, :], 0.0)
         else:
             for c in tl.static_range(NB1):
-                n = c * BN + tl.arange(0, BN)
-                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H1, h1_ptr, H1, d1_ptr, rows, row_ok, n, n < H1,
+                part = _masked_grad(g_ptr, NOUT, NOUT, wh_ptr, 1, H1, h1_ptr, H1, d1_ptr, M, row0, c * BN,
                                     BLOCK_M, BLOCK_K, BN, PRECISION)
                 db1 += tl.where(tl.arange(0, NB1)[:, None] == c, part[None, :], 0.0)
     # per-program partial bias sums: (programs, NB * BN) rows summed by the caller

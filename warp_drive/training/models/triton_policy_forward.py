@@ -32,11 +32,12 @@ MAX_WIDTH = 256
 MAX_OUTPUTS = 128
 #: features of the observations read per chunk of the first layer
 BLOCK_K = 32
-#: columns of a hidden layer computed per chunk (and the second layer's K chunk)
-BLOCK_N = 64
 #: the rollout kernel's rows per tile and warps per program, its software-pipeline stages and its programs per SM
 #: (a persistent launch: each program loops over tiles); benchmarks/bench_fused_mlp.py measures others
 LAUNCH = {"forward": (128, 8), "stages": 2, "programs_per_sm": 2}
+#: columns of a hidden layer computed per chunk (and the second layer's K chunk): 32 keeps the kernels within
+#: 255 registers on sm_90 with little spilling (AOT-compiled resource counts: tools/triton_resources.py)
+BLOCK_N = 32
 
 
 @triton.jit
@@ -62,19 +63,48 @@ def _dot(a, b, PRECISION: tl.constexpr):
 
 
 @triton.jit
-def _chunk(src_ptr, src_stride, rows, row_ok, K, w_ptr, w_stride_n, w_stride_k, n, n_ok,
+def _chunk(src_ptr, src_rows, src_stride, row0, K, w_ptr, N, w_stride_n, w_stride_k, n0,
            BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BN: tl.constexpr, PRECISION: tl.constexpr):
-    """``src[rows, :K] @ T`` for the ``(K, BN)`` tile ``T[k, j] = w[n_j * w_stride_n + k * w_stride_k]``, float32,
-    over K in chunks of ``BLOCK_K`` (a plain tiled GEMM loop that Triton pipelines)."""
+    """``src[row0 : row0 + BLOCK_M, :K] @ T[:K, n0 : n0 + BN]`` in float32, where ``T[k, n] = w[n * w_stride_n + k *
+    w_stride_k]`` (``src`` has ``src_rows`` rows of row stride ``src_stride``; ``T`` is ``(K, N)``), over K in chunks
+    of ``BLOCK_K``: a plain tiled GEMM loop (out-of-range rows and columns read as 0) that Triton pipelines. Offsets
+    are 32-bit from 64-bit base pointers (a tile's offsets stay far below 2**31)."""
+    local = tl.arange(0, BLOCK_M)
+    row_ok = local < src_rows - row0
+    src = src_ptr + row0.to(tl.int64) * src_stride
+    n = tl.arange(0, BN)
+    n_ok = n < N - n0
+    w = w_ptr + n0 * w_stride_n
     acc = tl.zeros((BLOCK_M, BN), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < K
-        a = tl.load(src_ptr + rows[:, None] * src_stride + k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + n[None, :] * w_stride_n + k[:, None] * w_stride_k, mask=k_ok[:, None] & n_ok[None, :],
+        k = tl.arange(0, BLOCK_K)
+        k_ok = k < K - k0
+        a = tl.load(src + k0 + local[:, None] * src_stride + k[None, :], mask=row_ok[:, None] & k_ok[None, :],
                     other=0.0)
+        b = tl.load(w + k0 * w_stride_k + n[None, :] * w_stride_n + k[:, None] * w_stride_k,
+                    mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         acc = _dot(a, b, PRECISION) + acc
     return acc
+
+
+@triton.jit
+def _store_tile(ptr, rows, width, row0, n0, value, BLOCK_M: tl.constexpr, BN: tl.constexpr):
+    """``value`` into ``ptr[row0 : row0 + BLOCK_M, n0 : n0 + BN]`` of a ``(rows, width)`` row-major array (clipped)."""
+    local = tl.arange(0, BLOCK_M)
+    n = tl.arange(0, BN)
+    base = ptr + row0.to(tl.int64) * width + n0
+    tl.store(base + local[:, None] * width + n[None, :], value.to(ptr.dtype.element_ty),
+             mask=(local < rows - row0)[:, None] & (n < width - n0)[None, :])
+
+
+@triton.jit
+def _load_tile(ptr, rows, width, row0, n0, BLOCK_M: tl.constexpr, BN: tl.constexpr):
+    """``ptr[row0 : row0 + BLOCK_M, n0 : n0 + BN]`` of a ``(rows, width)`` row-major array (0 outside)."""
+    local = tl.arange(0, BLOCK_M)
+    n = tl.arange(0, BN)
+    base = ptr + row0.to(tl.int64) * width + n0
+    return tl.load(base + local[:, None] * width + n[None, :],
+                   mask=(local < rows - row0)[:, None] & (n < width - n0)[None, :], other=0.0)
 
 
 @triton.jit
@@ -86,15 +116,16 @@ def _mlp_heads_kernel(
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
+    zero = pid * 0  # row 0 of the scratch, as a tensor
     cols = tl.arange(0, BOUT)
     col_ok = cols < NOUT
     local = tl.arange(0, BLOCK_M).to(tl.int64)
     # this program's (BLOCK_M, H1) slice of the scratch buffer: the first layer's activations of its tile, re-read
     # (from L1 / L2) in K chunks by the second layer, so that no (BLOCK_M, H1) tile lives in registers
     scratch = scratch_ptr + pid.to(tl.int64) * BLOCK_M * H1
-    all_rows = local < BLOCK_M
     for tile in range(pid, tl.cdiv(M, BLOCK_M), programs):
-        rows = local + tile * BLOCK_M
+        row0 = zero + tile * BLOCK_M  # a tensor (as ``tile`` is in compiled code; the interpreter gives an int)
+        rows = local + row0
         row_ok = rows < M
         logits = tl.zeros((BLOCK_M, BOUT), dtype=tl.float32)
         if TWO_LAYERS:
@@ -102,15 +133,15 @@ def _mlp_heads_kernel(
             for n0 in range(0, H1, BN):
                 n = n0 + tl.arange(0, BN)
                 n_ok = n < H1
-                acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+                acc = _chunk(x_ptr, M, stride_x, row0, K0, w1_ptr, H1, K0, 1, n0, BLOCK_M, BLOCK_K, BN,
+                             PRECISION)
                 h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0)
-                tl.store(scratch + local[:, None] * H1 + n[None, :], h.to(scratch_ptr.dtype.element_ty),
-                         mask=n_ok[None, :])
+                _store_tile(scratch, BLOCK_M, H1, zero, n0, h, BLOCK_M, BN)
             tl.debug_barrier()  # the whole first layer is in the scratch
             for j0 in range(0, H2, BN):
                 j = j0 + tl.arange(0, BN)
                 j_ok = j < H2
-                acc = _chunk(scratch, H1, local, all_rows, H1, w2_ptr, H1, 1, j, j_ok, BLOCK_M, BN, BN, PRECISION)
+                acc = _chunk(scratch, BLOCK_M, H1, zero, H1, w2_ptr, H2, H1, 1, j0, BLOCK_M, BN, BN, PRECISION)
                 h = tl.maximum(acc + tl.load(b2_ptr + j, mask=j_ok, other=0.0)[None, :], 0.0)
                 wht = tl.load(wh_ptr + cols[None, :] * H2 + j[:, None], mask=j_ok[:, None] & col_ok[None, :], other=0.0)
                 logits = _dot(h, wht, PRECISION) + logits
@@ -118,7 +149,8 @@ def _mlp_heads_kernel(
             for n0 in range(0, H1, BN):
                 n = n0 + tl.arange(0, BN)
                 n_ok = n < H1
-                acc = _chunk(x_ptr, stride_x, rows, row_ok, K0, w1_ptr, K0, 1, n, n_ok, BLOCK_M, BLOCK_K, BN, PRECISION)
+                acc = _chunk(x_ptr, M, stride_x, row0, K0, w1_ptr, H1, K0, 1, n0, BLOCK_M, BLOCK_K, BN,
+                             PRECISION)
                 h = tl.maximum(acc + tl.load(b1_ptr + n, mask=n_ok, other=0.0)[None, :], 0.0)
                 wht = tl.load(wh_ptr + cols[None, :] * H1 + n[:, None], mask=n_ok[:, None] & col_ok[None, :], other=0.0)
                 logits = _dot(h, wht, PRECISION) + logits
