@@ -197,7 +197,8 @@ def greedy_mean(trainer: Any, evaluator: Any) -> float:
     return float(lcc.greedy_returns(trainer, evaluator).mean())
 
 
-def run_classic(target: Target, seed: int, args: argparse.Namespace, basedir: str) -> dict[str, Any]:
+def run_classic(name: str, target: Target, seed: int, budget: float, args: argparse.Namespace,
+                basedir: str) -> dict[str, Any]:
     backend = BACKENDS[args.device]
     start = time.perf_counter()
     trainer, evaluator = classic_trainers(target, seed, backend, args.set, basedir, args.eval_envs)
@@ -209,13 +210,12 @@ def run_classic(target: Target, seed: int, args: argparse.Namespace, basedir: st
         sync(backend)
         return int(trainer.perf["steps"])
 
-    budget = target.seconds * args.max_seconds_factor
     interval = None if args.eval_every_iters else target.seconds / args.evals_per_target
     run = time_to_threshold(train_one, lambda: greedy_mean(trainer, evaluator), target.threshold, budget,
                             eval_interval_s=interval, eval_every_iters=args.eval_every_iters,
                             stop_at_threshold=not args.full_budget)
     policy = next(iter(trainer.config.policy.values()))
-    row = {"config": target.env, "run_config": target.config, "gym_id": target.gym_id, "seed": seed,
+    row = {"config": name, "env": target.env, "run_config": target.config, "gym_id": target.gym_id, "seed": seed,
            "algorithm": policy.algorithm, "num_envs": trainer.config.trainer.num_envs,
            "train_batch_size": trainer.config.trainer.train_batch_size, "target_return": target.threshold,
            "target_seconds": target.seconds, "met": bool(run.reached and run.seconds_to_threshold <= target.seconds),
@@ -250,7 +250,7 @@ def release_memory() -> None:
 
 
 # ----------------------------------------------------------------------------- Tag against the published policies
-def run_tag(seed: int, args: argparse.Namespace, basedir: str) -> dict[str, Any]:
+def run_tag(seed: int, budget: float, args: argparse.Namespace, basedir: str) -> dict[str, Any]:
     """Our Tag settings on the published env config, trained for the budget, played against the published
     policies every ``--tag-eval-every-s`` seconds of training (module doc)."""
     import learning_side_by_side as lsbs
@@ -295,7 +295,6 @@ def run_tag(seed: int, args: argparse.Namespace, basedir: str) -> dict[str, Any]
                     score["published_taggers_vs_runners"]["mean"], bar["mean"])
         return min(taggers, runners)  # > 0: better than the published policies from both sides
 
-    budget = TAG_SECONDS * args.max_seconds_factor
     run = time_to_threshold(train_one, evaluate, 1e-12, budget, eval_interval_s=args.tag_eval_every_s,
                             stop_at_threshold=not args.full_budget)
     lsbs.release(trainer)
@@ -358,12 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag-eval-every-s", type=float, default=10.0)
     p.add_argument("--tag-eval-envs", type=int, default=400)
     p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds for the whole command: a (config, seed) whose budget would not fit is skipped")
+                   help="seconds for the whole command: budgets shrink to fit what is left (a run that cannot get its "
+                        "target's seconds is skipped and listed as such)")
     p.add_argument("--results-dir", default=None, help="default: $WARP_DRIVE_BENCH_RESULTS or benchmarks/results")
     p.add_argument("--name", default="time_to_policy", help="results file name stem")
     p.add_argument("--threads", type=int, default=1, help="torch threads on the cpu backend")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("warp_drive.training.long_runs").setLevel(logging.ERROR)  # the budget ends runs, not num_episodes
     if args.device == "cpu":
         torch.set_num_threads(args.threads)
     began = time.perf_counter()
@@ -384,25 +385,32 @@ def main(argv: list[str] | None = None) -> int:
     results_dir = Path(args.results_dir) if args.results_dir else None
     path: Path | None = None
     with tempfile.TemporaryDirectory(prefix="wd_time_to_policy_") as basedir:
-        for name in args.configs:
-            seconds = TAG_SECONDS if name == "tag" else TARGETS[name].seconds
-            warmup_s = None
-            for seed in args.seeds:
-                left = None if args.time_limit is None else args.time_limit - (time.perf_counter() - began)
-                if left is not None and left < seconds * args.max_seconds_factor * 1.5 + 10:
-                    skipped.append({"config": name, "seed": seed, "why": f"{left:.0f} s left of --time-limit"})
-                    logger.info("skipped %s seed %d: %.0f s left of --time-limit", name, seed, left)
-                    continue
-                if name != "tag" and warmup_s is None and not args.no_warmup:
-                    warmup_s = warm_up(TARGETS[name], args, basedir)
-                    logger.info("%s: warm-up %.1f s", name, warmup_s)
-                row = run_tag(seed, args, basedir) if name == "tag" else run_classic(TARGETS[name], seed, args, basedir)
-                row["warmup_s"] = None if warmup_s is None else round(warmup_s, 2)
+        warmups: dict[str, float] = {}
+        for name in args.configs:  # every config's kernels built and cached before the first timed seed
+            if name != "tag" and not args.no_warmup:
+                warmups[name] = warm_up(TARGETS[name], args, basedir)
+                logger.info("%s: warm-up %.1f s", name, warmups[name])
+        payload["warmup_s"] = {k: round(v, 2) for k, v in warmups.items()}
+        for seed in args.seeds:  # seeds outside: with --time-limit, every config gets its first seed first
+            for name in args.configs:
+                seconds = TAG_SECONDS if name == "tag" else TARGETS[name].seconds
+                budget = seconds * args.max_seconds_factor
+                if args.time_limit is not None:  # room for builds and evaluations: a fifth of what is left, 20 s at least
+                    left = args.time_limit - (time.perf_counter() - began)
+                    if 0.8 * left - 20 < seconds:
+                        skipped.append({"config": name, "seed": seed, "why": f"{left:.0f} s left of --time-limit"})
+                        logger.info("skipped %s seed %d: %.0f s left of --time-limit", name, seed, left)
+                        continue
+                    budget = min(budget, 0.8 * left - 20)
+                row = (run_tag(seed, budget, args, basedir) if name == "tag"
+                       else run_classic(name, TARGETS[name], seed, budget, args, basedir))
+                row["warmup_s"] = payload["warmup_s"].get(name)
                 release_memory()
                 rows.append(row)
                 logger.info("%s seed %d: %s at %s s, %s env steps (final %.1f, %d evaluations, %.1f s of them)", name,
                             seed, "reached" if row["reached"] else "not reached", row["seconds_to_threshold"],
                             row["env_steps_to_threshold"], row["final_return"], row["evals"], row["eval_seconds"])
+                rows.sort(key=lambda r: (args.configs.index(r["config"]), args.seeds.index(r["seed"])))
                 payload.update(rows=rows, skipped=skipped, summary=summarize(rows))
                 path = write_results(args.name, payload, results_dir)
     print(table(rows))
