@@ -51,6 +51,12 @@ REFERENCE_ENV_NAMES = {
     # this project's SAC configs (warp_drive/training/run_configs/*_sac.yaml; 2.7.1 had no SAC)
     "single_pendulum_sac": "pendulum",
     "single_continuous_mountain_car_sac": "continuous_mountain_car",
+    # this project's configs for the fewest seconds to a target on a GPU (run_configs/*_fast.yaml)
+    "single_cartpole_fast": "cartpole",
+    "single_acrobot_fast": "acrobot",
+    "single_mountain_car_fast": "mountain_car",
+    "single_pendulum_fast": "pendulum",
+    "single_continuous_mountain_car_fast": "continuous_mountain_car",
 }
 
 #: example env -> its CPU-sized settings (``cpu_sized.yaml`` in the env's folder), applied on the cpu backend

@@ -181,8 +181,11 @@ SHIPPED_FROM = {
 }
 
 
-#: this project's own shipped configs (2.7.1 had no SAC): no example-folder twin
-SHIPPED_HERE = ("single_continuous_mountain_car_sac", "single_pendulum_sac")
+#: this project's own shipped configs (2.7.1 had no SAC; the *_fast configs of benchmarks/bench_time_to_policy.py):
+#: no example-folder twin
+SHIPPED_HERE = ("single_continuous_mountain_car_sac", "single_pendulum_sac",
+                *(f"single_{env}_fast" for env in ("cartpole", "acrobot", "mountain_car", "pendulum",
+                                                   "continuous_mountain_car")))
 
 
 def test_every_2_7_1_config_name_is_shipped_and_matches_its_example_config():
