@@ -145,7 +145,7 @@ def test_a_fused_graphed_step_trains_the_eager_weights(no_tf32, dtype):
 @pytest.mark.parametrize("overrides", [[], ["trainer.rollout_precision=bf16", "trainer.update_precision=bf16"],
                                        ["trainer.compile=true"]])
 def test_the_trainer_runs_the_kernels_and_trains(tmp_path, overrides):
-    t = _tag_trainer(tmp_path, overrides)
+    t = _tag_trainer(tmp_path, ["trainer.fused_rollout=true", "trainer.fused_update=true", *overrides])
     forwards = t.engine.rollout._forwards
     assert forwards and all(f.fused is not None for f in forwards.values())
     before = {tag: [q.detach().clone() for q in p.model.parameters()] for tag, p in t.policies.items()}
@@ -160,8 +160,8 @@ def test_the_trainer_runs_the_kernels_and_trains(tmp_path, overrides):
         assert p.loss_fn is not None and p.loss_fn.fused is not None, tag
 
 
-def test_the_option_off_runs_the_pytorch_forward(tmp_path):
-    t = _tag_trainer(tmp_path, ["trainer.fused_rollout=false", "trainer.fused_update=false"])
+def test_the_options_off_run_the_pytorch_forward(tmp_path):
+    t = _tag_trainer(tmp_path, [])  # the defaults
     assert all(f.fused is None for f in t.engine.rollout._forwards.values())
     t.train(2)
     assert all(p.loss_fn is None or p.loss_fn.fused is None for p in t.policies.values())
@@ -172,7 +172,8 @@ def test_fused_and_pytorch_rollouts_sample_the_same_actions(tmp_path, no_tf32):
     log-probabilities) agree but for draws that fall within float rounding of a cumulative probability."""
     runs = []
     for fused in ("true", "false"):
-        t = _tag_trainer(tmp_path / fused, ["trainer.tf32=false", f"trainer.fused_rollout={fused}"])
+        t = _tag_trainer(tmp_path / fused, ["trainer.tf32=false", f"trainer.fused_rollout={fused}",
+                                            f"trainer.fused_update={fused}"])
         t.engine.collect()
         runs.append({tag: p.buffers.log_probs.clone() for tag, p in t.policies.items()})
     for tag in runs[0]:

@@ -114,8 +114,8 @@ class TrainerConfig(chk.PlainDict):
     update_precision: str = "fp32"
     rollout_precision: str = "fp32"
     compile: bool = False
-    fused_rollout: bool = True
-    fused_update: bool = True
+    fused_rollout: bool = False
+    fused_update: bool = False
     n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False

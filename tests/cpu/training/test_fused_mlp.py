@@ -56,14 +56,15 @@ def test_other_models_run_the_pytorch_forward(model, device, words):
     assert reason is not None and words in reason
 
 
-def test_the_trainer_option_defaults_on_and_parses():
+def test_the_trainer_options_default_off_and_parse():
     from warp_drive.config import load_run_config
     from warp_drive.errors import ConfigError
     from example_envs import get_default_config_path
 
     path = get_default_config_path("cartpole")
-    assert load_run_config(path).trainer.fused_rollout is True
-    assert load_run_config(path, ["trainer.fused_rollout=false"]).trainer.fused_rollout is False
+    assert load_run_config(path).trainer.fused_rollout is False and load_run_config(path).trainer.fused_update is False
+    on = load_run_config(path, ["trainer.fused_rollout=true", "trainer.fused_update=true"]).trainer
+    assert on.fused_rollout is True and on.fused_update is True
     with pytest.raises(ConfigError, match="fused_rollout"):
         load_run_config(path, ["trainer.fused_rollout=3"])
 

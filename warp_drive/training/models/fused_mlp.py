@@ -1,7 +1,7 @@
 """When a policy's MLP runs as fused Triton kernels: the rollout's forward (:mod:`.triton_policy_forward`) and
 the update's forward and backward (:mod:`.triton_mlp_train`).
 
-``trainer.fused_rollout: true`` (the default) lets the rollout run a policy's no-grad forward through
+``trainer.fused_rollout: true`` (off by default until it measures faster: ``benchmarks/bench_fused_mlp.py``) lets the rollout run a policy's no-grad forward through
 :func:`~warp_drive.training.models.triton_policy_forward.mlp_heads_forward` where the model and device allow:
 a :class:`~warp_drive.training.models.fully_connected.FullyConnected` with ReLU and one or two hidden layers of
 at most 256 units, 1 to 4 categorical heads (at most 127 actions in all), no observation normalisation,
@@ -9,7 +9,7 @@ tensor observations (no dict, so no action mask), float32 weights, on a CUDA dev
 else runs the PyTorch forward. The outputs are what the model's forward returns: the probabilities of each head
 and the values, float32.
 
-``trainer.fused_update: true`` (the default) does the same for the update's forward with gradients
+``trainer.fused_update: true`` (off by default, likewise) does the same for the update's forward with gradients
 (:class:`FusedTraining`) where the model is not wrapped for distributed training (DistributedDataParallel's
 gradient hooks are armed by its own forward).
 """
