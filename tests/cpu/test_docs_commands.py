@@ -219,7 +219,7 @@ def test_main_command_fits_a_2_core_cpu(tmp_path):
     import resource
     import time
 
-    from warp_drive.utils.device import has_cuda_device
+    from warp_drive.cuda.device import has_cuda_device
 
     if has_cuda_device():
         pytest.skip("measures the cpu fallback; this machine has a GPU")
