@@ -9,6 +9,7 @@
 A floor up, since it builds envs through the wrapper, :mod:`warp_drive.testing.numba_build` compiles
 registered Numba step kernels for a target architecture without a GPU
 (``python -m warp_drive.cuda.check_build --numba``).
+
 Importing this package imports nothing of numba; the managers are
 :class:`~warp_drive.managers.numba_data_manager.NumbaDataManager` and
 :class:`~warp_drive.managers.numba_function_manager.NumbaFunctionManager`.

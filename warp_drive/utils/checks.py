@@ -1,5 +1,5 @@
 """Small validators shared by the config schema and loader, and the package's one did-you-mean helper
-(:func:`closest_match`); below the env vocabulary, which uses it too (2.7.1-era path: ``warp_drive.config._checks``).
+(:func:`closest_match`); below the env vocabulary, which uses it too (former path: ``warp_drive.config._checks``).
 
 Every function raises :class:`~warp_drive.errors.ConfigError` whose message names the dotted key,
 the value seen, the value expected and the fix.
