@@ -26,8 +26,8 @@ GRID = [(100, 110), (500, 110), (1000, 110), (2000, 110), (10000, 110), (1000, 2
 
 def make(envs: int, agents: int, search: str = "auto"):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.services.sampler import Sampler
 
     taggers = max(1, agents // 11)
     env = TagContinuous(num_taggers=taggers, num_runners=agents - taggers, grid_length=20.0 * (agents / 110) ** 0.5,

@@ -30,7 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20000)
     args = ap.parse_args()
-    from warp_drive.managers.sampler import stream_id
+    from warp_drive.services.sampler import stream_id
 
     E, N, A = 500, 110, 20
     dm, fm, s, probs = make_sampler(E, N, A)

@@ -54,7 +54,7 @@ def worker(iters: int) -> None:
 def make_trainer_for_rank(ctx):
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 

@@ -68,7 +68,7 @@ def graphed_us_per_step(wrapper: Any, steps: int) -> float:
 
 
 def main() -> None:
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=1000)

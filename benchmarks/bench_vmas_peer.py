@@ -424,8 +424,8 @@ def our_run_config(cfg: PeerConfig, backend: str) -> Any:
 
 def measure_our_sim(cfg: PeerConfig, backend: str, seconds: float, repeats: int) -> dict:
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.services.sampler import Sampler
 
     run = our_run_config(cfg, backend)
     w = EnvWrapper(TagContinuous(**run.env), num_envs=cfg.envs, env_backend=backend)

@@ -35,7 +35,7 @@ def cpu_model() -> str:
 
 def environment() -> dict[str, Any]:
     """GPU name, driver, CUDA, torch, commit and date for every results file."""
-    from warp_drive.utils.device import device_info
+    from warp_drive.cuda.device import device_info
 
     info = device_info() if torch.cuda.is_available() else {"cuda_device": None}
     try:
@@ -83,7 +83,7 @@ def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", r
     :data:`TAG_TUTORIAL_A2C` unless ``tutorial`` is False: the bundled config as committed)."""
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 
@@ -102,7 +102,7 @@ def make_sampler(envs: int, agents: int, actions: int) -> tuple[Any, Any, Any, t
 
     from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     dm = PyCUDADataManager(num_agents=agents, num_envs=envs, episode_length=10)
     dm.push_data_to_device({"acts": np.zeros((envs, agents, 1), np.int32)}, torch_accessible=True)

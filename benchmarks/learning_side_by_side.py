@@ -171,7 +171,7 @@ def expand(overrides: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------- our trainer
 def build_trainer(cfg: dict, num_envs: int | None = None, fresh: bool | None = None):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     cfg = copy.deepcopy(cfg)

@@ -30,7 +30,7 @@ CONFIG = {
 
 def main() -> None:
     from example_envs.tag_gridworld.tag_gridworld import CUDATagGridWorld
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainers.trainer_a2c import TrainerA2C
 
     cfg = dict(CONFIG)

@@ -15,7 +15,7 @@ E, N, A, REPS = (int(x) for x in sys.argv[1:5])
 
 def main() -> None:
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.managers.pycuda_managers.pycuda_function_manager import PyCUDASampler
     from warp_drive.utils.data_feed import DataFeed
 

@@ -29,7 +29,7 @@ class _BudgetSpent(Exception):
 def main(spec: dict) -> dict:
     import torch
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainers.trainer_a2c import TrainerA2C
 
     logging.getLogger().setLevel(logging.ERROR)

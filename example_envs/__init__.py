@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from warp_drive.config._checks import closest_match
+from warp_drive.utils.checks import closest_match
 from warp_drive.config._yaml import yaml_loads
-from warp_drive.env.backends import canonical_backend
-from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
+from warp_drive.vocab.backends import canonical_backend
+from warp_drive.vocab.registrar import EnvironmentRegistrar, env_registrar
 from warp_drive.errors import ConfigError, UnknownEnvError
 
 _HERE = Path(__file__).resolve().parent
@@ -217,7 +217,7 @@ def check_choice(env_name: str, key: str, value: Any, choices: Iterable[str]) ->
 
 
 def check_backend(env_name: str, value: Any) -> str:
-    """``"cpu"``, ``"pycuda"`` or ``"numba"`` from any accepted spelling (:mod:`warp_drive.env.backends`;
+    """``"cpu"``, ``"pycuda"`` or ``"numba"`` from any accepted spelling (:mod:`warp_drive.vocab.backends`;
     the wrapper sets the real backend later)."""
     return canonical_backend(value, f"{env_name}: env_backend")
 

@@ -10,7 +10,7 @@ OUT="${OUT:-$PWD/gpu_results}"
 mkdir -p "$OUT"
 export WARP_DRIVE_CACHE_DIR="${WARP_DRIVE_CACHE_DIR:-/tmp/warp_drive_kernels}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
-python3 -m warp_drive.utils.device | tee -a "$OUT/gpu.txt"
+python3 -m warp_drive.cuda.device | tee -a "$OUT/gpu.txt"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then  # a share of the machine: only the GPUs it names
   ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)

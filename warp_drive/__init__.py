@@ -12,11 +12,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "EnvWrapper": "warp_drive.env_wrapper",
-    "DataFeed": "warp_drive.env.data_feed",
-    "Constants": "warp_drive.env.constants",
+    "EnvWrapper": "warp_drive.env.env_wrapper",
+    "DataFeed": "warp_drive.vocab.data_feed",
+    "Constants": "warp_drive.vocab.constants",
     "CUDAEnvironmentContext": "warp_drive.env.context",
-    "EnvironmentRegistrar": "warp_drive.env.registrar",
+    "EnvironmentRegistrar": "warp_drive.vocab.registrar",
     "DataManager": "warp_drive.managers.data_manager",
     "CPUDataManager": "warp_drive.managers.data_manager",
     "FunctionManager": "warp_drive.managers.function_manager",
@@ -24,9 +24,9 @@ _EXPORTS = {
     "FunctionFeed": "warp_drive.managers.function_manager",
     "PyCUDADataManager": "warp_drive.managers.pycuda_data_manager",
     "PyCUDAFunctionManager": "warp_drive.managers.pycuda_function_manager",
-    "Sampler": "warp_drive.managers.sampler",
-    "EnvironmentReset": "warp_drive.managers.environment_reset",
-    "LogController": "warp_drive.managers.log_controller",
+    "Sampler": "warp_drive.services.sampler",
+    "EnvironmentReset": "warp_drive.services.environment_reset",
+    "LogController": "warp_drive.services.log_controller",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -5,7 +5,11 @@ WarpDrive 2.7.1 imports unchanged. Each is a thin re-export of the implementatio
 docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of its own.
 
 :data:`MOVED_MODULES` lists this project's own former module paths (of the command-line programs, now
-in :mod:`warp_drive.cli`, and of the placeholders), kept the same way (docstring ``Former path:``).
+in :mod:`warp_drive.cli`, of the placeholders, and of the modules that moved to make each folder one floor
+of ``docs/architecture.md``), kept the same way (docstring ``Former path:``).
+
+A module that moved whole keeps its old path as an *alias*: the old path's file calls :func:`alias`, so
+both paths give the one module object (``monkeypatch`` and ``mock.patch`` of either reach the code).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
@@ -15,8 +19,20 @@ the heavy imports) declares them with :func:`lazy_exports`.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
+
+
+def alias(name: str, module: ModuleType) -> None:
+    """Makes the module path ``name`` (a former path: its file passes its own ``__name__``) the module
+    ``module`` itself: ``sys.modules[name]`` becomes ``module``, and the import system hands that object
+    to the importer (and sets it as the parent package's attribute). Run as ``python -m <former path>``,
+    the file runs ``module.main()`` and exits with its status instead."""
+    if name == "__main__":
+        raise SystemExit(module.main())
+    sys.modules[name] = module
 
 
 def lazy_exports(module: str, sources: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
@@ -38,18 +54,18 @@ def lazy_exports(module: str, sources: Mapping[str, str]) -> tuple[Callable[[str
 #: module path -> what it re-exports (one line)
 COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.pytorch_lightning": "WarpDriveModule, CUDACallback, PerfStatsCallback (+ data module, WarpDriveDataset) bound to pytorch_lightning (tutorial 7)",
-    "warp_drive.env_cpu_gpu_consistency_checker": "EnvironmentCPUvsGPU, generate_random_actions (warp_drive.utils.env_cpu_gpu_consistency_checker)",
+    "warp_drive.env_cpu_gpu_consistency_checker": "the module warp_drive.testing.consistency itself (EnvironmentCPUvsGPU, generate_random_actions; an alias)",
     "warp_drive.utils.gpu_environment_context": "CUDAEnvironmentContext, the env base class (warp_drive.env.context)",
-    "warp_drive.utils.data_feed": "DataFeed (warp_drive.env.data_feed)",
-    "warp_drive.utils.constants": "Constants, the reserved data names (warp_drive.env.constants)",
-    "warp_drive.utils.env_registrar": "EnvironmentRegistrar, env_registrar (warp_drive.env.registrar)",
+    "warp_drive.utils.data_feed": "DataFeed (warp_drive.vocab.data_feed)",
+    "warp_drive.utils.constants": "Constants, the reserved data names (warp_drive.vocab.constants)",
+    "warp_drive.utils.env_registrar": "EnvironmentRegistrar, env_registrar (warp_drive.vocab.registrar)",
     "warp_drive.training.utils.data_loader": "create_and_push_data_placeholders, get_obs, get_flattened_obs_size (warp_drive.compat271.data_loader, warp_drive.env.placeholders)",
     "warp_drive.managers.pycuda_managers": "package of the 2.7.1 PyCUDA manager modules (warp_drive.managers)",
     "warp_drive.managers.pycuda_managers.pycuda_data_manager": "PyCUDADataManager, CudaTensorHolder, CUDADataManager (warp_drive.managers.pycuda_data_manager)",
     "warp_drive.managers.pycuda_managers.pycuda_function_manager": "PyCUDAFunctionManager, PyCUDASampler, PyCUDAEnvironmentReset, PyCUDALogController, CUDAFunctionFeed and base names (warp_drive.managers.*)",
     "warp_drive.managers.numba_managers": "package of the 2.7.1 Numba manager modules (warp_drive.managers)",
     "warp_drive.managers.numba_managers.numba_data_manager": "NumbaDataManager (warp_drive.managers.numba_data_manager)",
-    "warp_drive.managers.numba_managers.numba_function_manager": "NumbaFunctionManager, NumbaSampler, NumbaEnvironmentReset, NumbaLogController and base names (warp_drive.managers.numba_function_manager, warp_drive.managers.numba_services)",
+    "warp_drive.managers.numba_managers.numba_function_manager": "NumbaFunctionManager, NumbaSampler, NumbaEnvironmentReset, NumbaLogController and base names (warp_drive.managers.numba_function_manager, warp_drive.services.numba_services)",
     "warp_drive.utils.common": "get_project_root (warp_drive.cuda.project_root)",
     "warp_drive.utils.pycuda_utils": "package of warp_drive.utils.pycuda_utils.misc",
     "warp_drive.utils.numba_utils": "package of warp_drive.utils.numba_utils.misc",
@@ -91,6 +107,7 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.scripts": "package of 2.7.1's example training scripts",
     "warp_drive.training.scripts.example_training_script_pycuda": "setup_trainer_and_train, main, parse_args; runnable with python -m (warp_drive.cli.setup_and_train)",
     "warp_drive.training.scripts.example_training_script_numba": "setup_trainer_and_train, main, parse_args on the envs' Numba steps (numba backend; cpu without numba-cuda and a GPU); runnable with python -m (warp_drive.cli.setup_and_train)",
+    "warp_drive.env_wrapper": "the module warp_drive.env.env_wrapper itself (EnvWrapper; an alias)",
     "example_envs.tag_continuous.generate_rollout_animation": "generate_tag_env_rollout_animation (example_envs.tag_continuous.rendering)",
 }
 
@@ -107,4 +124,20 @@ MOVED_MODULES: dict[str, str] = {
     "warp_drive.utils.placeholders": "the step placeholders and 2.7.1's training placeholders: action_layout, "
                                      "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders, "
                                      "warp_drive.compat271.data_loader)",
+    "warp_drive.env.backends": "the module warp_drive.vocab.backends itself (an alias)",
+    "warp_drive.env.constants": "the module warp_drive.vocab.constants itself (an alias)",
+    "warp_drive.env.data_feed": "the module warp_drive.vocab.data_feed itself (an alias)",
+    "warp_drive.env.done": "the module warp_drive.vocab.done itself (an alias)",
+    "warp_drive.env.registrar": "the module warp_drive.vocab.registrar itself (an alias)",
+    "warp_drive.env.schema": "the module warp_drive.vocab.schema itself (an alias)",
+    "warp_drive.env.start_state": "the module warp_drive.vocab.start_state itself (an alias)",
+    "warp_drive.config._checks": "the module warp_drive.utils.checks itself (an alias)",
+    "warp_drive.managers.environment_reset": "the module warp_drive.services.environment_reset itself (an alias)",
+    "warp_drive.managers.log_controller": "the module warp_drive.services.log_controller itself (an alias)",
+    "warp_drive.managers.numba_services": "the module warp_drive.services.numba_services itself (an alias)",
+    "warp_drive.managers.sampler": "the module warp_drive.services.sampler itself (an alias)",
+    "warp_drive.utils.device": "the module warp_drive.cuda.device itself (an alias)",
+    "warp_drive.utils.env_cpu_gpu_consistency_checker": "the module warp_drive.testing.consistency itself (an alias)",
+    "warp_drive.utils.rollout_animation": "the module warp_drive.testing.rollout_animation itself (an alias)",
+    "warp_drive.numba_backend.build": "the module warp_drive.testing.numba_build itself (an alias; runnable with python -m)",
 }

@@ -1,12 +1,7 @@
-"""2.7.1 compatibility path: the CPU-vs-GPU consistency checker.
+"""2.7.1 compatibility path: ``warp_drive.env_cpu_gpu_consistency_checker`` is the module
+:mod:`warp_drive.testing.consistency` itself (one module object, made so by :func:`warp_drive.compat.alias`)."""
 
-The implementation is :mod:`warp_drive.utils.env_cpu_gpu_consistency_checker`.
-"""
+from warp_drive.compat import alias
+from warp_drive.testing import consistency
 
-from warp_drive.utils.env_cpu_gpu_consistency_checker import (
-    ConsistencyReport,
-    EnvironmentCPUvsGPU,
-    generate_random_actions,
-)
-
-__all__ = ["ConsistencyReport", "EnvironmentCPUvsGPU", "generate_random_actions"]
+alias(__name__, consistency)

@@ -29,9 +29,9 @@ import numpy as np
 from gymnasium import spaces
 
 from example_envs import check_backend
-from warp_drive.config._checks import closest_match
+from warp_drive.utils.checks import closest_match
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
-from warp_drive.env.start_state import StartKey, uniform_in
+from warp_drive.vocab.start_state import StartKey, uniform_in
 from warp_drive.errors import ConfigError
 
 #: Name of the per-env state array (E, 1, state_dim) in the data store.

@@ -30,7 +30,7 @@ from example_envs import check_backend, check_bool, check_int
 from example_envs.mpe import constants as C
 from example_envs.mpe import physics
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
-from warp_drive.env.start_state import StartKey
+from warp_drive.vocab.start_state import StartKey
 
 F32 = np.float32
 #: The world arrays every MPE env keeps per replica, and their shapes for one env.

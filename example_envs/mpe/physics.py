@@ -26,7 +26,7 @@ import numpy as np
 
 from example_envs.mpe import constants as C
 from warp_drive.env import Constants
-from warp_drive.env.start_state import StartKey, uniform_in
+from warp_drive.vocab.start_state import StartKey, uniform_in
 
 __all__ = [
     "add_contact_forces", "distance", "end_step", "integrate", "move_force", "penetration", "start_positions",

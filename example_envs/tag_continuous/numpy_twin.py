@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from example_envs.tag_continuous import constants as C
 from warp_drive.env import Constants
-from warp_drive.env.start_state import StartKey, uniform_in
+from warp_drive.vocab.start_state import StartKey, uniform_in
 from warp_drive.utils.philox import scale_bits_to_range
 
 __all__ = ["compute_observations", "find_tags", "move_agents", "nearest_agents", "start_state", "step"]

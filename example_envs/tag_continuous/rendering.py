@@ -2,7 +2,7 @@
 
 The Tag envs' render hook (``TagContinuous.render_rollout``, ``TagGridWorld.render_rollout``)
 draws with :func:`tag_rollout_animation`; the generic recording and saving live in
-:mod:`warp_drive.utils.rollout_animation`. Here, for Tag:
+:mod:`warp_drive.testing.rollout_animation`. Here, for Tag:
 
 1. :func:`collect_tag_episode` records one episode's positions as a :class:`TagEpisode`.
 2. :func:`render_tag_episode` / :func:`render_tag_rollout` draw positions, one frame per time
@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from warp_drive.errors import ConfigError
-from warp_drive.utils.rollout_animation import Policy, collect_episode, output_path, save_animation
+from warp_drive.testing.rollout_animation import Policy, collect_episode, output_path, save_animation
 
 
 @dataclass(frozen=True)

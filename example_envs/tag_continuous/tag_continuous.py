@@ -32,7 +32,7 @@ from example_envs.tag_continuous import constants as C
 from example_envs.tag_continuous import numpy_twin
 from example_envs.tag_continuous.numpy_twin import compute_observations, find_tags, move_agents, nearest_agents
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
-from warp_drive.env.start_state import StartKey
+from warp_drive.vocab.start_state import StartKey
 from warp_drive.errors import ConfigError
 
 __all__ = [

@@ -35,7 +35,7 @@ from example_envs import (
 )
 from example_envs.tag_gridworld import constants as C
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
-from warp_drive.env.start_state import StartKey
+from warp_drive.vocab.start_state import StartKey
 from warp_drive.utils.philox import scale_bits_to_range
 from warp_drive.errors import ConfigError, SpaceMismatchError, UsageError
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import example_envs  # noqa: F401 - registers the example envs by name
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataTypeError, InvalidActionError, SpaceMismatchError
 from warp_drive.interop import WarpDrivePettingZooEnv, WarpDriveVectorEnv
 

@@ -496,7 +496,7 @@ def test_cpu_functions_take_the_pycuda_call_form():
 def test_sampler_takes_2_7_1_action_shapes_and_keywords():
     from warp_drive.managers.data_manager import CPUDataManager
     from warp_drive.managers.function_manager import CPUFunctionManager
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     dm = CPUDataManager(num_agents=5, episode_length=10, num_envs=2)
     fm = CPUFunctionManager(num_agents=5, num_envs=2)

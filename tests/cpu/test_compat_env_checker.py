@@ -19,7 +19,7 @@ from tests.helpers.legacy_env import CUDALegacyCrowd, LegacyCrowd, crowd_step
 from warp_drive.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU, generate_random_actions
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, ConsistencyError, DataShapeError
-from warp_drive.managers.sampler import Sampler
+from warp_drive.services.sampler import Sampler
 from warp_drive.training.utils.data_loader import (
     create_and_push_data_placeholders,
     get_flattened_obs_size,

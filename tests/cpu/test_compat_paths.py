@@ -1,12 +1,13 @@
 """Every 2.7.1 import path listed in warp_drive.compat, and every former path of this project's own
 (``MOVED_MODULES``), imports (without pycuda or a GPU) and is a thin re-export: a docstring that
-says so, then nothing but imports, aliases and ``__all__``."""
+says so, then nothing but imports, aliases and ``__all__``; or an alias path, whose file makes the path the
+moved module itself (``alias(__name__, module)``, :func:`warp_drive.compat.alias`)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
+import importlib.machinery
 
 import pytest
 
@@ -23,7 +24,8 @@ MARKERS = {**{m: "2.7.1 compatibility path:" for m in COMPAT_MODULES}, **{m: "Fo
 @pytest.mark.parametrize("module", sorted(MARKERS))
 def test_compat_module_imports_and_is_thin(module: str) -> None:
     mod = importlib.import_module(module)
-    spec = importlib.util.find_spec(module)
+    parent, _, _ = module.rpartition(".")  # the path's own file (an alias path's module is another file's)
+    spec = importlib.machinery.PathFinder.find_spec(module, importlib.import_module(parent).__path__ if parent else None)
     assert spec is not None and spec.origin, module
     tree = ast.parse(open(spec.origin).read())
     doc = ast.get_docstring(tree) or ""
@@ -41,6 +43,12 @@ def test_compat_module_imports_and_is_thin(module: str) -> None:
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
                 and getattr(node.value.func, "id", None) == "lazy_exports"):
             continue  # names imported on first use (warp_drive.compat.lazy_exports)
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "alias" and isinstance(node.value.args[1], ast.Name)):
+            target = node.value.args[1].id  # the path is this module itself (warp_drive.compat.alias)
+            assert mod.__name__ != module and mod.__name__.rsplit(".", 1)[-1] == target, (module, mod.__name__)
+            assert importlib.import_module(mod.__name__) is mod
+            continue
         pytest.fail(f"{module} line {node.lineno}: a compatibility module holds only imports and re-exports, "
                     f"found {type(node).__name__}")
     public = getattr(mod, "__all__", None)

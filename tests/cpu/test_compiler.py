@@ -65,7 +65,7 @@ def test_compile_error_shows_command_and_stderr(tmp_path, monkeypatch):
 
 def test_import_has_no_side_effects(tmp_path):
     code = (
-        "import sys, warp_drive, warp_drive.env_wrapper, warp_drive.managers.pycuda_function_manager;"
+        "import sys, warp_drive, warp_drive.env.env_wrapper, warp_drive.managers.pycuda_function_manager;"
         "import torch; assert not torch.cuda.is_initialized(), 'cuda initialized';"
         "assert 'pycuda.driver' not in sys.modules, 'pycuda imported'"
     )

@@ -11,7 +11,7 @@ from example_envs import get_example_env_class
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from warp_drive.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
 from warp_drive.errors import ConsistencyError
-from warp_drive.utils.env_cpu_gpu_consistency_checker import SEED_HINT, _first_mismatch
+from warp_drive.testing.consistency import SEED_HINT, _first_mismatch
 
 TAG = dict(num_taggers=1, num_runners=2, episode_length=4)
 

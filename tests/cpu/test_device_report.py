@@ -1,4 +1,4 @@
-"""``python -m warp_drive.utils.device``: a readable table (and ``--json``) of what README promises
+"""``python -m warp_drive.cuda.device``: a readable table (and ``--json``) of what README promises
 (GPU and architecture, NVIDIA driver, CUDA, pycuda, nvcc), on a machine without a GPU or pycuda."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_report_with_a_gpu_names_its_architecture_driver_and_nvcc(monkeypatch, t
 
 
 def test_module_runs_as_a_script():
-    proc = subprocess.run([sys.executable, "-m", "warp_drive.utils.device", "--json"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "warp_drive.cuda.device", "--json"], capture_output=True,
                           text=True, cwd=str(ROOT), timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "gpus" in json.loads(proc.stdout)

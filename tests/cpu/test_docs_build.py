@@ -64,7 +64,7 @@ def test_every_public_module_has_an_api_page(tmp_path):
     assert set(modules) == expected, (
         f"missing from the API reference: {sorted(expected - set(modules))}; "
         f"not installed by setup.py: {sorted(set(modules) - expected)}")
-    assert "warp_drive" in modules and "example_envs" in modules and "warp_drive.env_wrapper" in modules
+    assert "warp_drive" in modules and "example_envs" in modules and "warp_drive.env.env_wrapper" in modules
     assert not [m for m in modules if any(part.startswith("_") for part in m.split("."))]
 
     written = apigen.write_api_pages(tmp_path)

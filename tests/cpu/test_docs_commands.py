@@ -33,7 +33,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r'pip install (-e )?"?\.(\[\w+\])?"?', "test_pip_install_commands_work_from_a_clone"),
     (r"pip install torch --index-url https://download\.pytorch\.org/whl/cpu", "test_cpu_only_install_path"),
     (r"pip install rl-warp-drive", "reference"),  # 2.7.1's own install line, quoted in the migration guide
-    (r"python -m warp_drive\.utils\.device", "test_device_report_runs"),
+    (r"python -m warp_drive\.cuda\.device", "test_device_report_runs"),
     (re.escape(SCRIPT) + r" --env tag_continuous", "test_main_command_runs"),
     (re.escape(SCRIPT) + r" --env cartpole trainer\.num_envs=500", "test_config_reference_commands_run"),
     (re.escape(SCRIPT) + r" --config my_run\.yaml --backend cpu .*", "test_config_reference_commands_run"),
@@ -59,6 +59,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/tag_sweep\.py [\w .-]+", "gpu:test_tag_sweep_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --backend cpu --seeds 1 2 3", "test_learning_classic_control_command_runs"),
     (r"python tools/count_code_lines\.py", "test_line_count_commands_run"),
+    (r"python tools/folder_graph\.py", "test_folder_graph_command_runs"),
     (r"python benchmarks/learning_classic_control\.py --algorithm sac .*", "test_learning_classic_control_sac_command_runs"),
     (r"python benchmarks/bench_end_to_end\.py --iters 8 --reference-runs 3 --configs [\w ]+ --variant trainer\.update_precision=bf16",
      "gpu:test_end_to_end_benchmark_command_runs"),
@@ -219,7 +220,7 @@ def test_main_command_fits_a_2_core_cpu(tmp_path):
     import resource
     import time
 
-    from warp_drive.utils.device import has_cuda_device
+    from warp_drive.cuda.device import has_cuda_device
 
     if has_cuda_device():
         pytest.skip("measures the cpu fallback; this machine has a GPU")
@@ -377,6 +378,17 @@ def test_stage_reference_tests_command_runs(tmp_path):
     assert (dest / "tests" / "wd_training" / "pycuda_tests" / "test_env_training.py").is_file()
     assert not (dest / "warp_drive" / "__init__.py").exists()  # the reference's package is never staged
     assert len((dest / "REFERENCE_COMMIT").read_text().strip()) == 40
+
+
+def test_folder_graph_command_runs():
+    """docs/architecture.md's folder graph: two pairs of folders import each other, both the compat wing's
+    (tests/cpu/test_import_structure.py checks the same graph)."""
+    (command,) = commands_for("test_folder_graph_command_runs")
+    out = run_ok(python_argv(command), cwd=ROOT).stdout
+    assert "two-way folder pairs: 2\n  warp_drive/compat271/ <-> warp_drive/cuda/\n" in out, out
+    assert "upward folder arrows: 2\n" in out and "folders of warp_drive on several floors: 1 of " in out, out
+    files = run_ok(python_argv(command) + ["--files"], cwd=ROOT).stdout
+    assert "warp_drive/cuda/compiler.py:" in files and "-> warp_drive/compat271/kernels.py" in files, files
 
 
 def test_line_count_commands_run():

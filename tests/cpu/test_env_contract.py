@@ -25,7 +25,7 @@ from warp_drive.env import (
     env_registrar,
     split_done,
 )
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataNotFoundError, DataShapeError, DataTypeError, UnknownEnvError
 
 SMALL = {

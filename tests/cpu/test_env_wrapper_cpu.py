@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError, SamplerError, UsageError
-from warp_drive.managers.log_controller import LogController
-from warp_drive.managers.sampler import Sampler
+from warp_drive.services.log_controller import LogController
+from warp_drive.services.sampler import Sampler
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
 from warp_drive.utils.env_registrar import EnvironmentRegistrar

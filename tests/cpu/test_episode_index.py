@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers.episode_draws import DRAWS_CU, Draws
 from warp_drive.env import Constants, binds_episode_index
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 
 
 def _draws_per_episode(env: Draws, episodes: int = 3, num_envs: int = 2) -> tuple[np.ndarray, list[list[int]]]:

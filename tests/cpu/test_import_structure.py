@@ -1,39 +1,44 @@
-"""The import structure of ``warp_drive/`` and ``example_envs/``: no cycles, no arrow up the layers.
+"""The import structure of ``warp_drive/`` and ``example_envs/``: no cycles, no arrow up the floors, each
+folder on one floor.
 
-Read from the source (AST), nothing imported. Every import statement counts: top-level,
-function-local and ``if TYPE_CHECKING:`` ones alike; relative imports are resolved, and
-``from pkg import name`` where ``pkg.name`` is a module of ours imports that module. Calls of
-``importlib.import_module`` with a computed name (the lazy package faces) are not followed.
+The graph and the floors are read from the source by ``tests/helpers/import_structure.py`` (its docstring
+says how; ``python tools/folder_graph.py`` prints the folder graph). The floors are the table under
+"Layers, checked" in ``docs/architecture.md``; a file may import its own floor and the floors below; an
+import of a higher floor is an *upward arrow*. Counted by folder (a subpackage of ``warp_drive``), the only
+pairs of folders that import each other are :data:`ALLOWED_TWO_WAY_FOLDERS`, the compat wing's.
 
-The layers are the table under "Layers, checked" in ``docs/architecture.md``, lowest first: a file
-belongs to the row that names it most specifically (a file beats a folder, a deeper folder a
-shallower one, a module of a table of ``warp_drive/compat.py`` beats both). A file may import its
-own floor and the floors below; an import of a higher floor is an *upward arrow*.
-
-:data:`ALLOWED_CYCLES` and :data:`ALLOWED_UPWARD` list what is still there while issue 25 is under
-way, each with the item that removes it. A new cycle or upward arrow fails, and so does an entry
-that no longer occurs: the lists only shrink.
+:data:`ALLOWED_CYCLES` and :data:`ALLOWED_UPWARD` list what is still there, each with the item that
+removes it. A new cycle or upward arrow fails, and so does an entry that no longer occurs: the lists only
+shrink.
 
 The 2.7.1 facade (issue 25 item 2): the re-export modules (the tables of ``warp_drive/compat.py``)
 import implementation modules only; no other module imports a re-export path; and the 2.7.1-only
-implementation lives in one package, the compat room :data:`COMPAT_ROOM`, imported only by the
-re-exports, by itself and by the core modules of :data:`COMPAT_ROOM_IMPORTERS` (an allowlist that
-only shrinks).
+implementation lives in one package, the compat wing :data:`COMPAT_ROOM`, imported only by the
+re-exports, by itself, by the floors above it and by the core modules of :data:`COMPAT_ROOM_IMPORTERS`
+(an allowlist that only shrinks, and the only upward arrows).
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("warp_drive", "example_envs")
-DOC = ROOT / "docs" / "architecture.md"
-COMPAT = ROOT / "warp_drive" / "compat.py"
-HEADING = "## Layers, checked"
+from tests.helpers.import_structure import (
+    ROOT,
+    alias_targets,
+    compat_tables,
+    cycles,
+    folder_floors,
+    folder_of,
+    folder_spans,
+    import_graph,
+    reexport_files,
+    structure_of,
+    two_way_pairs,
+    upward_arrows,
+    upward_folder_arrows,
+)
 
 #: Import cycles still present (the files of one cycle) -> the issue-25 item that removes it.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {
@@ -43,8 +48,27 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
 }
 
-#: The package that holds WarpDrive 2.7.1-only implementation code.
+#: The package that holds WarpDrive 2.7.1-only implementation code (the compat wing).
 COMPAT_ROOM = "warp_drive/compat271/"
+
+#: The pairs of folders that import each other, each sorted: the compat wing's only. The core modules of
+#: :data:`COMPAT_ROOM_IMPORTERS` reach up into it; it builds on them.
+ALLOWED_TWO_WAY_FOLDERS: list[tuple[str, str]] = [
+    ("warp_drive/compat271/", "warp_drive/cuda/"),
+    ("warp_drive/compat271/", "warp_drive/managers/"),
+]
+
+#: Folders whose files stand on several floors -> why (the list only shrinks).
+FOLDERS_ON_SEVERAL_FLOORS: dict[str, str] = {
+    "warp_drive/training/": "its parts, engine, drivers and two Lightning files of the command lines' floor; "
+                            "issue 40 move 1's training part gives them folders",
+}
+
+#: Folders whose modules still import alias paths (the former paths of moved modules, the same module
+#: objects) -> why. Everything else imports the modules by their own paths.
+ALIAS_IMPORTERS: dict[str, str] = {
+    "warp_drive/training/": "restructured in parallel (issue 40 move 1's training part); it updates its imports",
+}
 
 #: Core modules that import the compat room, (importer, room module) -> why. A new pair fails, and so
 #: does a pair that no longer occurs: the list only shrinks.
@@ -67,7 +91,7 @@ COMPAT_ROOM_IMPORTERS: dict[tuple[str, str], str] = {
         "the geometry check of kernels that call 2.7.1's env barrier",
     ("warp_drive/managers/pycuda_function_manager.py", "warp_drive/compat271/main_files.py"):
         "2.7.1's _compile and load_cuda_from_binary_file (main files, binary aliases, shipped test builds)",
-    ("warp_drive/utils/env_cpu_gpu_consistency_checker.py", "warp_drive/compat271/data_loader.py"):
+    ("warp_drive/testing/consistency.py", "warp_drive/compat271/data_loader.py"):
         "the CPU-vs-GPU checker (2.7.1's EnvironmentCPUvsGPU) pushes 2.7.1's placeholders for envs written for it",
     ("warp_drive/training/checkpoint_files.py", "warp_drive/compat271/reference_format.py"):
         "policy weight files are written in 2.7.1's parameter names (2.7.1 loads them: a drop-in feature)",
@@ -76,180 +100,15 @@ COMPAT_ROOM_IMPORTERS: dict[tuple[str, str], str] = {
 }
 
 
-# ----------------------------------------------------------------------------- the import graph
-def source_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
-    """``{dotted module: repo-relative path}`` of every .py file under ``packages``."""
-    out = {}
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            parts = list(path.relative_to(root).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            out[".".join(parts)] = path.relative_to(root).as_posix()
-    return out
-
-
-def _imported_names(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if node.level:
-        base = module.split(".")[: len(module.split(".")) + (1 if is_package else 0) - node.level]
-        target = ".".join(base + ([node.module] if node.module else []))
-    else:
-        target = node.module or ""
-    return [target, *(f"{target}.{alias.name}" for alias in node.names)]
-
-
-def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, dict[str, int]]:
-    """``{path: {imported path: first line}}`` over the files of ``packages`` (imports of other
-    packages are left out). ``from pkg import a, b`` imports ``pkg.a`` where that is a module of
-    ours, else ``pkg`` (its ``__init__.py``); ``import a.b.c`` imports the deepest of ``a.b.c``,
-    ``a.b``, ``a`` that is one."""
-    modules = source_files(root, packages)
-    graph: dict[str, dict[str, int]] = {}
-    for module, path in modules.items():
-        is_package = path.endswith("__init__.py")
-        edges = graph.setdefault(path, {})
-        for node in ast.walk(ast.parse((root / path).read_text(), path)):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            names = _imported_names(module, is_package, node)
-            if isinstance(node, ast.ImportFrom):  # a submodule named, else the package itself
-                subs = [n for n in names[1:] if n in modules]
-                names = subs if len(subs) == len(names) - 1 else [names[0], *subs]
-            for name in names:
-                parts = name.split(".")
-                while parts and ".".join(parts) not in modules:
-                    parts.pop()
-                target = modules.get(".".join(parts)) if parts else None
-                if target is not None and target != path:
-                    edges.setdefault(target, node.lineno)
-    return graph
-
-
-def cycles(graph: dict[str, dict[str, int]]) -> list[frozenset[str]]:
-    """The strongly connected components of more than one file (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph.get(start, {}))))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, {})))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(frozenset(component))
-    return found
-
-
-# ----------------------------------------------------------------------------- the layers of the doc
-def compat_tables(path: Path = COMPAT) -> dict[str, list[str]]:
-    """The module tables of ``warp_drive/compat.py`` (``NAME: dict[str, str] = {...}``), by name."""
-    tables = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
-            tables[node.target.id] = list(ast.literal_eval(node.value))
-    return tables
-
-
-def doc_layers(text: str) -> list[tuple[int, str, list[str]]]:
-    """``[(floor, layer name, entries)]`` from the table under :data:`HEADING`, lowest first.
-
-    An entry is a backticked folder (``.../``), file (``.../x.py``) or the name of a table in
-    ``warp_drive/compat.py``; the floors run 1, 2, 3, ...
-    """
-    assert HEADING in text, f"docs/architecture.md has no '{HEADING}' section (the table this test reads)"
-    rows = []
-    for line in text.split(HEADING, 1)[1].splitlines()[1:]:
-        if line.startswith("#"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        if len(cells) == 3 and cells[0].isdigit():
-            rows.append((int(cells[0]), cells[1], re.findall(r"`([^`]+)`", cells[2])))
-    assert [r[0] for r in rows] == list(range(1, len(rows) + 1)), f"floors must run 1, 2, ...: {[r[0] for r in rows]}"
-    return rows
-
-
-def layer_of_files(rows, files: list[str], tables: dict[str, list[str]]) -> tuple[dict[str, int], list[str]]:
-    """``({path: floor}, problems)``: each file's floor by its most specific entry."""
-    problems = []
-    files_set = set(files)
-    rank: dict[str, tuple[int, int]] = {}  # path -> (specificity, floor)
-
-    def claim(path: str, specificity: int, floor: int) -> None:
-        if specificity > rank.get(path, (-1, 0))[0]:
-            rank[path] = (specificity, floor)
-
-    for floor, _, entries in rows:
-        for entry in entries:
-            if entry in tables:  # a module of a compat table: its file, or every file of its package
-                for module in tables[entry]:
-                    base = module.replace(".", "/")
-                    matched = [f for f in files if f == f"{base}.py" or f.startswith(f"{base}/")]
-                    problems += [] if matched else [f"{entry} names {module}, which is no file here"]
-                    for f in matched:
-                        claim(f, 10_000, floor)
-            elif entry.endswith("/"):
-                matched = [f for f in files if f.startswith(entry)]
-                problems += [] if matched else [f"`{entry}` (floor {floor}) holds no .py file"]
-                for f in matched:
-                    claim(f, entry.count("/"), floor)
-            elif entry.endswith(".py"):
-                problems += [] if entry in files_set else [f"`{entry}` (floor {floor}) is no file"]
-                claim(entry, 1_000, floor)
-            else:
-                problems.append(f"`{entry}` (floor {floor}) is neither a folder/, a file.py nor a table of compat.py")
-    problems += [f"{f} stands in no layer: name it (or its folder) in the table" for f in files if f not in rank]
-    return {f: r[1] for f, r in rank.items()}, problems
-
-
-def upward_arrows(graph, floors: dict[str, int]) -> dict[tuple[str, str], int]:
-    """``{(importer, imported): line}`` where the imported file stands on a higher floor."""
-    return {(a, b): line for a, targets in graph.items() for b, line in targets.items()
-            if a in floors and b in floors and floors[b] > floors[a]}
+@pytest.fixture(scope="module")
+def structure():
+    s = structure_of()
+    return s["graph"], s["rows"], s["floors"], s["problems"]
 
 
 @pytest.fixture(scope="module")
-def structure():
-    graph = import_graph()
-    rows = doc_layers(DOC.read_text())
-    floors, problems = layer_of_files(rows, sorted(graph), compat_tables())
-    return graph, rows, floors, problems
-
-
-def reexport_files(files: list[str], tables: dict[str, list[str]]) -> set[str]:
-    """The files of the modules in the tables of ``warp_drive/compat.py`` (a package: every file in it)."""
-    bases = [module.replace(".", "/") for table in tables.values() for module in table]
-    return {f for f in files for base in bases if f == f"{base}.py" or f.startswith(f"{base}/")}
+def folders():
+    return structure_of()
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -293,8 +152,9 @@ def test_no_upward_arrow_but_the_allowed_ones(structure):
         pytest.skip("the layer table does not place every file (see the test above)")
     names = {floor: name for floor, name, _ in rows}
     found = upward_arrows(graph, floors)
+    wing = {pair for pair in COMPAT_ROOM_IMPORTERS if pair in found}  # core modules reaching up into the compat wing
     new = [f"{a}:{line} (floor {floors[a]}, {names[floors[a]]}) imports {b} (floor {floors[b]}, {names[floors[b]]})"
-           for (a, b), line in sorted(found.items()) if (a, b) not in ALLOWED_UPWARD]
+           for (a, b), line in sorted(found.items()) if (a, b) not in ALLOWED_UPWARD and (a, b) not in wing]
     assert not new, ("imports up the layers of docs/architecture.md (move the code down, or the file up in the "
                      "table if the table is wrong; a module kept only for an old path belongs in a table of "
                      "warp_drive/compat.py):\n  " + "\n  ".join(new))
@@ -304,18 +164,35 @@ def test_no_upward_arrow_but_the_allowed_ones(structure):
 
 def test_no_module_but_the_re_exports_imports_a_re_export_path(structure):
     """Issue 25 item 2: the 2.7.1 paths (and this project's former ones) are a facade over the
-    implementation; no module of ours imports one, whatever the layer table says (no allowlist)."""
-    graph, rows, _, _ = structure
+    implementation; no module of ours imports one, whatever the layer table says, but the folders of
+    :data:`ALIAS_IMPORTERS` importing alias paths (the same module objects)."""
+    _, rows, _, _ = structure
+    graph = import_graph(follow_aliases=False)
     tables = compat_tables()
     assert set(tables) >= {"COMPAT_MODULES", "MOVED_MODULES"}, sorted(tables)
     shims = reexport_files(sorted(graph), tables)
     assert shims, "warp_drive/compat.py's tables name no file"
     top = rows[-1]
     assert set(tables) <= set(top[2]), f"every table of compat.py stands on the top floor ({top[1]}): {top[2]}"
+    aliases = alias_targets()
+    assert set(aliases) <= shims, f"alias paths outside compat.py's tables: {sorted(set(aliases) - shims)}"
+    pending = {(a, b) for a, targets in graph.items() if a not in shims for b in targets
+               if b in aliases and any(a.startswith(folder) for folder in ALIAS_IMPORTERS)}
     found = [f"{a}:{line} imports {b}" for a, targets in sorted(graph.items()) if a not in shims
-             for b, line in sorted(targets.items()) if b in shims]
+             for b, line in sorted(targets.items()) if b in shims and (a, b) not in pending]
     assert not found, ("modules import a re-export path; import the implementation its docstring names "
                        "instead:\n  " + "\n  ".join(found))
+    gone = [folder for folder in ALIAS_IMPORTERS if not any(a.startswith(folder) for a, _ in pending)]
+    assert not gone, f"these folders import no alias path any more: delete them from ALIAS_IMPORTERS: {gone}"
+
+
+def test_each_alias_is_the_module_it_names():
+    """An alias path and its module are one object (monkeypatching either reaches the code)."""
+    import importlib
+
+    for path, target in alias_targets().items():
+        old, new = (p.removesuffix(".py").replace("/", ".") for p in (path, target))
+        assert importlib.import_module(old) is importlib.import_module(new.removesuffix(".__init__")), (old, new)
 
 
 def test_re_exports_point_only_at_implementation_modules(structure):
@@ -337,3 +214,39 @@ def test_the_compat_room_is_imported_only_by_the_re_exports_and_the_allowed_modu
                      "its re-export paths; core code does not depend on it):\n  " + "\n  ".join(new))
     gone = [pair for pair in COMPAT_ROOM_IMPORTERS if pair not in found]
     assert not gone, f"these allowed imports of the compat room are gone: delete them from COMPAT_ROOM_IMPORTERS: {gone}"
+
+
+# ----------------------------------------------------------------------------- the folders
+def _ours(edges):
+    return {pair: found for pair, found in edges.items() if all(f.startswith("warp_drive/") for f in pair)}
+
+
+def test_one_row_per_folder_and_each_folder_on_one_floor(folders):
+    rows, shims = folders["rows"], folders["shims"]
+    named = [entry for _, _, entries in rows for entry in entries if entry.endswith("/")]
+    tops = sorted({folder_of(f) for f in folders["graph"] if f not in shims})
+    assert sorted(e for e in named if e in tops) == tops, f"name each folder in exactly one row: {tops} vs {named}"
+    crowded = [(floor, name) for floor, name, entries in rows if len([e for e in entries if e.endswith("/")]) > 1]
+    assert not crowded, f"rows that name several folders: {crowded}"
+    several = {f: found for f, found in folder_spans(folders["floors"], shims).items() if len(found) > 1}
+    new = {f: found for f, found in several.items() if f not in FOLDERS_ON_SEVERAL_FLOORS}
+    assert not new, f"folders whose files stand on several floors (move the files, so the folder says the floor): {new}"
+    gone = [f for f in FOLDERS_ON_SEVERAL_FLOORS if f not in several]
+    assert not gone, f"these folders stand on one floor now: delete them from FOLDERS_ON_SEVERAL_FLOORS: {gone}"
+
+
+def test_the_only_folders_that_import_each_other_are_the_compat_wings(folders):
+    edges = _ours(folders["folder_edges"])
+    found = two_way_pairs(edges)
+    detail = [f"{a}:{line} -> {b}" for x, y in found if (x, y) not in ALLOWED_TWO_WAY_FOLDERS
+              for pair in ((x, y), (y, x)) for (a, b), line in sorted(edges[pair].items())]
+    assert found == sorted(ALLOWED_TWO_WAY_FOLDERS), ("pairs of folders that import each other (python "
+                                                      "tools/folder_graph.py --files):\n  " + "\n  ".join(detail))
+
+
+def test_no_folder_imports_a_higher_floor_but_into_the_compat_wing(folders):
+    up = upward_folder_arrows(_ours(folders["folder_edges"]), folders["folder_floors"])
+    bad = [f"{a}:{line} -> {b}" for pair, found in sorted(up.items()) for (a, b), line in sorted(found.items())
+           if (a, b) not in COMPAT_ROOM_IMPORTERS]
+    assert not bad, "imports of a folder on a higher floor:\n  " + "\n  ".join(bad)
+    assert sorted(up) == sorted((y, x) for x, y in ALLOWED_TWO_WAY_FOLDERS), sorted(up)

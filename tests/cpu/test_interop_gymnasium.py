@@ -14,7 +14,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from example_envs import get_example_env_class  # importing example_envs registers the envs by name
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
 from warp_drive.interop import InteropError, WarpDriveVectorEnv
 from warp_drive.interop._common import split_done

@@ -15,7 +15,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from example_envs import example_env_names, get_example_env_class  # importing example_envs registers the envs by name
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.interop import InteropError, WarpDrivePettingZooEnv
 from warp_drive.utils.constants import Constants

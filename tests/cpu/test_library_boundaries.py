@@ -8,8 +8,8 @@ Read from the source (AST), no imports of the modules checked:
 - the command-line programs live in ``warp_drive/cli`` on the top floor (issue 25): nothing else in
   ``warp_drive/`` imports ``warp_drive.cli`` but the thin re-exports at their former paths
   (``warp_drive.compat``: the former-path and 2.7.1 script modules, which hold only imports);
-- one backend alias table (``warp_drive/env/backends.py``), one did-you-mean helper
-  (``warp_drive/config/_checks.closest_match``: the only ``difflib`` user);
+- one backend alias table (``warp_drive/vocab/backends.py``), one did-you-mean helper
+  (``warp_drive/utils/checks.closest_match``: the only ``difflib`` user);
 - no bare ``ValueError`` / ``RuntimeError`` raised outside ``warp_drive/training/`` (typed errors
   from ``warp_drive/errors.py``).
 """
@@ -127,7 +127,7 @@ def test_one_backend_alias_table():
     tables = {_rel(p): lines for p in _sources() if (lines := _string_dicts_mapping(p, "gpu", "pycuda"))}
     tables.update({_rel(p): lines for p in _sources(ROOT / "example_envs")
                    if (lines := _string_dicts_mapping(p, "gpu", "pycuda"))})
-    assert list(tables) == ["warp_drive/env/backends.py"], tables
+    assert list(tables) == ["warp_drive/vocab/backends.py"], tables
 
 
 def test_one_did_you_mean_helper():
@@ -138,7 +138,7 @@ def test_one_did_you_mean_helper():
                 users.append(_rel(path))
             elif isinstance(node, ast.ImportFrom) and node.module == "difflib":
                 users.append(_rel(path))
-    assert users == ["warp_drive/config/_checks.py"], users
+    assert users == ["warp_drive/utils/checks.py"], users
 
 
 @pytest.mark.parametrize("builtin", ["ValueError", "RuntimeError", "Exception"])

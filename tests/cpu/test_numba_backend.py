@@ -42,7 +42,7 @@ def test_store_tensors_are_shared_in_place_with_numba_kernels():
     out = run_simulated("""
         import numpy as np
         from numba import cuda
-        from warp_drive.env.data_feed import DataFeed
+        from warp_drive.vocab.data_feed import DataFeed
         from warp_drive.managers.numba_data_manager import NumbaDataManager
         from warp_drive.numba_backend.runtime import NumbaKernel
 
@@ -75,7 +75,7 @@ def test_cartpole_numba_step_matches_its_numpy_twin_through_env_wrapper():
     out = run_simulated("""
         import numpy as np
         from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
-        from warp_drive.env_wrapper import EnvWrapper
+        from warp_drive.env.env_wrapper import EnvWrapper
         from warp_drive.managers.numba_function_manager import NumbaFunctionManager
 
         E = 4
@@ -121,7 +121,7 @@ def test_classic_control_numba_steps_match_their_numpy_twins(env):
     out = run_simulated(f"""
         import numpy as np
         from example_envs.classic_control.{module} import {cls} as Env
-        from warp_drive.env_wrapper import EnvWrapper
+        from warp_drive.env.env_wrapper import EnvWrapper
 
         E = 6
         numba = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="numba")
@@ -180,7 +180,7 @@ def compare_numba_with_numpy_twin(module: str, cls: str, kwargs: str, draw: str,
     return run_simulated(f"""
         import numpy as np
         from example_envs.{module} import {cls} as Env
-        from warp_drive.env_wrapper import EnvWrapper
+        from warp_drive.env.env_wrapper import EnvWrapper
 
         E = {num_envs}
         numba = EnvWrapper(Env({kwargs}), num_envs=E, env_backend="numba")
@@ -275,7 +275,7 @@ def test_numba_sampler_categorical_and_ou_noise():
         import numpy as np, torch
         from warp_drive.managers.numba_data_manager import NumbaDataManager
         from warp_drive.managers.numba_function_manager import NumbaFunctionManager
-        from warp_drive.managers.numba_services import NumbaSampler
+        from warp_drive.services.numba_services import NumbaSampler
 
         E, A = 200, 5
         dm = NumbaDataManager(num_agents=A, num_envs=E, episode_length=1)
@@ -310,7 +310,7 @@ def test_numba_sampler_categorical_and_ou_noise():
 def test_errors_name_the_fix():
     out = run_simulated("""
         import numpy as np
-        from warp_drive.env_wrapper import EnvWrapper
+        from warp_drive.env.env_wrapper import EnvWrapper
         from warp_drive.errors import ConfigError, DataNotFoundError, KernelSignatureError
         from warp_drive.managers.numba_function_manager import NumbaFunctionManager
         from example_envs.classic_control.base import ClassicControlEnv
@@ -342,7 +342,7 @@ def test_errors_name_the_fix():
 
 
 def test_importing_warp_drive_and_the_cuda_extra_need_no_numba():
-    proc = subprocess.run([sys.executable, "-c", "import sys, warp_drive, warp_drive.env_wrapper, "
+    proc = subprocess.run([sys.executable, "-c", "import sys, warp_drive, warp_drive.env.env_wrapper, "
                            "warp_drive.managers.numba_managers.numba_function_manager; print('numba' in sys.modules)"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -358,7 +358,7 @@ def test_numba_build_check_compiles_registered_steps_or_says_it_cannot():
     """``check_build --numba`` without a GPU: PTX for sm_90 where NVIDIA's NVVM/NVRTC libraries are
     installed, else a loud NOT CHECKED (exit 1), never a silent success."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"} | {"PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "warp_drive.numba_backend.build", "--arch", "sm_90", "--envs",
+    proc = subprocess.run([sys.executable, "-m", "warp_drive.testing.numba_build", "--arch", "sm_90", "--envs",
                            "example_envs"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     line = next(l for l in proc.stdout.splitlines() if l.startswith("NumbaClassicControlCartPoleEnvStep"))
     if "NOT CHECKED" in line:

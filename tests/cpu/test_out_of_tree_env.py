@@ -158,7 +158,7 @@ def test_build_geometries_honour_max_blocks_per_env():
 
 
 def test_wrapper_refuses_more_blocks_than_a_one_block_env_declares(on_path):
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     gather = envs.resolve_env(f"{PACKAGE}.gather:Gather").env_class
     with pytest.raises(ConfigError, match="declares max_blocks_per_env = 1, but this wrapper needs blocks_per_env=2"):

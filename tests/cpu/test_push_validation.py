@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.utils.obs_checks import check_reset_observations
 from warp_drive.errors import DataShapeError, DataTypeError, SpaceMismatchError
 from warp_drive.interop import WarpDrivePettingZooEnv, WarpDriveVectorEnv

@@ -12,7 +12,7 @@ from example_envs.tag_continuous.rendering import collect_tag_episode, render_ta
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from example_envs.tag_gridworld.tag_gridworld import TagGridWorld
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.utils.rollout_animation import collect_episode, render_episode
+from warp_drive.testing.rollout_animation import collect_episode, render_episode
 
 
 def test_collect_episode_records_every_step_until_the_end():

@@ -22,7 +22,7 @@ import torch
 
 from warp_drive.errors import DataShapeError, DataTypeError, SamplerError
 from warp_drive.managers import cpu_kernels
-from warp_drive.managers.sampler import MAX_SAMPLE_HEADS, Sampler, stream_id
+from warp_drive.services.sampler import MAX_SAMPLE_HEADS, Sampler, stream_id
 
 JOINT = "sampled_actions"
 OWN = "sampled_actions_p"

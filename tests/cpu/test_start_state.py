@@ -12,8 +12,8 @@ import pytest
 from example_envs import get_example_env_class
 from warp_drive.cuda.start_state_kernel import find_start_state_hooks, render_start_state_kernels, reset_kernel
 from warp_drive.env import Constants
-from warp_drive.env.start_state import START_STREAM, StartKey, uniform_in
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.vocab.start_state import START_STREAM, StartKey, uniform_in
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, KernelSignatureError
 from warp_drive.utils.philox import philox_words
 

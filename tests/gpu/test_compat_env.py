@@ -195,7 +195,7 @@ def test_gridworld_action_table_pushed_the_2_7_1_way():
 def test_data_loader_registers_per_head_actions_with_the_gpu_sampler():
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
     from warp_drive.training.utils.data_loader import create_and_push_data_placeholders
 
     env = TagContinuous(num_taggers=2, num_runners=8, seed=0)

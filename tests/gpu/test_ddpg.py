@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 def _wrapper(envs):
     from example_envs.classic_control.pendulum.pendulum import ClassicControlPendulumEnv
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     return EnvWrapper(ClassicControlPendulumEnv(episode_length=200, reset_pool_size=500, seed=1), num_envs=envs,
                       env_backend="pycuda")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from example_envs import get_example_env_class
-from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
 pytestmark = pytest.mark.gpu
 
@@ -123,7 +123,7 @@ def test_classic_control_fresh_starts_match_numpy(name):
 
 
 def test_fresh_starts_differ_across_replicas_on_the_gpu():
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     env = get_example_env_class("tag_continuous")(**dict(TAG, num_taggers=2, num_runners=8, fresh_start_states=True))
     w = EnvWrapper(env, num_envs=20, env_backend="pycuda")

@@ -159,7 +159,7 @@ def _poison_rewards(monkeypatch, at_step: int, env: int, agent: int, value: floa
     """After the ``at_step``-th env step (counted from 1), the GPU data store's rewards of (env, agent)
     hold ``value`` (as PoisonedLine of test_nonfinite.py does on the cpu backend). The step counter and
     the write are device ops on the capturing stream, so the CUDA-graph replays poison the same step."""
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.utils.constants import Constants
 
     real = EnvWrapper.step_all_envs

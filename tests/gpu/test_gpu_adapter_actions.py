@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 import example_envs  # noqa: E402,F401 - registers the example envs by name
-from warp_drive.env.constants import Constants  # noqa: E402
+from warp_drive.vocab.constants import Constants  # noqa: E402
 from warp_drive.errors import InvalidActionError  # noqa: E402
 
 CARTPOLE = dict(episode_length=20, seed=0)

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture(scope="module")
 def toy_gpu(tmp_path_factory):
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     src = tmp_path_factory.mktemp("toy")
     w = EnvWrapper(ToyLine(num_agents=5, episode_length=7, source_dir=str(src)), num_envs=3, env_backend="pycuda")
@@ -85,7 +85,7 @@ def test_compile_cache_hit_and_errors(tmp_path, monkeypatch):
 
 def test_signature_checked_before_first_launch(tmp_path):
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.errors import KernelSignatureError
 
     class Swapped(ToyLine):
@@ -142,7 +142,7 @@ def test_dynamic_shared_memory_beyond_the_device_is_a_geometry_error():
 def _cpu_twin(n_envs, n_agents, n_actions):
     from warp_drive.managers.data_manager import CPUDataManager
     from warp_drive.managers.function_manager import CPUFunctionManager
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     dm = CPUDataManager(num_agents=n_agents, num_envs=n_envs, episode_length=2)
     dm.push_data_to_device({"sampled_actions": np.zeros((n_envs, n_agents, 1), np.int32)}, torch_accessible=True)
@@ -157,7 +157,7 @@ def _cpu_twin(n_envs, n_agents, n_actions):
 def test_sampler_frequencies_seed_and_cpu_parity(A):
     from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     E, N = 100, 50
     dm = PyCUDADataManager(num_agents=N, num_envs=E, episode_length=2)
@@ -200,7 +200,7 @@ def test_sampler_frequencies_seed_and_cpu_parity(A):
 
 def test_sampler_rejects_nan_on_gpu(toy_gpu):
     from warp_drive.errors import SamplerError
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     dm = toy_gpu.cuda_data_manager
     s = Sampler(toy_gpu.cuda_function_manager)
@@ -230,8 +230,8 @@ def test_reset_restores_only_done_envs(toy_gpu):
 
 def test_log_controller_on_gpu(tmp_path):
     from tests.cpu.test_env_wrapper_cpu import _LoggedToy
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.log_controller import LogController
+    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.services.log_controller import LogController
 
     w = EnvWrapper(_LoggedToy(num_agents=2, episode_length=3, source_dir=str(tmp_path)), num_envs=2, env_backend="pycuda")
     w.reset_all_envs()
@@ -245,7 +245,7 @@ def test_log_controller_on_gpu(tmp_path):
 
 def test_reset_pools_match_cpu(tmp_path):
     from tests.cpu.test_env_wrapper_cpu import _PooledToy
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     g = EnvWrapper(_PooledToy(num_agents=3, source_dir=str(tmp_path)), num_envs=64, env_backend="pycuda")
     c = EnvWrapper(_PooledToy(num_agents=3), num_envs=64, env_backend="cpu")
@@ -263,7 +263,7 @@ def test_reset_pools_match_cpu(tmp_path):
 def test_multiblock_env_matches_cpu(tmp_path):
     """A 2500-agent env spanning 3 blocks steps exactly as the NumPy reference."""
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+    from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
     class Big(ToyLine):
         def __init__(self, **kw):
@@ -276,8 +276,8 @@ def test_multiblock_env_matches_cpu(tmp_path):
 @pytest.mark.parametrize("envs,agents", [(2000, 110), (4, 5000), (1000, 110), (10000, 110)])
 def test_large_configs_initialise_sample_and_reset(tmp_path, envs, agents):
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.services.sampler import Sampler
 
     w = EnvWrapper(ToyLine(num_agents=agents, episode_length=5, source_dir=str(tmp_path)), num_envs=envs, env_backend="pycuda")
     w.reset_all_envs()

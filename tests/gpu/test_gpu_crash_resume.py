@@ -28,7 +28,7 @@ OVERRIDES = ["trainer.num_envs=50", "trainer.train_batch_size=1000", "trainer.nu
 def _trainer(tmp_path, run):
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 

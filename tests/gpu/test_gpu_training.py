@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 def _trainer(env_name, overrides, tmp_path, backend="pycuda"):
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 

@@ -15,7 +15,7 @@ import pytest
 
 from example_envs import get_example_env_class
 from warp_drive.errors import ConfigError
-from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
 pytestmark = pytest.mark.gpu
 
@@ -52,7 +52,7 @@ def test_mpe_many_envs_cuda_matches_numpy():
 
 @pytest.mark.parametrize("name", ["mpe_simple_spread", "mpe_simple_speaker_listener"])
 def test_mpe_refuses_several_blocks_per_env(name):
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     with pytest.raises(ConfigError, match="max_blocks_per_env = 1"):
         EnvWrapper(get_example_env_class(name)(), num_envs=2, env_backend="pycuda", blocks_per_env=2)

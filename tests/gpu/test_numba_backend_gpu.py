@@ -33,14 +33,14 @@ def scale_kernel():
 
 def _wrappers(num_envs: int, **config):
     from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     return {b: EnvWrapper(ClassicControlCartPoleEnv(**config), num_envs=num_envs, env_backend=b)
             for b in ("numba", "pycuda")}
 
 
 def test_store_memory_is_shared_and_launches_follow_torchs_stream(scale_kernel):
-    from warp_drive.env.data_feed import DataFeed
+    from warp_drive.vocab.data_feed import DataFeed
     from warp_drive.managers.numba_data_manager import NumbaDataManager
     from warp_drive.numba_backend.runtime import NumbaKernel
 
@@ -110,7 +110,7 @@ def test_numba_steps_equal_the_cuda_c_steps(env):
     arrays within 1e-5: steps without explicit rounding may contract multiply-adds differently)."""
     import importlib
 
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     module, cls = env.split(":")
     env_cls = getattr(importlib.import_module(module), cls)
@@ -154,7 +154,7 @@ def test_training_on_the_numba_backend_with_a_cuda_graph(tmp_path):
 
 def test_cartpole_numba_step_passes_the_consistency_checker():
     from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
-    from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+    from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
     checker = EnvironmentCPUvsGPU(dual_mode_env_class=ClassicControlCartPoleEnv,
                                   env_configs={"a": {"episode_length": 500, "seed": 32145},
@@ -165,8 +165,8 @@ def test_cartpole_numba_step_passes_the_consistency_checker():
 
 def test_services_sample_and_reset_from_pools_on_the_numba_store():
     from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv
-    from warp_drive.env_wrapper import EnvWrapper
-    from warp_drive.managers.numba_services import NumbaSampler
+    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.services.numba_services import NumbaSampler
 
     w = EnvWrapper(ClassicControlCartPoleEnv(episode_length=100, reset_pool_size=3, seed=5), num_envs=3,
                    env_backend="numba")
@@ -206,7 +206,7 @@ def test_a_numba_rollout_is_captured_in_a_cuda_graph_and_replays_the_eager_rollo
     eager run's exact results from the same start, and the time per step is printed (run with -s)."""
     import pycuda.driver as pycuda
 
-    from warp_drive.managers.sampler import Sampler
+    from warp_drive.services.sampler import Sampler
 
     E, B = 4096, 100
     w = _wrappers(E, episode_length=200, seed=2)["numba"]

@@ -16,9 +16,9 @@ import pytest
 from tests.helpers.episode_draws import DRAWS_CU, Draws
 from tests.helpers.out_of_tree import write_env_package
 from warp_drive.env import Constants
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
-from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,7 @@ def _tutorial_trainer(tmp_path: Path, overrides: list[str]):
     import warp_drive.training
     from example_envs import get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 

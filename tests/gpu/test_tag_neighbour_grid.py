@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from example_envs.tag_continuous.tag_continuous import TagContinuous
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.utils.constants import Constants
 
 pytestmark = pytest.mark.gpu

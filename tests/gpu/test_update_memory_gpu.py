@@ -17,7 +17,7 @@ def trainer(tmp_path_factory):
         pytest.skip("needs a CUDA device")
     pytest.importorskip("pycuda")
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     env = dict(num_taggers=5, num_runners=100, episode_length=100, seed=3)

@@ -21,7 +21,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from tests.helpers.toy_env import ToyLine  # noqa: E402
-from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
+from warp_drive.env.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.training.distributed import barrier, init_from_env  # noqa: E402
 from warp_drive.training.interrupt import TrainingInterrupted  # noqa: E402
 from warp_drive.training.trainer import Trainer  # noqa: E402

@@ -22,7 +22,7 @@
 # %pip install -q -e "..[cuda]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)
@@ -74,7 +74,7 @@ print(type(dm).__name__, DEVICE)
 # many choices each head has.
 
 # %%
-from warp_drive.managers.sampler import Sampler
+from warp_drive.services.sampler import Sampler
 
 dm.push_data_to_device({"sampled_actions": np.zeros((NUM_ENVS, NUM_AGENTS, 1), np.int32)}, torch_accessible=True)
 

@@ -23,7 +23,7 @@
 # %pip install -q -e "..[cuda]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)
@@ -87,7 +87,7 @@ print("reset from a pool:         ", dm.reset_target_to_pool)
 # Let three steps pass in every env (energy drops, time advances), then mark envs 0 and 2 as done.
 
 # %%
-from warp_drive.managers.environment_reset import EnvironmentReset
+from warp_drive.services.environment_reset import EnvironmentReset
 
 resetter = EnvironmentReset(fm)
 resetter.init_reset_pool(dm, seed=0)  # seeds the pool draws
@@ -167,9 +167,9 @@ plt.show()
 
 # %%
 from example_envs.tag_continuous.tag_continuous import TagContinuous
-from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.managers.log_controller import LogController
-from warp_drive.managers.sampler import Sampler
+from warp_drive.env.env_wrapper import EnvWrapper
+from warp_drive.services.log_controller import LogController
+from warp_drive.services.sampler import Sampler
 
 env = TagContinuous(num_taggers=2, num_runners=10, grid_length=10.0, episode_length=100, seed=3,
                     tagging_distance=0.05, use_full_observation=False, num_other_agents_observed=4)
@@ -220,7 +220,7 @@ plt.show()
 
 # %% [markdown]
 # Tutorial 5 turns such logs into an animated GIF with the env's render hook
-# (`warp_drive.utils.rollout_animation`).
+# (`warp_drive.testing.rollout_animation`).
 #
 # ## Summary
 #

@@ -27,7 +27,7 @@
 # %pip install -q -e "..[cuda]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)
@@ -172,7 +172,7 @@ class Gather(CUDAEnvironmentContext):
 # resets, sampler). Every replica starts from the host reset's layout.
 
 # %%
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 
 cpu_wrapper = EnvWrapper(Gather(num_agents=8), num_envs=4, env_backend="cpu")
 cpu_wrapper.reset_all_envs()
@@ -335,7 +335,7 @@ if BACKEND == "pycuda":
 
 # %% tags=["gpu"]
 if BACKEND == "pycuda":
-    from warp_drive.utils.env_cpu_gpu_consistency_checker import EnvironmentCPUvsGPU
+    from warp_drive.testing.consistency import EnvironmentCPUvsGPU
 
     checker = EnvironmentCPUvsGPU(
         dual_mode_env_class=Gather,

@@ -19,7 +19,7 @@
 # %pip install -q -e "..[cuda,viz]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)
@@ -109,7 +109,7 @@ except ConfigError as err:
 from pathlib import Path
 
 from example_envs.classic_control import ClassicControlCartPoleEnv
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.training.trainer import Trainer
 
 env = ClassicControlCartPoleEnv(**config.env)
@@ -211,7 +211,7 @@ for tag, result in tag_trainer.evaluate().items():
 # %% [markdown]
 # ## 7. An animation of one episode
 #
-# `warp_drive.utils.rollout_animation` plays one episode of an env on its NumPy reference (on the
+# `warp_drive.testing.rollout_animation` plays one episode of an env on its NumPy reference (on the
 # host, so it works with either backend) with any policy `policy(observations, t) -> actions`, and
 # draws it with the env's own render hook (`render_rollout`; Tag's renderer lives with Tag in
 # `example_envs/tag_continuous/rendering.py`) into a GIF (or an MP4 when ffmpeg is installed).
@@ -219,7 +219,7 @@ for tag, result in tag_trainer.evaluate().items():
 # small.
 
 # %%
-from warp_drive.utils.rollout_animation import collect_episode, render_episode
+from warp_drive.testing.rollout_animation import collect_episode, render_episode
 
 generator = torch.Generator(device=tag_trainer.device).manual_seed(0)
 

@@ -23,7 +23,7 @@
 # %pip install -q -e "..[cuda]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)
@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from example_envs.tag_continuous.tag_continuous import TagContinuous
-from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.managers.sampler import Sampler
+from warp_drive.env.env_wrapper import EnvWrapper
+from warp_drive.services.sampler import Sampler
 
 
 def make_tag(num_envs: int, num_agents: int, backend: str = BACKEND, full_observation: bool = False,

@@ -24,7 +24,7 @@
 # %pip install -q -e "..[cuda,lightning]"
 
 # %%
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 BACKEND = "pycuda" if has_cuda_device() else "cpu"
 print("backend:", BACKEND)

@@ -29,9 +29,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import example_envs
-from warp_drive.config._checks import closest_match
+from warp_drive.utils.checks import closest_match
 from warp_drive.config._yaml import yaml_loads
-from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
+from warp_drive.vocab.registrar import EnvironmentRegistrar, env_registrar
 from warp_drive.errors import ConfigError, EnvLoadError, UnknownEnvError
 
 #: The entry-point group in which an installed package names its envs (``pyproject.toml``:

@@ -30,14 +30,14 @@ from typing import Any, Sequence
 from warp_drive.cli.common import add_flag, configure_logging, report_errors
 from warp_drive.cli.envs import env_class_for
 from warp_drive.config import RunConfig, load_run_config
-from warp_drive.config._checks import closest_match
+from warp_drive.utils.checks import closest_match
 from warp_drive.config._yaml import yaml_loads
-from warp_drive.env.backends import uses_gpu
+from warp_drive.vocab.backends import uses_gpu
 from warp_drive.errors import ConfigError
 from warp_drive.training.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training
 from warp_drive.training.run_folder import check_writable, default_run_name
-from warp_drive.utils.device import choose_backend
+from warp_drive.cuda.device import choose_backend
 
 _RUN_CONFIGS = resources.files("warp_drive.training").joinpath("run_configs")
 

@@ -39,17 +39,17 @@ from typing import Any, Sequence
 
 from warp_drive.cli.common import add_flag, add_run_source_arguments, configure_logging, report_errors, without_flag
 from warp_drive.cli.envs import ResolvedEnv, example_env_names, resolve_env
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config import load_run_config
 from warp_drive.config.schema import SavingConfig
 from warp_drive.config.load import load_raw_config
-from warp_drive.env.backends import canonical_backend, uses_gpu
+from warp_drive.vocab.backends import canonical_backend, uses_gpu
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training, signal_name
 from warp_drive.training.run_failures import RunFailures, resume_folder
 from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
-from warp_drive.utils.device import backend_choice, choose_backend
+from warp_drive.cuda.device import backend_choice, choose_backend
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from warp_drive.compat271.cuda_helpers import make_current_context
-from warp_drive.utils.device import has_cuda_device
+from warp_drive.cuda.device import has_cuda_device
 
 context: Any = make_current_context() if has_cuda_device() else None
 device: Any = None if context is None else context.get_device()

@@ -17,7 +17,7 @@ from typing import Any
 
 from warp_drive.cuda import project_root
 from warp_drive.errors import ConfigError
-from warp_drive.utils.device import init_cuda
+from warp_drive.cuda.device import init_cuda
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """WarpDrive 2.7.1's training placeholders: ``create_and_push_data_placeholders`` and its helpers.
 
 2.7.1's trainer and consistency checker pushed, besides the step placeholders the
-:class:`~warp_drive.env_wrapper.EnvWrapper` pushes itself (:mod:`warp_drive.env.placeholders`),
+:class:`~warp_drive.env.env_wrapper.EnvWrapper` pushes itself (:mod:`warp_drive.env.placeholders`),
 per-head action arrays, per-policy placeholders and rollout batch arrays, and registered the
 actions with a sampler. :func:`create_and_push_data_placeholders` does the same (2.7.1's import
 path: ``warp_drive.training.utils.data_loader``), accepting what the wrapper already pushed in 2.7.1's shape.
@@ -24,8 +24,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from warp_drive.env.constants import Constants
-from warp_drive.env.data_feed import DataFeed
+from warp_drive.vocab.constants import Constants
+from warp_drive.vocab.data_feed import DataFeed
 from warp_drive.env.placeholders import action_layout, check_agent_axis, stack_agent_obs
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError
 from warp_drive.utils.spaces import space_kind, to_gymnasium
@@ -156,10 +156,10 @@ def create_and_push_data_placeholders(
     """Push the placeholders 2.7.1's trainer and consistency checker expect (see the module docstring).
 
     Args:
-        env_wrapper: an :class:`~warp_drive.env_wrapper.EnvWrapper` with a data store (pycuda, or
+        env_wrapper: an :class:`~warp_drive.env.env_wrapper.EnvWrapper` with a data store (pycuda, or
             an env with a vectorised NumPy step on the cpu backend). Its first reset is done here
             when it has not happened yet.
-        action_sampler: a :class:`~warp_drive.managers.sampler.Sampler` to register the action
+        action_sampler: a :class:`~warp_drive.services.sampler.Sampler` to register the action
             placeholders with (categorical heads; a Box registers Gaussian heads).
         policy_tag_to_agent_id_map: ``{policy: [agent ids]}``; None: one policy "shared".
         create_separate_placeholders_for_each_policy: one set of step placeholders per policy

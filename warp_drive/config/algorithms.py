@@ -28,7 +28,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.errors import ConfigError
 
 

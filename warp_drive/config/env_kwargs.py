@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.errors import ConfigError
 
 #: For env classes with ``**kwargs``: a key at least this similar (difflib ratio) to a named

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults, yaml_loads
 from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.config.schema import RunConfig

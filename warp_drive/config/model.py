@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
 from warp_drive.errors import ConfigError
 

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
 from warp_drive.config.algorithms import algorithm_entry, algorithm_names, resolve, sampler_param_entries
-from warp_drive.env.backends import BACKENDS, canonical_backend
+from warp_drive.vocab.backends import BACKENDS, canonical_backend
 from warp_drive.errors import ConfigError
 
 logger = logging.getLogger(__name__)

@@ -46,7 +46,7 @@ class BuildCase(NamedTuple):
 def sources_to_check(registrar: Any = None, names: Sequence[str] | None = None) -> list[BuildCase]:
     """The core layer, then every env registered in ``registrar`` (default: warp_drive's module-level
     env registrar; ``names``: only these) that has a CUDA source, built with its default arguments."""
-    from warp_drive.env.registrar import env_registrar
+    from warp_drive.vocab.registrar import env_registrar
 
     registrar = registrar or env_registrar
     out = [BuildCase("core service layer", None, {}, 2500, [])]
@@ -74,7 +74,7 @@ def register_env_packages(packages: Sequence[str], registrar: Any = None) -> dic
         ConfigError: a package cannot be imported.
         UnknownEnvError: a package registered no env (naming it and the fix).
     """
-    from warp_drive.env.registrar import env_registrar
+    from warp_drive.vocab.registrar import env_registrar
 
     registrar = registrar or env_registrar
     found: dict[str, list[str]] = {}
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", nargs="*", default=[],
                         help="packages whose import registers the envs to build, e.g. example_envs")
     parser.add_argument("--numba", action="store_true",
-                        help="also compile the registered envs' Numba steps (python -m warp_drive.numba_backend.build)")
+                        help="also compile the registered envs' Numba steps (python -m warp_drive.testing.numba_build)")
     args = parser.parse_args(argv)
     try:
         owned = register_env_packages(args.envs)
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.numba:  # its own process: the Numba build stands above this module (it builds envs on the cpu backend)
         import subprocess
 
-        numba = [sys.executable, "-m", "warp_drive.numba_backend.build", "--arch", args.arch, "--envs", *args.envs]
+        numba = [sys.executable, "-m", "warp_drive.testing.numba_build", "--arch", args.arch, "--envs", *args.envs]
         failures += subprocess.run(numba, check=False).returncode != 0
     return 1 if failures else 0
 

@@ -1,7 +1,7 @@
 """Rendering of the reset kernels that call an env's start-state hook.
 
 An env's ``.cu`` file may define ``__device__ void <Name>StartState(WkStartKey start, ...)``
-(see :mod:`warp_drive.env.start_state` for the contract). :func:`render_start_state_kernels`
+(see :mod:`warp_drive.vocab.start_state` for the contract). :func:`render_start_state_kernels`
 writes, for each such hook, a kernel ``Cuda<Name>ResetWithStartState`` that the compiler appends
 after the env's source: one block per env restores the saved copies and pool rows (as
 ``reset_when_done`` does), then every thread of the block calls the hook, then the done flag and

@@ -1,31 +1,7 @@
-"""Reserved data names: the one place they are spelled out."""
+"""Former path: ``warp_drive.env.constants`` is the module :mod:`warp_drive.vocab.constants` itself (one module
+object, made so by :func:`warp_drive.compat.alias`)."""
 
-from __future__ import annotations
+from warp_drive.compat import alias
+from warp_drive.vocab import constants
 
-
-class Constants:
-    """Names of the arrays the framework itself creates or reads."""
-
-    OBSERVATIONS = "observations"
-    ACTIONS = "sampled_actions"
-    REWARDS = "rewards"
-    DONE_FLAGS = "done_flags"
-    PROCESSED_OBSERVATIONS = "processed_observations"
-    ACTION_MASK = "action_mask"
-
-    DONE = "_done_"
-    TIMESTEP = "_timestep_"
-    LOG_MASK = "_log_mask_"
-    #: (E,) int32, written by the step of an env whose class sets ``writes_truncation``: 1 where
-    #: the episode ended at the time limit without terminating, else 0 (read together with DONE).
-    TRUNCATED = "_truncated_"
-    #: (E,) int32, the env's episode index: how many times the env was reset (0 in the episode of the host
-    #: reset, then + 1 at every reset; the reset pools' and start states' draw counter). Created when the env
-    #: binds it in a kernel's arguments; the third Philox counter word that makes a step's draws differ
-    #: between episodes (docs/adding_an_env.md, "per-thread random states").
-    EPISODE = "_episode_"
-
-    AT_RESET_SUFFIX = "_at_reset"
-    LOG_SUFFIX = "_for_log"
-
-    RESERVED = (DONE, TIMESTEP, LOG_MASK, TRUNCATED, EPISODE)
+alias(__name__, constants)

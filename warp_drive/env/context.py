@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from warp_drive.env.constants import Constants
-from warp_drive.env.data_feed import DataFeed
-from warp_drive.env.schema import ArraySpec
+from warp_drive.vocab.constants import Constants
+from warp_drive.vocab.data_feed import DataFeed
+from warp_drive.vocab.schema import ArraySpec
 from warp_drive.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +60,7 @@ logger = logging.getLogger(__name__)
 class CUDAEnvironmentContext:
     """Mixin giving an env access to the data store and the compiled kernels.
 
-    Attributes set by :class:`~warp_drive.env_wrapper.EnvWrapper`:
+    Attributes set by :class:`~warp_drive.env.env_wrapper.EnvWrapper`:
         cuda_data_manager: the data manager of the backend in use.
         cuda_function_manager: the function manager of the backend in use.
         cuda_step_function_feed: a FunctionFeed bound to the data manager.
@@ -86,7 +86,7 @@ class CUDAEnvironmentContext:
     numba_block_per_env: ClassVar[bool] = False
     #: True when every step writes ``Constants.TRUNCATED``: the wrapper then creates that array and the
     #: rollout and the adapters read it. False (2.7.1 kernels, which write only ``_done_``): truncation is
-    #: derived from the time limit (:func:`warp_drive.env.done.split_done`).
+    #: derived from the time limit (:func:`warp_drive.vocab.done.split_done`).
     writes_truncation: ClassVar[bool] = False
     #: True when ``numpy_step`` computes env ``e``'s rows of every per-env array (reset-registered
     #: arrays, placeholders, done flags, timesteps) from env ``e``'s rows only, and from arrays
@@ -99,7 +99,7 @@ class CUDAEnvironmentContext:
     #: kernel for one block per env only (so a ``static_assert(wkBlocksPerEnv == 1, ...)`` holds).
     max_blocks_per_env: ClassVar[int | None] = None
     #: Shapes and dtypes of the env's own arrays for ONE env (no env axis), ``name -> ArraySpec``, checked
-    #: when the wrapper pushes them (:mod:`warp_drive.env.schema`); empty: only the data manager's checks.
+    #: when the wrapper pushes them (:mod:`warp_drive.vocab.schema`); empty: only the data manager's checks.
     array_schema: ClassVar[Mapping[str, ArraySpec]] = {}
     #: Name of a per-agent int array (``(N,)`` for one env) that drops to 0 when an agent leaves the
     #: episode before the others (the PettingZoo adapter then ends that agent alone); None: all
@@ -163,7 +163,7 @@ class CUDAEnvironmentContext:
 
         Args:
             states: ``{name: (frames, ...) array}`` of the arrays named in ``render_state_names``,
-                row 0 the reset state (see :func:`warp_drive.utils.rollout_animation.collect_episode`).
+                row 0 the reset state (see :func:`warp_drive.testing.rollout_animation.collect_episode`).
             **kwargs: env-specific drawing options (fps, title, colours, ...).
 
         Returns:

@@ -1,6 +1,6 @@
 """Step placeholders (observations, sampled_actions, rewards).
 
-:class:`~warp_drive.env_wrapper.EnvWrapper` pushes the step placeholders itself at the first
+:class:`~warp_drive.env.env_wrapper.EnvWrapper` pushes the step placeholders itself at the first
 ``reset_all_envs()`` (:func:`placeholder_feed`), so an env's kernel finds them before its first
 step. 2.7.1's training placeholders are :mod:`warp_drive.compat271.data_loader`'s.
 
@@ -23,8 +23,8 @@ import numpy as np
 from gymnasium import spaces
 
 from warp_drive.errors import ConfigError, DataShapeError
-from warp_drive.env.constants import Constants
-from warp_drive.env.data_feed import DataFeed
+from warp_drive.vocab.constants import Constants
+from warp_drive.vocab.data_feed import DataFeed
 from warp_drive.utils.spaces import to_gymnasium
 
 AGENT_AXES = ("first", "last")

@@ -1,7 +1,7 @@
 """Plumbing shared by the interop adapters: building the wrapped env, seeding, start states, done flags.
 
 Nothing here copies step outputs to the host: the only host work is at ``reset()`` (drawing new
-initial states on the host, as :class:`~warp_drive.env_wrapper.EnvWrapper` itself does once).
+initial states on the host, as :class:`~warp_drive.env.env_wrapper.EnvWrapper` itself does once).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext, check_seed
-from warp_drive.env.done import split_done
+from warp_drive.vocab.done import split_done
 from warp_drive.env.placeholders import stack_agent_obs
-from warp_drive.env.registrar import EnvironmentRegistrar, env_registrar
-from warp_drive.env_wrapper import EnvWrapper, resolve_backend
+from warp_drive.vocab.registrar import EnvironmentRegistrar, env_registrar
+from warp_drive.env.env_wrapper import EnvWrapper, resolve_backend
 from warp_drive.errors import ConfigError, DataShapeError, UsageError
 from warp_drive.managers.data_manager import to_device_array
 from warp_drive.utils.obs_checks import check_reset_observations

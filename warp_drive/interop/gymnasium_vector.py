@@ -51,7 +51,7 @@ observation wrappers such as ``NormalizeObservation`` accept only these two):
   ``reset(options={"reset_mask": mask})``. ``step()`` refuses to step a replica whose episode
   ended and was not reset (one host sync per step for that check).
 
-**Termination vs truncation.** ``_done_ > 0`` ends an episode; :func:`warp_drive.env.done.split_done`
+**Termination vs truncation.** ``_done_ > 0`` ends an episode; :func:`warp_drive.vocab.done.split_done`
 tells a truncation from a termination.
 
 **Agents.** Only single-agent envs (N == 1) are accepted, unless ``flatten_agents=True``: then
@@ -102,12 +102,12 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from warp_drive.config._checks import closest_match
-from warp_drive.env.constants import Constants
+from warp_drive.utils.checks import closest_match
+from warp_drive.vocab.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env.placeholders import action_layout
-from warp_drive.env.registrar import EnvironmentRegistrar
-from warp_drive.env_wrapper import EnvWrapper, resolve_backend
+from warp_drive.vocab.registrar import EnvironmentRegistrar
+from warp_drive.env.env_wrapper import EnvWrapper, resolve_backend
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.interop._actions import ActionChecker, as_tensor, invalid_actions_mode
 from warp_drive.interop._common import (
@@ -134,7 +134,7 @@ class WarpDriveVectorEnv(VectorEnv):
 
     Args:
         env: an env instance, the name of an env in ``env_registrar`` (``"cartpole"``, ... once
-            ``example_envs`` is imported), or an :class:`~warp_drive.env_wrapper.EnvWrapper` (its
+            ``example_envs`` is imported), or an :class:`~warp_drive.env.env_wrapper.EnvWrapper` (its
             ``num_envs`` is used).
         num_envs: env replicas E (default 1; omit with an EnvWrapper).
         env_config: keyword arguments of the registered env class (with a name only).

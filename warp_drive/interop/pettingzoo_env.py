@@ -20,7 +20,7 @@ Semantics:
 
 * ``possible_agents`` are ``"agent_<id>"`` for the env's agent ids in data-store order.
 * **Termination / truncation.** The replica's ``_done_`` flag ends the episode for every agent
-  still in the game: truncated or terminated as :func:`warp_drive.env.done.split_done` tells.
+  still in the game: truncated or terminated as :func:`warp_drive.vocab.done.split_done` tells.
 * **Agents that leave early.** If the env has a per-agent "in the game" flag (``active_flag``;
   by default the env's ``active_agent_flag`` when the data store holds it with shape ``(1, N)``,
   as TagContinuous's ``still_in_the_game``), an agent whose flag drops to 0 is *terminated* on that step and removed
@@ -65,10 +65,10 @@ except ImportError as err:  # pragma: no cover - depends on the install
         "clone of warp_drive `pip install -e '.[interop]'`"
     ) from err
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
-from warp_drive.env.registrar import EnvironmentRegistrar
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.vocab.registrar import EnvironmentRegistrar
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.interop._actions import ActionChecker, as_tensor, excerpt, invalid_actions_mode
 from warp_drive.interop._common import (
@@ -91,7 +91,7 @@ class WarpDrivePettingZooEnv(ParallelEnv):
 
     Args:
         env: an env instance, the name of an env in ``env_registrar`` (``"tag_gridworld"``, ...
-            once ``example_envs`` is imported), or an :class:`~warp_drive.env_wrapper.EnvWrapper`
+            once ``example_envs`` is imported), or an :class:`~warp_drive.env.env_wrapper.EnvWrapper`
             built with ``num_envs=1``.
         env_config: keyword arguments of the registered env class (with a name only).
         backend: ``"cpu"`` (NumPy reference step) or ``"pycuda"`` (CUDA kernels).

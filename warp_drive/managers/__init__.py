@@ -1,1 +1,2 @@
-"""Data and function managers, and the services built on them (sampler, reset, logging)."""
+"""Data and function managers (pycuda, Numba and cpu backends) and the NumPy twins of the core kernels; the
+services built on them are in :mod:`warp_drive.services`."""

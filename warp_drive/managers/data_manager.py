@@ -29,8 +29,8 @@ from warp_drive.errors import (
     DuplicateDataError,
     UsageError,
 )
-from warp_drive.env.constants import Constants
-from warp_drive.env.data_feed import DataFeed
+from warp_drive.vocab.constants import Constants
+from warp_drive.vocab.data_feed import DataFeed
 
 _INT32 = np.iinfo(np.int32)
 
@@ -258,7 +258,7 @@ class DataManager:
 
     def add_episode_index(self) -> None:
         """Create ``Constants.EPISODE`` (E,) int32 zeros, torch-visible, for an env whose kernels bind it (the
-        resets advance it: :class:`~warp_drive.managers.environment_reset.EnvironmentReset`); nothing when it exists."""
+        resets advance it: :class:`~warp_drive.services.environment_reset.EnvironmentReset`); nothing when it exists."""
         if Constants.EPISODE not in self._host_data:
             self._push_array(Constants.EPISODE, np.zeros(self.num_envs, np.int32), torch_accessible=True)
 

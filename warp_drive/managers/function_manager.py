@@ -276,9 +276,9 @@ CUDAFunctionManager = FunctionManager
 CUDAFunctionFeed = FunctionFeed
 
 _SERVICE_ALIASES = {
-    "CUDASampler": ("warp_drive.managers.sampler", "Sampler"),
-    "CUDAEnvironmentReset": ("warp_drive.managers.environment_reset", "EnvironmentReset"),
-    "CUDALogController": ("warp_drive.managers.log_controller", "LogController"),
+    "CUDASampler": ("warp_drive.services.sampler", "Sampler"),
+    "CUDAEnvironmentReset": ("warp_drive.services.environment_reset", "EnvironmentReset"),
+    "CUDALogController": ("warp_drive.services.log_controller", "LogController"),
 }
 
 

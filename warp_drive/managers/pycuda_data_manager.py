@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from warp_drive.managers.data_manager import CUDADataManager, DataManager
-from warp_drive.utils.device import init_cuda
+from warp_drive.cuda.device import init_cuda
 
 __all__ = ["CUDADataManager", "CudaTensorHolder", "PyCUDADataManager"]
 

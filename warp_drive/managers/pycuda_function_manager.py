@@ -40,7 +40,7 @@ from warp_drive.cuda.signature import functions_calling, kernel_linkage, parse_k
 from warp_drive.errors import ConfigError, DataNotFoundError, GeometryError, KernelNotBuiltError, KernelSignatureError
 from warp_drive.managers.function_manager import DEFAULT_FUNCTIONS, FunctionManager
 from warp_drive.managers.pycuda_kernel import _Kernel
-from warp_drive.utils.device import device_attributes, init_cuda
+from warp_drive.cuda.device import device_attributes, init_cuda
 
 logger = logging.getLogger(__name__)
 

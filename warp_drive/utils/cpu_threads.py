@@ -1,7 +1,7 @@
 """Torch's thread count on the cpu backend: one decision, made where a cpu env wrapper is built.
 
 Every CPU path (CLIs, Lightning, a ``Trainer`` built in Python, the interop adapters, the notebooks)
-builds an :class:`~warp_drive.env_wrapper.EnvWrapper` on the cpu backend, whose constructor calls
+builds an :class:`~warp_drive.env.env_wrapper.EnvWrapper` on the cpu backend, whose constructor calls
 :func:`apply_cpu_threads`. The first rule that applies decides (:func:`choose_threads`):
 
 1. ``WARP_DRIVE_NUM_THREADS`` (a positive integer);

@@ -1,5 +1,5 @@
-"""2.7.1 compatibility path: ``DataFeed`` (:mod:`warp_drive.env.data_feed`)."""
+"""2.7.1 compatibility path: ``DataFeed`` (:mod:`warp_drive.vocab.data_feed`)."""
 
-from warp_drive.env.data_feed import DataFeed
+from warp_drive.vocab.data_feed import DataFeed
 
 __all__ = ["DataFeed"]

@@ -1,6 +1,6 @@
 """Checks of an env's reset observations against its declared observation spaces.
 
-:class:`~warp_drive.env_wrapper.EnvWrapper` runs :func:`check_reset_observations` on the host reset
+:class:`~warp_drive.env.env_wrapper.EnvWrapper` runs :func:`check_reset_observations` on the host reset
 every replica starts from (before anything is compiled or pushed), and the interop adapters run it
 on every start state they draw later; a bad observation fails there with a typed error naming the
 agent, the element and the fix, instead of as a NumPy error at the first step.

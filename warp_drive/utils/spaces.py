@@ -3,7 +3,7 @@
 Env classes written for WarpDrive 2.7.1 declare their spaces with ``gym.spaces``. ``gym`` is not a
 dependency of warp_drive (gymnasium is), so such spaces are recognised by duck typing
 (:func:`space_kind`). :func:`to_gymnasium` rebuilds the equivalent gymnasium space; the
-:class:`~warp_drive.env_wrapper.EnvWrapper` does it once for every agent, so code downstream
+:class:`~warp_drive.env.env_wrapper.EnvWrapper` does it once for every agent, so code downstream
 (placeholders, models, samplers, interop adapters) only ever sees gymnasium spaces. Functions that
 may receive a space without a wrapper in between convert it themselves.
 """

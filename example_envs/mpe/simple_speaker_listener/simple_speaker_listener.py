@@ -23,7 +23,7 @@ from example_envs import reject_unknown_kwargs
 from example_envs.mpe import constants as C
 from example_envs.mpe.base import WORLD_SCHEMA, WORLD_STATE, MpeEnv
 from warp_drive.env import ArraySpec, Constants
-from warp_drive.env.start_state import StartKey
+from warp_drive.vocab.start_state import StartKey
 from warp_drive.utils.philox import scale_bits_to_range
 
 F32 = np.float32

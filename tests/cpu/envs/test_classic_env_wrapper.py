@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from example_envs.classic_control import CLASSIC_CONTROL_ENVS
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.utils.constants import Constants
 
 NUM_ENVS = 5

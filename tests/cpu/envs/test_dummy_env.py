@@ -9,7 +9,7 @@ from example_envs import get_default_config_path, get_example_env_class
 from example_envs.dummy_env.dummy_env import DummyEnv
 from warp_drive.errors import ConfigError
 from warp_drive.utils.constants import Constants
-from warp_drive.utils.rollout_animation import numpy_data_store
+from warp_drive.testing.rollout_animation import numpy_data_store
 
 F32 = np.float32
 

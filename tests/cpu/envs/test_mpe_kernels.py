@@ -30,7 +30,7 @@ from warp_drive.cuda.compiler import DEFAULT_OPTIONS, env_include_dirs, render_s
 from warp_drive.cuda.signature import parse_kernel_signatures, parse_params
 from warp_drive.cuda.start_state_kernel import find_start_state_hooks
 from warp_drive.env import Constants
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 
 CORE_DIR = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
@@ -107,7 +107,7 @@ def test_kernel_and_hook_parameters_match_their_argument_lists(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_env_refuses_several_blocks_per_env(name):
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
 
     assert get_example_env_class(name).max_blocks_per_env == 1
     with pytest.raises(ConfigError, match="max_blocks_per_env = 1"):

@@ -32,7 +32,7 @@ from mpe2 import simple_speaker_listener_v4, simple_spread_v3  # noqa: E402
 
 from example_envs import get_example_env_class  # noqa: E402
 from warp_drive.env import Constants  # noqa: E402
-from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
+from warp_drive.env.env_wrapper import EnvWrapper  # noqa: E402
 
 SYNCED_TOL = 1e-5  # atol = rtol, each step from the same state
 FREE_TOL = 1e-4  # atol = rtol, a whole episode from the same start state

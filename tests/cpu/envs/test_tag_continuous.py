@@ -11,7 +11,7 @@ from example_envs.tag_continuous import constants as C
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from warp_drive.errors import ConfigError
 from warp_drive.utils.constants import Constants
-from warp_drive.utils.rollout_animation import numpy_data_store
+from warp_drive.testing.rollout_animation import numpy_data_store
 
 F32 = np.float32
 NOOP = (0, 0)

@@ -12,7 +12,7 @@ from example_envs.tag_gridworld.tag_gridworld import (
 )
 from warp_drive.errors import ConfigError
 from warp_drive.utils.constants import Constants
-from warp_drive.utils.rollout_animation import numpy_data_store
+from warp_drive.testing.rollout_animation import numpy_data_store
 
 F32 = np.float32
 STAY, RIGHT, LEFT, UP, DOWN = range(5)

@@ -13,7 +13,7 @@ import pytest
 from example_envs.tag_gridworld.tag_gridworld import TagGridWorld, TagGridWorldWithResetPool
 from warp_drive.errors import SpaceMismatchError, UsageError
 from warp_drive.utils.constants import Constants
-from warp_drive.utils.rollout_animation import numpy_data_store
+from warp_drive.testing.rollout_animation import numpy_data_store
 
 STAY, RIGHT, LEFT, UP, DOWN = range(5)
 

@@ -13,7 +13,7 @@ import pytest
 from example_envs.tag_continuous import constants as C
 from example_envs.tag_continuous.tag_continuous import TagContinuous, compute_observations, nearest_agents
 from warp_drive.utils.constants import Constants
-from warp_drive.utils.rollout_animation import numpy_data_store
+from warp_drive.testing.rollout_animation import numpy_data_store
 
 F32 = np.float32
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.training.algorithms import Policy
 from warp_drive.training.algorithms.transitions import TransitionBuffers
 from warp_drive.training.models.action_spec import action_heads_from_space

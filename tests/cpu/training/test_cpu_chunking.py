@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.ppo import PPO

@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.training.trainer import Trainer
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_cpu_floor.py"

@@ -30,7 +30,7 @@ from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import SamplerError
 from warp_drive.training import cpu_pipeline
 from warp_drive.training.cpu_pipeline import SEPARABLE, why_not_parts

@@ -16,7 +16,7 @@ import torch
 
 from tests.helpers.threads import restored_threads
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.training import example_training_script as script
 from warp_drive.training.trainer import Trainer
@@ -101,7 +101,7 @@ def test_cores_come_from_the_affinity_mask_shared_by_local_processes(monkeypatch
 
 
 def test_importing_warp_drive_leaves_torch_threads_alone():
-    code = ("import torch; torch.set_num_threads(3); import warp_drive, warp_drive.env_wrapper, "
+    code = ("import torch; torch.set_num_threads(3); import warp_drive, warp_drive.env.env_wrapper, "
             "warp_drive.training.trainer, warp_drive.utils.cpu_threads; print(torch.get_num_threads())")
     env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)

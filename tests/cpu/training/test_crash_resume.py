@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError
 from warp_drive.training import checkpoint as ckpt
 from warp_drive.training.interrupt import TrainingInterrupted

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[3]

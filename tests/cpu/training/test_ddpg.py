@@ -14,7 +14,7 @@ import yaml
 from tests.cpu.training.test_compat_configs import REFERENCE_CONFIGS
 from tests.helpers.threads import torch_threads
 from warp_drive.config import load_run_config
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.ddpg import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, nstep_returns
 from warp_drive.training.ddpg import (

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
 from warp_drive.training.ddpg import TrainerDDPG
 from warp_drive.training.engine import Engine

@@ -15,7 +15,7 @@ from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPol
 from example_envs.classic_control.pendulum.pendulum import ClassicControlPendulumEnv
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training import evaluation as ev
 from warp_drive.training import example_training_script as script

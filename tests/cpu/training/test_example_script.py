@@ -82,7 +82,7 @@ def test_output_results_folder_first_then_progress_lines_then_a_summary(tmp_path
 
 
 def test_cpu_fallback_uses_cpu_sized_settings_and_says_so(tmp_path, monkeypatch, capsys):
-    import warp_drive.utils.device as device
+    import warp_drive.cuda.device as device
 
     monkeypatch.setattr(device, "has_cuda_device", lambda: False)
     plan = script.plan_run(script.parse_args(["--env", "tag_continuous", "--results_dir", str(tmp_path / "r")]))
@@ -141,7 +141,7 @@ def test_expected_errors_are_one_or_two_lines_and_exit_2(tmp_path, capsys, case)
 
 
 def test_device_error_is_two_lines_and_exit_2(tmp_path, capsys):
-    from warp_drive.utils.device import has_cuda_device
+    from warp_drive.cuda.device import has_cuda_device
 
     if has_cuda_device():
         pytest.skip("this machine has a usable GPU")

@@ -21,7 +21,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 
 from tests.helpers.threads import torch_threads  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402
-from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
+from warp_drive.env.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.errors import ConfigError  # noqa: E402
 from warp_drive.training.lightning import (  # noqa: E402
     CHECKPOINT_KEY,

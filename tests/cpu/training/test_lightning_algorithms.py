@@ -26,8 +26,8 @@ from tests.cpu.training.test_lightning import _engine as _toy_engine  # noqa: E4
 from tests.cpu.training.test_lightning import _fit  # noqa: E402
 from tests.helpers.threads import torch_threads  # noqa: E402
 from tests.helpers.toy_env import ToyLine  # noqa: E402
-from warp_drive.env.constants import Constants  # noqa: E402
-from warp_drive.env_wrapper import EnvWrapper  # noqa: E402
+from warp_drive.vocab.constants import Constants  # noqa: E402
+from warp_drive.env.env_wrapper import EnvWrapper  # noqa: E402
 from warp_drive.errors import ConfigError  # noqa: E402
 from warp_drive.training.lightning import CHECKPOINT_KEY, WarpDriveModule  # noqa: E402
 from warp_drive.training.lightning.engine_state import REF  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import NonFiniteError
 from warp_drive.managers.cpu_kernels import ERROR_BAD_VALUE
 from warp_drive.training import checkpoint as ckpt

@@ -11,7 +11,7 @@ import torch
 
 from tests.helpers.toy_env import ToyLine
 from warp_drive.config import load_run_config
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training import periodic_eval as pe
 from warp_drive.training import run_summary

@@ -156,7 +156,7 @@ def test_published_policy_computes_what_its_tensors_compute(filename):
 def test_published_policies_load_into_a_trainer_from_their_run_config(tmp_path):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.config._yaml import yaml_loads
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     folder = _pretrained_dir()

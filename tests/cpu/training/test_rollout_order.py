@@ -29,7 +29,7 @@ from tests.cpu.training.test_cpu_pipeline import DriftLine, PooledLine, _policy,
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
 from warp_drive.training import cpu_pipeline
 from warp_drive.training.trainer import Trainer

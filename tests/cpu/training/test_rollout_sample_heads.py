@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cpu.training.test_rollout_order import _assert_same, _state, _train, _trainer
-from warp_drive.managers.sampler import Sampler
+from warp_drive.services.sampler import Sampler
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch, fused: bool) -> dict[str, int]:

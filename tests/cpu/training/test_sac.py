@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from warp_drive.env.constants import Constants
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.vocab.constants import Constants
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, UpdateContext
 from warp_drive.training.algorithms.sac import ReplayBuffer, SACPolicyConfig, build_policy

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.helpers.toy_env import ToyLine
-from warp_drive.env_wrapper import EnvWrapper
+from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.training.trainer import Trainer
 

@@ -28,7 +28,7 @@ def test_auto_chunk_samples_takes_a_fraction_of_free_memory(monkeypatch):
 @pytest.fixture()
 def cpu_trainer(tmp_path):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     env = dict(num_taggers=1, num_runners=3, grid_length=5.0, episode_length=10, seed=3)

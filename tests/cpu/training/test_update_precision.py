@@ -56,7 +56,7 @@ def test_trainer_reads_update_precision_and_trains(tmp_path):
     cfg = t.config.to_dict()
     cfg["trainer"]["update_precision"] = "bf16"
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.env_wrapper import EnvWrapper
+    from warp_drive.env.env_wrapper import EnvWrapper
     from warp_drive.training.trainer import Trainer
 
     w = EnvWrapper(ToyLine(num_agents=4, episode_length=20, goal=6.0), num_envs=16, env_backend="cpu")

@@ -5,7 +5,7 @@
 //   __device__ void <Name>StartState(WkStartKey start, <arrays and scalars, bound by name>)
 //
 // The framework appends a kernel Cuda<Name>ResetWithStartState to the translation unit
-// (warp_drive.env.start_state.render_start_state_kernel): one launch, one block per env, that
+// (warp_drive.vocab.start_state.render_start_state_kernel): one launch, one block per env, that
 // restores the env's saved copies and pool rows exactly like reset_when_done, then calls the hook
 // with every thread of the block (so the hook may use __syncthreads()), then clears the done flag.
 // Inside the hook: start.env is the env, threads stride over agents with threadIdx.x /
@@ -15,7 +15,7 @@
 //   Philox4x32-10(ctr = (env, episode, slot, 0), key = (seed, WK_START_STREAM))
 //
 // episode = the env's reset count (the pool counter), so every env and every episode draws its
-// own start. NumPy twin: warp_drive.env.start_state.StartKey.
+// own start. NumPy twin: warp_drive.vocab.start_state.StartKey.
 #pragma once
 
 #ifndef WK_START_STATE_CUH_
@@ -23,7 +23,7 @@
 
 #include "philox.cuh"
 
-// Philox stream of the start-state draws: "strt" in ASCII (warp_drive.env.start_state.START_STREAM).
+// Philox stream of the start-state draws: "strt" in ASCII (warp_drive.vocab.start_state.START_STREAM).
 #define WK_START_STREAM 0x73747274u
 
 struct WkStartKey {
@@ -39,7 +39,7 @@ __host__ __device__ __forceinline__ uint4 wkStartWords(const WkStartKey& start, 
 }
 
 // low + u * (high - low) in float32 without FMA, u = wkUniformFromBits(word) in [0, 1).
-// NumPy twin: warp_drive.env.start_state.uniform_in.
+// NumPy twin: warp_drive.vocab.start_state.uniform_in.
 __host__ __device__ __forceinline__ float wkStartUniform(unsigned int word, float low, float high) {
   return wkAddRn(low, wkMulRn(wkUniformFromBits(word), wkSubRn(high, low)));
 }

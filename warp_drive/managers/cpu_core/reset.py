@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from warp_drive.env.start_state import StartKey
+from warp_drive.vocab.start_state import StartKey
 from warp_drive.managers.cpu_core.words import row_view, word_view
 from warp_drive.utils.philox import philox_words, scale_bits_to_range
 
@@ -67,7 +67,7 @@ def reset_env_rows(
         undo_done: Nonzero: clear ``done`` and ``timestep`` of reset envs.
         start_state: An env's start-state hook (twin of the rendered
             ``Cuda<Name>ResetWithStartState`` kernel): called after the copies with the reset rows
-            (indices into this block of envs) and their :class:`~warp_drive.env.start_state.StartKey`.
+            (indices into this block of envs) and their :class:`~warp_drive.vocab.start_state.StartKey`.
     """
     done_w = word_view(done, np.int32)
     num_envs = done_w.size

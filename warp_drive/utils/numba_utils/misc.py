@@ -3,7 +3,7 @@
 
 from warp_drive.compat271.numba_helpers import check_env_header, get_default_env_directory, update_env_header, update_env_runner
 from warp_drive.cuda import project_root as get_project_root
-from warp_drive.env.registrar import EnvironmentRegistrar
+from warp_drive.vocab.registrar import EnvironmentRegistrar
 
 __all__ = [
     "EnvironmentRegistrar",
