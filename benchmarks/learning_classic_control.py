@@ -106,7 +106,7 @@ def zoo_row(env: str, config: Any) -> tuple[str, float, int]:
 
 
 def build(config: Any, env: str, backend: str, results_dir: str) -> Any:
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
     from warp_drive.training.setup_and_train import env_class_for
 
     return build_trainer(config, env_class_for(env), backend=backend, results_dir=results_dir, verbose=False)

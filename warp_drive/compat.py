@@ -6,6 +6,10 @@ docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of
 
 :data:`MOVED_MODULES` lists this project's own former module paths (of the command-line programs, now
 in :mod:`warp_drive.cli`, and of the placeholders), kept the same way (docstring ``Former path:``).
+:data:`MOVED_ALIASES` lists the former paths of modules that moved whole (``warp_drive/training/``'s flat
+modules into ``engine/`` and ``run/``): no file stands at the old path; importing it gives the *same
+module object* as the new path (:func:`install_moved_aliases`, called by ``warp_drive.training``), so
+``mock.patch`` and ``monkeypatch`` through either path reach the one module.
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
@@ -15,7 +19,11 @@ the heavy imports) declares them with :func:`lazy_exports`.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 
@@ -71,18 +79,19 @@ COMPAT_MODULES: dict[str, str] = {
     "example_envs.single_agent.classic_control.continuous_mountain_car.continuous_mountain_car": "ClassicControlContinuousMountainCarEnv, CUDAClassicControlContinuousMountainCarEnv (example_envs.classic_control.continuous_mountain_car.continuous_mountain_car)",
     "example_envs.single_agent.classic_control.pendulum": "package of the Pendulum env",
     "example_envs.single_agent.classic_control.pendulum.pendulum": "ClassicControlPendulumEnv, CUDAClassicControlPendulumEnv (example_envs.classic_control.pendulum.pendulum)",
-    "warp_drive.training.trainers": "package of 2.7.1's trainer modules (warp_drive.training.trainer)",
-    "warp_drive.training.trainers.trainer_a2c": "TrainerA2C = Trainer (warp_drive.training.trainer)",
-    "warp_drive.training.trainers.trainer_base": "TrainerBase = Trainer; all_equal, verbose_print, PerfStats, Metrics, SamplerParamsLog (warp_drive.training.reporting), recursive_merge_config_dicts (warp_drive.config.load)",
+    "warp_drive.training.trainer": "Trainer = Trainer271, 2.7.1's trainer (warp_drive.training.run.trainer271); run_directory, check_placeholder_layout, RUN_CONFIG_FILE (warp_drive.training.run.trainer)",
+    "warp_drive.training.trainers": "package of 2.7.1's trainer modules (warp_drive.training.run.trainer271)",
+    "warp_drive.training.trainers.trainer_a2c": "TrainerA2C = Trainer271 (warp_drive.training.run.trainer271)",
+    "warp_drive.training.trainers.trainer_base": "TrainerBase = Trainer271 (warp_drive.training.run.trainer271); all_equal, verbose_print, PerfStats, Metrics, SamplerParamsLog (warp_drive.training.run.reporting), recursive_merge_config_dicts (warp_drive.config.load)",
     "warp_drive.training.models.fully_connected_actor_critic": "FullyConnectedActor, FullyConnectedActionValueCritic (warp_drive.training.models.actor_critic)",
-    "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG, soft_update, hard_update (warp_drive.training.ddpg)",
+    "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG (warp_drive.training.run.trainer271), soft_update, hard_update (warp_drive.training.algorithms.ddpg)",
     "warp_drive.training.deprecate": "package of 2.7.1's pre-refactor modules",
-    "warp_drive.training.deprecate.trainer": "Trainer (warp_drive.training.trainer)",
+    "warp_drive.training.deprecate.trainer": "Trainer = Trainer271 (warp_drive.training.run.trainer271)",
     "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms)",
     "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.a2c)",
     "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.ppo)",
     "warp_drive.training.utils.ring_buffer": "RingBuffer, RingBufferManager (warp_drive.compat271.ring_buffer)",
-    "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.auto_scale)",
+    "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.run.auto_scale)",
     "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
     "warp_drive.training.utils.distributed_train.distributed_trainer_pycuda": "perform_distributed_training (warp_drive.training.distributed)",
     "warp_drive.training.utils.device_child_process": "package of 2.7.1's per-device process helpers",
@@ -108,3 +117,43 @@ MOVED_MODULES: dict[str, str] = {
                                      "create_and_push_data_placeholders, get_obs, ... (warp_drive.env.placeholders, "
                                      "warp_drive.compat271.data_loader)",
 }
+
+_TRAINING = "warp_drive.training"
+#: this project's former module path -> the path of the same module now (importing either gives one module object)
+MOVED_ALIASES: dict[str, str] = {
+    **{f"{_TRAINING}.{name}": f"{_TRAINING}.engine.{name}" for name in (
+        "acting", "counters", "cpu_pipeline", "cuda_graph", "env_subset", "phase_timer", "rollout", "update_memory")},
+    **{f"{_TRAINING}.{name}": f"{_TRAINING}.run.{name}" for name in (
+        "auto_scale", "build", "checkpoint", "checkpoint_check", "comparison", "evaluation", "finite_checks",
+        "logging_utils", "long_runs", "metrics", "periodic_eval", "plot", "progress", "random_policy", "reporting",
+        "run_failures", "run_folder", "run_summary", "statistics")},
+    f"{_TRAINING}.trainer_api271": f"{_TRAINING}.run.trainer271",
+    f"{_TRAINING}.ddpg": f"{_TRAINING}.run.trainer271",
+    f"{_TRAINING}.algorithms.distributions": f"{_TRAINING}.models.distributions",
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the former paths of :data:`MOVED_ALIASES`; loading one imports the new path and binds the
+    same module object under the old name (its ``__spec__`` stays the new path's)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_ALIASES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(MOVED_ALIASES[spec.name])
+        spec.loader_state = module.__spec__  # the import machinery sets the alias's spec next; exec_module restores it
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        own = module.__spec__.loader_state
+        if own is not None:
+            module.__spec__ = own
+
+
+def install_moved_aliases() -> None:
+    """Puts the finder of :data:`MOVED_ALIASES` first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _MovedModuleFinder())

@@ -136,7 +136,7 @@ def test_training_on_the_numba_backend_with_a_cuda_graph(tmp_path):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.config import load_run_config
     from warp_drive.managers.numba_function_manager import NumbaFunctionManager
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
 
     raw = {"name": "tag_continuous", "env": {"num_taggers": 2, "num_runners": 8, "episode_length": 20, "seed": 1},
            "policy": {"runner": {"to_train": True}, "tagger": {"to_train": True}},

@@ -19,7 +19,7 @@ def _train_bundled(name, tmp_path, seed=None):
     from warp_drive.cli.envs import env_class_for
     from warp_drive.cli.setup_and_train import run_config_path
     from warp_drive.config import load_run_config
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
 
     overrides = ["trainer.env_backend=pycuda", f"saving.basedir={tmp_path}", "saving.metrics_log_freq=1000000",
                  "saving.checkpoint_every_seconds=0"]

@@ -22,9 +22,9 @@ import torch
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training.interrupt import TrainingInterrupted
-from warp_drive.training.metrics import read_metrics, truncate_metrics
+from warp_drive.training.run.metrics import read_metrics, truncate_metrics
 from warp_drive.training.trainer import Trainer
 
 ITERS = 12
@@ -292,7 +292,7 @@ def test_periodic_checkpoints_by_wall_clock_time(tmp_path, monkeypatch):
 
 
 def test_truncate_metrics_drops_later_rows_and_a_torn_line(tmp_path):
-    from warp_drive.training.metrics import MetricsWriter
+    from warp_drive.training.run.metrics import MetricsWriter
 
     with MetricsWriter(tmp_path, console_every=0) as w:
         for i in range(1, 6):

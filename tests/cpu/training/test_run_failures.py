@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from warp_drive.errors import NonFiniteError
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training import example_training_script as script
-from warp_drive.training import run_failures as rf
+from warp_drive.training.run import run_failures as rf
 
 # 4 iterations of 200 env steps, a checkpoint after each
 RUN = ["--env", "cartpole", "--backend", "cpu", "--quiet", "trainer.num_envs=4", "trainer.train_batch_size=200",

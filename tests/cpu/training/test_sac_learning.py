@@ -19,7 +19,7 @@ from warp_drive.cli.envs import env_class_for
 from warp_drive.cli.setup_and_train import run_config_path
 from warp_drive.config import load_run_config
 from warp_drive.config.load import load_raw_config
-from warp_drive.training.build import build_trainer
+from warp_drive.training.run.build import build_trainer
 
 logger = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[3]

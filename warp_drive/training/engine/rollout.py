@@ -39,12 +39,12 @@ import torch
 
 from warp_drive.env.constants import Constants
 from warp_drive.errors import UsageError
-from warp_drive.training.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
+from warp_drive.training.engine.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
                                         record_policy_obs, where_done)
 from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.algorithms.compiled import ActingForward
 from warp_drive.training.buffers import SharedBuffers, record_row, split_episode_ends
-from warp_drive.training.cpu_pipeline import rollout_in_env_parts
+from warp_drive.training.engine.cpu_pipeline import rollout_in_env_parts
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows
 
@@ -78,7 +78,7 @@ class Rollout:
     termination flags and episode statistics are computed once per iteration by :meth:`finalize`.
 
     The step methods that take a ``part`` work on the rollout itself, or on one block of envs of
-    the cpu pipeline (:mod:`~warp_drive.training.cpu_pipeline`): an object with the same ``dm``,
+    the cpu pipeline (:mod:`~warp_drive.training.engine.cpu_pipeline`): an object with the same ``dm``,
     ``heads``, ``values`` and ``shared`` for its envs ``rows``.
 
     Args:
@@ -127,7 +127,7 @@ class Rollout:
 
     def run(self, timer: Any = None) -> dict[str, Tensor]:
         """One rollout: ``steps_per_iter`` env steps of every env (:meth:`step`), then :meth:`finalize`
-        (no host sync); ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time
+        (no host sync); ``timer`` (a :class:`~warp_drive.training.engine.phase_timer.PhaseTimer`) splits the time
         into the phases policy, sampling and env_step.
 
         Returns:

@@ -7,7 +7,7 @@ resume reads, on its own; :func:`check_against_run` checks what must fit the run
 env arrays of the data store, the policies' agents). The first bad field is named in a one-line
 :class:`~warp_drive.errors.CheckpointError` with ``reason="corrupt"`` (exit 4; a run folder's
 newest checkpoint that fails falls back to the previous intact one, see
-:func:`~warp_drive.training.checkpoint.resolve_checkpoint`).
+:func:`~warp_drive.training.run.checkpoint.resolve_checkpoint`).
 """
 
 from __future__ import annotations
