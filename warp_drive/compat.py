@@ -118,18 +118,39 @@ MOVED_MODULES: dict[str, str] = {
                                      "warp_drive.compat271.data_loader)",
 }
 
-_TRAINING = "warp_drive.training"
-#: this project's former module path -> the path of the same module now (importing either gives one module object)
+#: this project's former module path -> the path of the same module now (importing either gives one module
+#: object; no file stands at the former path)
 MOVED_ALIASES: dict[str, str] = {
-    **{f"{_TRAINING}.{name}": f"{_TRAINING}.engine.{name}" for name in (
-        "acting", "counters", "cpu_pipeline", "cuda_graph", "env_subset", "phase_timer", "rollout", "update_memory")},
-    **{f"{_TRAINING}.{name}": f"{_TRAINING}.run.{name}" for name in (
-        "auto_scale", "build", "checkpoint", "checkpoint_check", "comparison", "evaluation", "finite_checks",
-        "logging_utils", "long_runs", "metrics", "periodic_eval", "plot", "progress", "random_policy", "reporting",
-        "run_failures", "run_folder", "run_summary", "statistics")},
-    f"{_TRAINING}.trainer_api271": f"{_TRAINING}.run.trainer271",
-    f"{_TRAINING}.ddpg": f"{_TRAINING}.run.trainer271",
-    f"{_TRAINING}.algorithms.distributions": f"{_TRAINING}.models.distributions",
+    "warp_drive.training.acting": "warp_drive.training.engine.acting",
+    "warp_drive.training.counters": "warp_drive.training.engine.counters",
+    "warp_drive.training.cpu_pipeline": "warp_drive.training.engine.cpu_pipeline",
+    "warp_drive.training.cuda_graph": "warp_drive.training.engine.cuda_graph",
+    "warp_drive.training.env_subset": "warp_drive.training.engine.env_subset",
+    "warp_drive.training.phase_timer": "warp_drive.training.engine.phase_timer",
+    "warp_drive.training.rollout": "warp_drive.training.engine.rollout",
+    "warp_drive.training.update_memory": "warp_drive.training.engine.update_memory",
+    "warp_drive.training.auto_scale": "warp_drive.training.run.auto_scale",
+    "warp_drive.training.build": "warp_drive.training.run.build",
+    "warp_drive.training.checkpoint": "warp_drive.training.run.checkpoint",
+    "warp_drive.training.checkpoint_check": "warp_drive.training.run.checkpoint_check",
+    "warp_drive.training.comparison": "warp_drive.training.run.comparison",
+    "warp_drive.training.evaluation": "warp_drive.training.run.evaluation",
+    "warp_drive.training.finite_checks": "warp_drive.training.run.finite_checks",
+    "warp_drive.training.logging_utils": "warp_drive.training.run.logging_utils",
+    "warp_drive.training.long_runs": "warp_drive.training.run.long_runs",
+    "warp_drive.training.metrics": "warp_drive.training.run.metrics",
+    "warp_drive.training.periodic_eval": "warp_drive.training.run.periodic_eval",
+    "warp_drive.training.plot": "warp_drive.training.run.plot",
+    "warp_drive.training.progress": "warp_drive.training.run.progress",
+    "warp_drive.training.random_policy": "warp_drive.training.run.random_policy",
+    "warp_drive.training.reporting": "warp_drive.training.run.reporting",
+    "warp_drive.training.run_failures": "warp_drive.training.run.run_failures",
+    "warp_drive.training.run_folder": "warp_drive.training.run.run_folder",
+    "warp_drive.training.run_summary": "warp_drive.training.run.run_summary",
+    "warp_drive.training.statistics": "warp_drive.training.run.statistics",
+    "warp_drive.training.trainer_api271": "warp_drive.training.run.trainer271",
+    "warp_drive.training.ddpg": "warp_drive.training.run.trainer271",
+    "warp_drive.training.algorithms.distributions": "warp_drive.training.models.distributions",
 }
 
 

@@ -34,6 +34,10 @@ PACKAGES = ("warp_drive", "example_envs")
 DOC = ROOT / "docs" / "architecture.md"
 COMPAT = ROOT / "warp_drive" / "compat.py"
 HEADING = "## Layers, checked"
+#: The table of ``warp_drive/compat.py`` whose former paths are aliases of moved modules (no file stands there).
+ALIAS_TABLE = "MOVED_ALIASES"
+#: Project code besides the packages that must not import an alias path either (the tests included).
+ALIAS_FREE = ("warp_drive", "example_envs", "tests", "benchmarks", "tools", "examples", "tutorials/src", "docs")
 
 #: Import cycles still present (the files of one cycle) -> the issue-25 item that removes it.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {
@@ -172,12 +176,14 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[frozenset[str]]:
 
 
 # ----------------------------------------------------------------------------- the layers of the doc
-def compat_tables(path: Path = COMPAT) -> dict[str, list[str]]:
-    """The module tables of ``warp_drive/compat.py`` (``NAME: dict[str, str] = {...}``), by name."""
+def compat_tables(path: Path = COMPAT, aliases: bool = False) -> dict[str, list[str]]:
+    """The module tables of ``warp_drive/compat.py`` (``NAME: dict[str, str] = {...}``), by name: those of the
+    re-export files, or (``aliases``) only :data:`ALIAS_TABLE`, the former paths that have no file."""
     tables = {}
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
-            tables[node.target.id] = list(ast.literal_eval(node.value))
+            if (node.target.id == ALIAS_TABLE) == aliases:
+                tables[node.target.id] = list(ast.literal_eval(node.value))
     return tables
 
 
@@ -337,3 +343,21 @@ def test_the_compat_room_is_imported_only_by_the_re_exports_and_the_allowed_modu
                      "its re-export paths; core code does not depend on it):\n  " + "\n  ".join(new))
     gone = [pair for pair in COMPAT_ROOM_IMPORTERS if pair not in found]
     assert not gone, f"these allowed imports of the compat room are gone: delete them from COMPAT_ROOM_IMPORTERS: {gone}"
+
+
+def test_nothing_imports_a_moved_alias_path():
+    """The former paths of modules that moved whole (``MOVED_ALIASES``) are for code outside this project: the
+    project's own code, tests included, imports the new paths (the walker above would not see an import of a
+    path that has no file, so an arrow through an alias would escape the layer check)."""
+    aliases = set(compat_tables(aliases=True)[ALIAS_TABLE])
+    assert aliases, f"warp_drive/compat.py has no {ALIAS_TABLE}"
+    found = []
+    for folder in ALIAS_FREE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            module = rel[:-3].replace("/", ".").removesuffix(".__init__")
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names = _imported_names(module, path.name == "__init__.py", node)
+                    found += [f"{rel}:{node.lineno} imports {n}" for n in names if n in aliases]
+    assert not found, "imports of former paths (import the module's new path, MOVED_ALIASES's value):\n  " + "\n  ".join(found)

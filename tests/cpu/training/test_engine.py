@@ -20,7 +20,7 @@ import torch
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
-from warp_drive.training.ddpg import TrainerDDPG
+from warp_drive.training.trainers.trainer_ddpg import TrainerDDPG
 from warp_drive.training.engine import Engine
 from warp_drive.training.trainer import Trainer
 
