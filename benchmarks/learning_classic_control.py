@@ -127,7 +127,7 @@ def eval_config(config: Any, seed: int, eval_envs: int) -> Any:
 
 def networks(trainer: Any) -> dict[str, torch.nn.Module]:
     """What acts in the env, per policy tag (DDPG: the actor)."""
-    return {tag: p.nets.actor if hasattr(p, "nets") else p.model for tag, p in trainer.policies.items()}
+    return {tag: p.nets.actor if hasattr(p, "nets") else p.model for tag, p in trainer.engine.policies.items()}
 
 
 def greedy_returns(trainer: Any, evaluator: Any) -> np.ndarray:

@@ -278,13 +278,13 @@ def test_periodic_checkpoints_by_wall_clock_time(tmp_path, monkeypatch):
     clock = {"now": 1000.0}
     monkeypatch.setattr(time, "monotonic", lambda: clock["now"])
 
-    real_update = t.update_policies
+    real_update = t.engine.update_policies
 
     def update(*args, **kwargs):
         clock["now"] += 11.0  # each iteration takes 11 s
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(t, "update_policies", update)
+    monkeypatch.setattr(t.engine, "update_policies", update)
     t.train(7)
     names = sorted(p.name for p in (tmp_path / "run").glob("checkpoint_0*.pt"))
     # 30 s after the start (iteration 3) and after the last checkpoint (4 -> 7), plus every 4 iterations

@@ -160,7 +160,7 @@ def test_config_mismatch_on_resume_lists_only_the_differing_keys(tmp_path, capsy
     (KeyError("surprise"), rf.EXIT_OTHER, "unexpected KeyError: 'surprise'"),
 ])
 def test_errors_during_training_have_their_exit_code(tmp_path, monkeypatch, capsys, error, code, what):
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.run.trainer import Trainer  # the command lines' (plain) Trainer
 
     run = tmp_path / "run"
     monkeypatch.setattr(Trainer, "train", lambda self, num_iters=None: (_ for _ in ()).throw(error))

@@ -153,10 +153,10 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
             if iterations_per_epoch is None:
                 iterations_per_epoch = 1  # 2.7.1: one epoch = one training iteration
             if log_every_n_iterations is None:
-                log_every_n_iterations = engine.config.saving.metrics_log_freq
+                log_every_n_iterations = engine.engine.config.saving.metrics_log_freq
         run_config = None
         if engine is not None:
-            run_config = engine.config.to_dict()
+            run_config = (engine.engine if isinstance(engine, Trainer) else engine).config.to_dict()
         elif callable(getattr(engine_factory, "run_config", None)):
             run_config = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
         self.save_hyperparameters({"iterations_per_epoch": iterations_per_epoch,

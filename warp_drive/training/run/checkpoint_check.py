@@ -34,7 +34,7 @@ MAX_TIMESTEP = 2**62
 MAX_WORLD_SIZE = 1 << 16
 #: Largest saved run config (characters of its JSON form): a config is a few KB.
 MAX_CONFIG_CHARS = 1 << 20
-#: The legacy format of TrainerDDPG's checkpoints (:mod:`warp_drive.training.ddpg`).
+#: The legacy format of TrainerDDPG's checkpoints (:mod:`warp_drive.training.run.trainer271`).
 DDPG_LEGACY = "ddpg-1"
 
 

@@ -24,14 +24,15 @@ import torch
 
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError
+from warp_drive.training import checkpoint_files
+from warp_drive.training.engine import Engine
+from warp_drive.training.engine.phase_timer import PhaseTimer
 from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training.run import long_runs
-from warp_drive.training.engine import Engine
 from warp_drive.training.run.checkpoint_check import check_against_run
 from warp_drive.training.run.evaluation import evaluate_per_agent
 from warp_drive.training.run.finite_checks import check_iteration
 from warp_drive.training.run.periodic_eval import EVAL_METRIC, STATE_KEY, PeriodicEvaluation
-from warp_drive.training.engine.phase_timer import PhaseTimer
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ returns the plain Trainer, and Lightning and the command lines use the plain Tra
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,6 +74,7 @@ class Trainer271(Trainer):
     #: only policies of this algorithm (2.7.1's ``TrainerDDPG``: ``"DDPG"``); None: any
     only_algorithm: str | None = None
 
+    @functools.wraps(Trainer.__init__)  # 2.7.1's constructor signature, as the plain Trainer's
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.only_algorithm is not None:
