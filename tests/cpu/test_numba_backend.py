@@ -386,10 +386,10 @@ def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
         trainer = build_trainer(config, ClassicControlCartPoleEnv, backend=config.trainer.env_backend,
                                 results_dir={str(tmp_path / "api")!r}, verbose=False)
         try:
-            assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
-            assert trainer.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
+            assert isinstance(trainer.engine.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+            assert trainer.engine.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
             trainer.train()
-            assert trainer.iteration == 2, trainer.iteration
+            assert trainer.engine.iteration == 2, trainer.engine.iteration
         finally:
             trainer.graceful_close()
         plan = cli.plan_run(cli.parse_args(["--env", "cartpole", "--backend", "numba", "--results_dir",

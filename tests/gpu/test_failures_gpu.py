@@ -107,7 +107,7 @@ def test_main_script_sigint_then_sigterm_on_the_gpu_checkpoint_resume_and_exit_c
 def test_lightning_cli_sigint_on_the_gpu_stops_after_the_iteration_in_progress(tmp_path, monkeypatch, capsys, caplog):
     """Iterations count as slow here (threshold 0 s), which on the cpu backend lets a stop end the
     iteration inside (test_lightning_stop_inside.py). With the GPU's CUDA-graph rollout
-    (``Trainer.stops_inside_iterations()`` is False) a SIGINT sent inside iteration 2 lets it finish:
+    (``long_runs.stops_inside`` is False) a SIGINT sent inside iteration 2 lets it finish:
     exit 130, "stopped after iteration 2" with nothing discarded, and last.ckpt holds the weights of
     the end of iteration 2; the checkpoint resumes."""
     pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
@@ -124,7 +124,7 @@ def test_lightning_cli_sigint_on_the_gpu_stops_after_the_iteration_in_progress(t
     def training_step(self, batch, batch_idx):
         if self.engine.iteration == 1 and "graphed" not in seen:  # the second iteration begins
             seen["graphed"] = self.engine.graphed_rollout is not None
-            seen["inside"] = self.engine.stops_inside_iterations()
+            seen["inside"] = long_runs.stops_inside(1.0, 1, self.engine)  # slow (threshold 0 s), one process
             os.kill(os.getpid(), signal.SIGINT)
         result = real_step(self, batch, batch_idx)
         if self.engine.iteration == 2:

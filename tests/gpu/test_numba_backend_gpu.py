@@ -145,9 +145,9 @@ def test_training_on_the_numba_backend_with_a_cuda_graph(tmp_path):
     config = load_run_config(raw)
     trainer = build_trainer(config, TagContinuous, backend="numba", results_dir=str(tmp_path), verbose=False)
     try:
-        assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+        assert isinstance(trainer.engine.env_wrapper.cuda_function_manager, NumbaFunctionManager)
         trainer.train()
-        assert trainer.iteration == 3 and trainer.graphed_rollout is not None
+        assert trainer.engine.iteration == 3 and trainer.engine.graphed_rollout is not None
     finally:
         trainer.graceful_close()
 
