@@ -65,8 +65,9 @@ factory = ExampleEnvEngineFactory(
         "policy.shared.num_minibatches=4", "policy.shared.normalize_advantage=true",
     ],
 )
-engine = factory(rank=0, world_size=1, device_id=0 if BACKEND == "pycuda" else None)
-module = WarpDriveModule(engine, iterations_per_epoch=4)  # an epoch = 4 rollouts = one 200-step episode
+trainer_run = factory(rank=0, world_size=1, device_id=0 if BACKEND == "pycuda" else None)  # a Trainer: engine + run folder
+module = WarpDriveModule(trainer_run, iterations_per_epoch=4)  # an epoch = 4 rollouts = one 200-step episode
+engine = module.engine  # the Trainer's engine, which the module trains
 print("engine on", engine.device, "| policies:", list(engine.policies),
       "| rollouts per Lightning epoch:", module.iterations_per_epoch)
 
