@@ -90,7 +90,7 @@ class TrainerConfig(chk.PlainDict):
             returns (``<tag>/test_episode_return_mean``, ``<tag>/test_episode_length_mean``).
         eval_every: When > 0, after the first iteration, every ``eval_every``-th and the last, play
             ``eval_episodes`` episodes per policy against uniform-random other policies and log the
-            mean return as ``<tag>/eval_return`` (:mod:`warp_drive.training.run.periodic_eval`).
+            mean return as ``<tag>/eval_return`` (:mod:`warp_drive.training.periodic_eval`).
         eval_episodes: Episodes in total over the replicas, per policy, of each such evaluation.
         keep_best: End with each policy's best-evaluated weights where they beat the last
             evaluation (needs ``eval_every`` > 0).

@@ -91,7 +91,7 @@ class CUDAEnvironmentContext:
     #: True when ``numpy_step`` computes env ``e``'s rows of every per-env array (reset-registered
     #: arrays, placeholders, done flags, timesteps) from env ``e``'s rows only, and from arrays
     #: without an env axis: on two or more torch threads the cpu rollout then steps blocks of envs
-    #: in parallel threads, each on a view of its rows (:mod:`warp_drive.training.engine.cpu_pipeline`).
+    #: in parallel threads, each on a view of its rows (:mod:`warp_drive.training.cpu_pipeline`).
     numpy_step_is_env_separable: ClassVar[bool] = False
     #: The most CUDA blocks one env may span, or None for any number. ``1`` declares a one-block-only
     #: step (a reduction in ``__shared__`` memory, ``__syncthreads()`` as the env's barrier): the

@@ -78,7 +78,7 @@ class Rollout:
     termination flags and episode statistics are computed once per iteration by :meth:`finalize`.
 
     The step methods that take a ``part`` work on the rollout itself, or on one block of envs of
-    the cpu pipeline (:mod:`~warp_drive.training.engine.cpu_pipeline`): an object with the same ``dm``,
+    the cpu pipeline (:mod:`~warp_drive.training.cpu_pipeline`): an object with the same ``dm``,
     ``heads``, ``values`` and ``shared`` for its envs ``rows``.
 
     Args:
@@ -127,7 +127,7 @@ class Rollout:
 
     def run(self, timer: Any = None) -> dict[str, Tensor]:
         """One rollout: ``steps_per_iter`` env steps of every env (:meth:`step`), then :meth:`finalize`
-        (no host sync); ``timer`` (a :class:`~warp_drive.training.engine.phase_timer.PhaseTimer`) splits the time
+        (no host sync); ``timer`` (a :class:`~warp_drive.training.phase_timer.PhaseTimer`) splits the time
         into the phases policy, sampling and env_step.
 
         Returns:

@@ -52,7 +52,7 @@ class FullyConnected(nn.Module):
             mean becomes ``action_bias + action_scale * tanh(linear)``; None (both) keeps the
             unbounded linear mean.
         normalize_obs: Standardize the flattened observation by running per-feature statistics before the trunk
-            (:class:`~warp_drive.training.models.obs_normalizer.ObsNormalizer`, clipped to +/-10). Config:
+            (:class:`~warp_drive.training.algorithms.normalization.ObsNormalizer`, clipped to +/-10). Config:
             ``policy.<tag>.model.kwargs.normalize_obs: true``. False (default): the raw observation, as 2.7.1.
         activation: ``"relu"`` (default, as 2.7.1) or ``"tanh"`` (stable-baselines3's ``MlpPolicy``
             default) after each hidden layer. Config: ``policy.<tag>.model.kwargs.activation``.
@@ -233,7 +233,7 @@ class FullyConnected(nn.Module):
         """With ``enabled``, concatenate the heads' weights now and let no-grad forwards use that
         copy (two kernels fewer per forward) until ``cache_head_weights(False)``. The caller must
         turn it off before the weights change: the rollout keeps it on for one rollout
-        (:func:`~warp_drive.training.engine.rollout.cached_head_weights`)."""
+        (:func:`~warp_drive.training.rollout.cached_head_weights`)."""
         if not enabled:
             self._head_weights = None
             return
