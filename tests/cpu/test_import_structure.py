@@ -361,3 +361,26 @@ def test_nothing_imports_a_moved_alias_path():
                     names = _imported_names(module, path.name == "__init__.py", node)
                     found += [f"{rel}:{node.lineno} imports {n}" for n in names if n in aliases]
     assert not found, "imports of former paths (import the module's new path, MOVED_ALIASES's value):\n  " + "\n  ".join(found)
+
+
+def training_folder(path: str) -> str:
+    """``warp_drive/training/<folder>`` of a file under it, or ``warp_drive/training`` for its flat modules."""
+    parts = path.split("/")
+    return "/".join(parts[:3]) if len(parts) > 3 else "/".join(parts[:2])
+
+
+def test_no_two_folders_of_training_import_each_other(structure):
+    """Issue 38: engine, run, algorithms, models, ... are floors, not a web: no two folders of ``warp_drive/training/``
+    (its flat modules counted as one) import each other, re-exports left out. Models import no algorithm: a model's
+    parts (head outputs, the observation normalizer) live in ``models/``."""
+    graph = structure[0]
+    shims = reexport_files(sorted(graph), compat_tables())
+    arrows: dict[tuple[str, str], str] = {}
+    for a, targets in graph.items():
+        if not a.startswith("warp_drive/training/") or a in shims:
+            continue
+        for b, line in targets.items():
+            if b.startswith("warp_drive/training/") and b not in shims and training_folder(a) != training_folder(b):
+                arrows.setdefault((training_folder(a), training_folder(b)), f"{a}:{line} imports {b}")
+    both = sorted(f"{arrows[(x, y)]}  <->  {arrows[(y, x)]}" for x, y in arrows if (y, x) in arrows and x < y)
+    assert not both, "folders of warp_drive/training/ that import each other:\n  " + "\n  ".join(both)
