@@ -23,7 +23,7 @@ floor x threads) does not count time the process waited for a core. With ``--thr
 the contention-free version of the time ratio.
 
 The rollout runs as the trainer runs it: on two or more torch threads, in env parts, one thread
-each (:mod:`warp_drive.training.cpu_pipeline`); ``--rollout plain`` turns the env's opt-in off
+each (:mod:`warp_drive.training.engine.cpu_pipeline`); ``--rollout plain`` turns the env's opt-in off
 for the plain loop (to compare). Each entry records which one ran (``rollout_mode``).
 
 Usage::
@@ -212,7 +212,7 @@ def rollout_mode(trainer: Any) -> str:
     """How the trainer's rollouts run: ``"<n> env parts"`` (one thread each) or ``"plain loop (<why>)"``."""
     import torch
 
-    from warp_drive.training.cpu_pipeline import why_not_parts
+    from warp_drive.training.engine.cpu_pipeline import why_not_parts
 
     reason = why_not_parts(trainer.rollout)
     if reason is None:
@@ -246,7 +246,7 @@ def measure(name: str, iters: int, rollout: str = "auto") -> dict[str, Any]:
     base_rss = _status_mib("VmRSS")
     peak_ok = _reset_peak()
     t = make_trainer("tag_continuous", overrides + ["trainer.seed=0"], backend="cpu", results_dir="/tmp/wd_bench_cpu_floor")
-    from warp_drive.training.cpu_pipeline import SEPARABLE
+    from warp_drive.training.engine.cpu_pipeline import SEPARABLE
 
     if rollout == "plain":
         setattr(type(t.env_wrapper.env), SEPARABLE, False)

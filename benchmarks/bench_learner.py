@@ -106,7 +106,7 @@ def _events_ms(fn: Any, repeats: int) -> float:
 
 def env_step_ms(t: Any, repeats: int) -> float:
     """``steps_per_iter`` env steps + resets of every env, captured like the rollout (median ms)."""
-    from warp_drive.training.cuda_graph import GraphedRollout
+    from warp_drive.training.engine.cuda_graph import GraphedRollout
 
     w = t.env_wrapper
 

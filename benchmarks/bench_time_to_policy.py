@@ -255,7 +255,7 @@ def run_tag(seed: int, budget: float, args: argparse.Namespace, basedir: str) ->
     policies every ``--tag-eval-every-s`` seconds of training (module doc)."""
     import learning_side_by_side as lsbs
 
-    from warp_drive.training.checkpoint import policy_file_state
+    from warp_drive.training.run.checkpoint import policy_file_state
 
     backend = BACKENDS[args.device]
     lsbs.BACKEND = backend

@@ -106,7 +106,7 @@ def zoo_row(env: str, config: Any) -> tuple[str, float, int]:
 
 
 def build(config: Any, env: str, backend: str, results_dir: str) -> Any:
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
     from warp_drive.training.setup_and_train import env_class_for
 
     return build_trainer(config, env_class_for(env), backend=backend, results_dir=results_dir, verbose=False)
@@ -127,7 +127,7 @@ def eval_config(config: Any, seed: int, eval_envs: int) -> Any:
 
 def networks(trainer: Any) -> dict[str, torch.nn.Module]:
     """What acts in the env, per policy tag (DDPG: the actor)."""
-    return {tag: p.nets.actor if hasattr(p, "nets") else p.model for tag, p in trainer.policies.items()}
+    return {tag: p.nets.actor if hasattr(p, "nets") else p.model for tag, p in trainer.engine.policies.items()}
 
 
 def greedy_returns(trainer: Any, evaluator: Any) -> np.ndarray:

@@ -205,7 +205,7 @@ def train_ours(cfg: dict, marks: list[int], out: Path, by_iterations: bool = Fal
     """Train for ``max(marks)`` seconds (or iterations), writing ``<out>/<mark>s_<tag>.state_dict`` at each mark."""
     import torch
 
-    from warp_drive.training.checkpoint import policy_file_state
+    from warp_drive.training.run.checkpoint import policy_file_state
 
     start = time.perf_counter()
     trainer = build_trainer(cfg)

@@ -8,8 +8,11 @@ docstring (which starts with ``2.7.1 compatibility path:``); none holds logic of
 in :mod:`warp_drive.cli`, of the placeholders, and of the modules that moved to make each folder one floor
 of ``docs/architecture.md``), kept the same way (docstring ``Former path:``).
 
-A module that moved whole keeps its old path as an *alias*: the old path's file calls :func:`alias`, so
-both paths give the one module object (``monkeypatch`` and ``mock.patch`` of either reach the code).
+A module of the bottom floors that moved whole keeps its old path as an *alias*: the old path's file calls
+:func:`alias`, so both paths give the one module object (``monkeypatch`` and ``mock.patch`` of either reach
+the code). :data:`MOVED_ALIASES` lists the former paths of ``warp_drive/training/``'s flat modules, moved whole
+into ``engine/`` and ``run/``: no file stands at those old paths; importing one gives the *same module object*
+as the new path (:func:`install_moved_aliases`, called by ``warp_drive.training``).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
@@ -19,6 +22,8 @@ the heavy imports) declares them with :func:`lazy_exports`.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -87,18 +92,19 @@ COMPAT_MODULES: dict[str, str] = {
     "example_envs.single_agent.classic_control.continuous_mountain_car.continuous_mountain_car": "ClassicControlContinuousMountainCarEnv, CUDAClassicControlContinuousMountainCarEnv (example_envs.classic_control.continuous_mountain_car.continuous_mountain_car)",
     "example_envs.single_agent.classic_control.pendulum": "package of the Pendulum env",
     "example_envs.single_agent.classic_control.pendulum.pendulum": "ClassicControlPendulumEnv, CUDAClassicControlPendulumEnv (example_envs.classic_control.pendulum.pendulum)",
-    "warp_drive.training.trainers": "package of 2.7.1's trainer modules (warp_drive.training.trainer)",
-    "warp_drive.training.trainers.trainer_a2c": "TrainerA2C = Trainer (warp_drive.training.trainer)",
-    "warp_drive.training.trainers.trainer_base": "TrainerBase = Trainer; all_equal, verbose_print, PerfStats, Metrics, SamplerParamsLog (warp_drive.training.reporting), recursive_merge_config_dicts (warp_drive.config.load)",
+    "warp_drive.training.trainer": "Trainer = Trainer271, 2.7.1's trainer (warp_drive.training.run.trainer271); run_directory, check_placeholder_layout, RUN_CONFIG_FILE (warp_drive.training.run.trainer)",
+    "warp_drive.training.trainers": "package of 2.7.1's trainer modules (warp_drive.training.run.trainer271)",
+    "warp_drive.training.trainers.trainer_a2c": "TrainerA2C = Trainer271 (warp_drive.training.run.trainer271)",
+    "warp_drive.training.trainers.trainer_base": "TrainerBase = Trainer271 (warp_drive.training.run.trainer271); all_equal, verbose_print, PerfStats, Metrics, SamplerParamsLog (warp_drive.training.run.reporting), recursive_merge_config_dicts (warp_drive.config.load)",
     "warp_drive.training.models.fully_connected_actor_critic": "FullyConnectedActor, FullyConnectedActionValueCritic (warp_drive.training.models.actor_critic)",
-    "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG, soft_update, hard_update (warp_drive.training.ddpg)",
+    "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG (warp_drive.training.run.trainer271), soft_update, hard_update (warp_drive.training.algorithms.ddpg)",
     "warp_drive.training.deprecate": "package of 2.7.1's pre-refactor modules",
-    "warp_drive.training.deprecate.trainer": "Trainer (warp_drive.training.trainer)",
+    "warp_drive.training.deprecate.trainer": "Trainer = Trainer271 (warp_drive.training.run.trainer271)",
     "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms)",
     "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.a2c)",
     "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.ppo)",
     "warp_drive.training.utils.ring_buffer": "RingBuffer, RingBufferManager (warp_drive.compat271.ring_buffer)",
-    "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.auto_scale)",
+    "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.run.auto_scale)",
     "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
     "warp_drive.training.utils.distributed_train.distributed_trainer_pycuda": "perform_distributed_training (warp_drive.training.distributed)",
     "warp_drive.training.utils.device_child_process": "package of 2.7.1's per-device process helpers",
@@ -141,3 +147,64 @@ MOVED_MODULES: dict[str, str] = {
     "warp_drive.utils.rollout_animation": "the module warp_drive.testing.rollout_animation itself (an alias)",
     "warp_drive.numba_backend.build": "the module warp_drive.testing.numba_build itself (an alias; runnable with python -m)",
 }
+
+#: this project's former module path -> the path of the same module now (importing either gives one module
+#: object; no file stands at the former path)
+MOVED_ALIASES: dict[str, str] = {
+    "warp_drive.training.acting": "warp_drive.training.engine.acting",
+    "warp_drive.training.counters": "warp_drive.training.engine.counters",
+    "warp_drive.training.cpu_pipeline": "warp_drive.training.engine.cpu_pipeline",
+    "warp_drive.training.cuda_graph": "warp_drive.training.engine.cuda_graph",
+    "warp_drive.training.env_subset": "warp_drive.training.engine.env_subset",
+    "warp_drive.training.phase_timer": "warp_drive.training.engine.phase_timer",
+    "warp_drive.training.rollout": "warp_drive.training.engine.rollout",
+    "warp_drive.training.update_memory": "warp_drive.training.engine.update_memory",
+    "warp_drive.training.auto_scale": "warp_drive.training.run.auto_scale",
+    "warp_drive.training.build": "warp_drive.training.run.build",
+    "warp_drive.training.checkpoint": "warp_drive.training.run.checkpoint",
+    "warp_drive.training.checkpoint_check": "warp_drive.training.run.checkpoint_check",
+    "warp_drive.training.comparison": "warp_drive.training.run.comparison",
+    "warp_drive.training.evaluation": "warp_drive.training.run.evaluation",
+    "warp_drive.training.finite_checks": "warp_drive.training.run.finite_checks",
+    "warp_drive.training.logging_utils": "warp_drive.training.run.logging_utils",
+    "warp_drive.training.long_runs": "warp_drive.training.run.long_runs",
+    "warp_drive.training.metrics": "warp_drive.training.run.metrics",
+    "warp_drive.training.periodic_eval": "warp_drive.training.run.periodic_eval",
+    "warp_drive.training.plot": "warp_drive.training.run.plot",
+    "warp_drive.training.progress": "warp_drive.training.run.progress",
+    "warp_drive.training.random_policy": "warp_drive.training.run.random_policy",
+    "warp_drive.training.reporting": "warp_drive.training.run.reporting",
+    "warp_drive.training.run_failures": "warp_drive.training.run.run_failures",
+    "warp_drive.training.run_folder": "warp_drive.training.run.run_folder",
+    "warp_drive.training.run_summary": "warp_drive.training.run.run_summary",
+    "warp_drive.training.statistics": "warp_drive.training.run.statistics",
+    "warp_drive.training.trainer_api271": "warp_drive.training.run.trainer271",
+    "warp_drive.training.ddpg": "warp_drive.training.run.trainer271",
+    "warp_drive.training.algorithms.distributions": "warp_drive.training.models.distributions",
+}
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the former paths of :data:`MOVED_ALIASES`; loading one imports the new path and binds the
+    same module object under the old name (its ``__spec__`` stays the new path's)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_ALIASES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(MOVED_ALIASES[spec.name])
+        spec.loader_state = module.__spec__  # the import machinery sets the alias's spec next; exec_module restores it
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        own = module.__spec__.loader_state
+        if own is not None:
+            module.__spec__ = own
+
+
+def install_moved_aliases() -> None:
+    """Puts the finder of :data:`MOVED_ALIASES` first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _MovedModuleFinder())

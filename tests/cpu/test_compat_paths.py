@@ -1,17 +1,23 @@
 """Every 2.7.1 import path listed in warp_drive.compat, and every former path of this project's own
 (``MOVED_MODULES``), imports (without pycuda or a GPU) and is a thin re-export: a docstring that
 says so, then nothing but imports, aliases and ``__all__``; or an alias path, whose file makes the path the
-moved module itself (``alias(__name__, module)``, :func:`warp_drive.compat.alias`)."""
+moved module itself (``alias(__name__, module)``, :func:`warp_drive.compat.alias`). Every former path of a
+training module that moved whole (``MOVED_ALIASES``) has no file and imports as the very module of its new path."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import importlib.machinery
+import importlib.util
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
-from warp_drive.compat import COMPAT_MODULES, MOVED_MODULES
+from warp_drive.compat import COMPAT_MODULES, MOVED_ALIASES, MOVED_MODULES
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_table_is_not_empty():
@@ -55,3 +61,23 @@ def test_compat_module_imports_and_is_thin(module: str) -> None:
     if public is not None:
         for name in public:
             assert hasattr(mod, name), f"{module}.__all__ names '{name}', which it does not define"
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_ALIASES))
+def test_a_moved_module_is_the_same_module_at_its_former_path(old: str) -> None:
+    new = MOVED_ALIASES[old]
+    base = ROOT.joinpath(*old.split("."))
+    assert not base.with_suffix(".py").exists() and not base.is_dir(), f"{old}: a file stands at the former path"
+    module = importlib.import_module(old)
+    assert module is importlib.import_module(new), old
+    assert module.__name__ == module.__spec__.name == new, (module.__name__, module.__spec__.name)
+    parent, _, leaf = old.rpartition(".")
+    assert getattr(importlib.import_module(parent), leaf) is module  # ``from parent import leaf``
+
+
+def test_patching_through_a_former_path_reaches_the_module():
+    import warp_drive.training.run.metrics as metrics
+
+    with mock.patch("warp_drive.training.metrics.read_metrics", "patched"):
+        assert metrics.read_metrics == "patched"
+    assert metrics.read_metrics != "patched"

@@ -1,6 +1,6 @@
 """The NumPy kernel twins on a block of rows (envs) of a batch give that block what the whole batch
 gives it: the draws are keyed by the row's (env's) index in the whole batch, not in the block.
-(The cpu rollout in env parts, ``warp_drive/training/cpu_pipeline.py``, relies on it.)"""
+(The cpu rollout in env parts, ``warp_drive/training/engine/cpu_pipeline.py``, relies on it.)"""
 
 from __future__ import annotations
 

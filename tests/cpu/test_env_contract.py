@@ -163,7 +163,7 @@ def test_only_envs_that_write_it_get_a_truncation_array():
 
 
 def test_rollout_split_uses_the_flag_and_ignores_it_for_fixed_horizon_games():
-    from warp_drive.training.rollout import split_episode_ends
+    from warp_drive.training.engine.rollout import split_episode_ends
 
     done = torch.tensor([[1, 1]], dtype=torch.int32)
     t = torch.tensor([[5, 5]], dtype=torch.int32)

@@ -24,8 +24,12 @@ from pathlib import Path
 
 import pytest
 
+import ast
+
 from tests.helpers.import_structure import (
+    ALIAS_TABLE,
     ROOT,
+    _imported_names,
     alias_targets,
     compat_tables,
     cycles,
@@ -250,3 +254,45 @@ def test_no_folder_imports_a_higher_floor_but_into_the_compat_wing(folders):
            if (a, b) not in COMPAT_ROOM_IMPORTERS]
     assert not bad, "imports of a folder on a higher floor:\n  " + "\n  ".join(bad)
     assert sorted(up) == sorted((y, x) for x, y in ALLOWED_TWO_WAY_FOLDERS), sorted(up)
+
+
+def test_nothing_imports_a_moved_alias_path():
+    """The former paths of modules that moved whole (``MOVED_ALIASES``) are for code outside this project: the
+    project's own code, tests included, imports the new paths (the walker above would not see an import of a
+    path that has no file, so an arrow through an alias would escape the layer check)."""
+    aliases = set(compat_tables(aliases=True)[ALIAS_TABLE])
+    ALIAS_FREE = ("warp_drive", "example_envs", "tests", "benchmarks", "tools", "examples", "tutorials/src", "docs")
+    assert aliases, f"warp_drive/compat.py has no {ALIAS_TABLE}"
+    found = []
+    for folder in ALIAS_FREE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            module = rel[:-3].replace("/", ".").removesuffix(".__init__")
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names = _imported_names(module, path.name == "__init__.py", node)
+                    found += [f"{rel}:{node.lineno} imports {n}" for n in names if n in aliases]
+    assert not found, "imports of former paths (import the module's new path, MOVED_ALIASES's value):\n  " + "\n  ".join(found)
+
+
+def training_folder(path: str) -> str:
+    """``warp_drive/training/<folder>`` of a file under it, or ``warp_drive/training`` for its flat modules."""
+    parts = path.split("/")
+    return "/".join(parts[:3]) if len(parts) > 3 else "/".join(parts[:2])
+
+
+def test_no_two_folders_of_training_import_each_other(structure):
+    """Issue 38: engine, run, algorithms, models, ... are floors, not a web: no two folders of ``warp_drive/training/``
+    (its flat modules counted as one) import each other, re-exports left out. Models import no algorithm: a model's
+    parts (head outputs, the observation normalizer) live in ``models/``."""
+    graph = structure[0]
+    shims = reexport_files(sorted(graph), compat_tables())
+    arrows: dict[tuple[str, str], str] = {}
+    for a, targets in graph.items():
+        if not a.startswith("warp_drive/training/") or a in shims:
+            continue
+        for b, line in targets.items():
+            if b.startswith("warp_drive/training/") and b not in shims and training_folder(a) != training_folder(b):
+                arrows.setdefault((training_folder(a), training_folder(b)), f"{a}:{line} imports {b}")
+    both = sorted(f"{arrows[(x, y)]}  <->  {arrows[(y, x)]}" for x, y in arrows if (y, x) in arrows and x < y)
+    assert not both, "folders of warp_drive/training/ that import each other:\n  " + "\n  ".join(both)

@@ -45,7 +45,7 @@ def lsbs(tmp_path, monkeypatch):
     monkeypatch.setattr(mod, "BACKEND", "cpu")
     monkeypatch.setattr(mod, "SIDE", tmp_path / "side")
     monkeypatch.chdir(tmp_path)
-    from warp_drive.training.checkpoint import policy_file_state
+    from warp_drive.training.run.checkpoint import policy_file_state
 
     assert mod.pretrained_dir() == published
     trainer = mod.build_trainer(mod.published_config())

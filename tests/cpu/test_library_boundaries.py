@@ -11,7 +11,10 @@ Read from the source (AST), no imports of the modules checked:
 - one backend alias table (``warp_drive/vocab/backends.py``), one did-you-mean helper
   (``warp_drive/utils/checks.closest_match``: the only ``difflib`` user);
 - no bare ``ValueError`` / ``RuntimeError`` raised outside ``warp_drive/training/`` (typed errors
-  from ``warp_drive/errors.py``).
+  from ``warp_drive/errors.py``);
+- Lightning (``warp_drive/training/lightning/``) and the command lines (``warp_drive/cli/``) use no 2.7.1
+  class (issue 38): they import neither the module of ``Trainer271`` nor a 2.7.1 path, and name no
+  2.7.1 trainer class; the plain ``Trainer`` and its engine are theirs.
 """
 
 from __future__ import annotations
@@ -153,3 +156,45 @@ def test_no_bare_builtin_errors_outside_training(builtin):
                 if isinstance(exc, ast.Name) and exc.id == builtin:
                     found.append(f"{_rel(path)}:{node.lineno}")
     assert not found, f"raise {builtin} (use a typed error of warp_drive/errors.py): {found}"
+
+
+#: The module of the one 2.7.1 trainer class, and the names of 2.7.1's trainer classes.
+TRAINER_271_MODULE = "warp_drive.training.run.trainer271"
+TRAINER_271_NAMES = frozenset({"Trainer271", "TrainerA2C", "TrainerBase", "TrainerDDPG", "trainer_class_for"})
+
+
+def compat_class_uses(path: Path, former: set[str]) -> list[str]:
+    """``line: what`` wherever ``path`` imports the module of :data:`TRAINER_271_NAMES` or a module of
+    ``former`` (2.7.1's paths and this project's former ones), or names one of those classes."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [f"{node.lineno}: import {a.name}" for a in node.names if a.name == TRAINER_271_MODULE or a.name in former]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == TRAINER_271_MODULE or node.module in former:
+                out.append(f"{node.lineno}: from {node.module} import ...")
+            out += [f"{node.lineno}: imports {a.name}" for a in node.names if a.name in TRAINER_271_NAMES]
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in TRAINER_271_NAMES:
+                out.append(f"{node.lineno}: names {name}")
+    return out
+
+
+def test_the_check_sees_every_use_of_a_compat_class(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import warp_drive.training.run.trainer271\nfrom warp_drive.training.trainer import Trainer\n"
+                     "from x import Trainer271\ny = mod.TrainerDDPG\nfrom warp_drive.training.run.trainer import Trainer\n")
+    found = compat_class_uses(probe, {"warp_drive.training.trainer"})
+    assert [f.split(":")[0] for f in found] == ["1", "2", "3", "4"], found
+
+
+def test_lightning_and_the_cli_use_no_compat_class():
+    """Lightning and the command lines train the plain Trainer and its engine; 2.7.1's class is for 2.7.1 code."""
+    from warp_drive.compat import COMPAT_MODULES, MOVED_ALIASES, MOVED_MODULES
+
+    former = set(COMPAT_MODULES) | set(MOVED_MODULES) | set(MOVED_ALIASES)
+    shims = _shim_files()
+    found = {_rel(p): uses for folder in (PACKAGE / "training" / "lightning", PACKAGE / "cli") for p in _sources(folder)
+             if _rel(p) not in shims and (uses := compat_class_uses(p, former))}
+    assert not found, f"Lightning and the command lines use a 2.7.1 class or path: {found}"

@@ -376,7 +376,7 @@ def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
         from warp_drive.cli import train as cli
         from warp_drive.config import load_run_config
         from warp_drive.managers.numba_function_manager import NumbaFunctionManager
-        from warp_drive.training.build import build_trainer
+        from warp_drive.training.run.build import build_trainer
 
         raw = {{"name": "single_cartpole", "env": {{"episode_length": 10, "seed": 3, "fresh_start_states": True}},
                "policy": {{"shared": {{"to_train": True, "num_epochs": 2}}}},
@@ -386,10 +386,10 @@ def test_training_runs_the_numba_steps_from_a_run_config_and_the_cli(tmp_path):
         trainer = build_trainer(config, ClassicControlCartPoleEnv, backend=config.trainer.env_backend,
                                 results_dir={str(tmp_path / "api")!r}, verbose=False)
         try:
-            assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
-            assert trainer.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
+            assert isinstance(trainer.engine.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+            assert trainer.engine.env_wrapper.env.step_function_name == "NumbaClassicControlCartPoleEnvStep"
             trainer.train()
-            assert trainer.iteration == 2, trainer.iteration
+            assert trainer.engine.iteration == 2, trainer.engine.iteration
         finally:
             trainer.graceful_close()
         plan = cli.plan_run(cli.parse_args(["--env", "cartpole", "--backend", "numba", "--results_dir",

@@ -53,7 +53,7 @@ def test_readme_add_an_algorithm_names_the_real_api(monkeypatch):
     """The block runs against the real registry (restored afterwards), and its load_run_config and
     build_trainer calls bind to the real signatures (stand-ins return a config and a trainer)."""
     import warp_drive.config
-    import warp_drive.training.build as build
+    import warp_drive.training.run.build as build
     from warp_drive.config import algorithms
     from warp_drive.training.trainer import Trainer
 

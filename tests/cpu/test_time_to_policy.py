@@ -124,7 +124,7 @@ def test_every_benchmark_target_has_a_shipped_fast_config(bench):
 def test_each_fast_config_loads_resolves_and_trains_two_iterations_on_the_cpu(name, tmp_path):
     from warp_drive.cli.setup_and_train import run_config_path
     from warp_drive.config import load_run_config
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
     from warp_drive.training.setup_and_train import env_class_for
 
     config = load_run_config(run_config_path(name), ["trainer.env_backend=cpu", f"saving.basedir={tmp_path}",
@@ -166,7 +166,7 @@ def test_the_tag_row_plays_against_published_policies_on_a_tiny_cpu_config(bench
     monkeypatch.setenv("WARP_DRIVE_PRETRAINED_DIR", str(published))
     monkeypatch.setattr(lsbs, "BACKEND", "cpu")
     monkeypatch.chdir(tmp_path)
-    from warp_drive.training.checkpoint import policy_file_state
+    from warp_drive.training.run.checkpoint import policy_file_state
 
     trainer = lsbs.build_trainer(lsbs.published_config())
     for tag, name in lsbs.FILES.items():

@@ -28,7 +28,7 @@ def _config(tmp_path, envs, steps, iters, seed=1):
 
 
 def test_ddpg_pendulum_short_run_improves_on_the_gpu(tmp_path):
-    from warp_drive.training.ddpg import TrainerDDPG
+    from warp_drive.training.trainers.trainer_ddpg import TrainerDDPG
 
     t = TrainerDDPG(_wrapper(256), _config(tmp_path, 256, 8, 600), verbose=False)
     assert t.device.type == "cuda"

@@ -59,7 +59,7 @@ def _signal_when(cmd: list[str], ready, signum: int, cwd: Path) -> tuple[int, st
 
 
 def _rows(run: Path) -> list[int]:
-    from warp_drive.training.metrics import read_metrics
+    from warp_drive.training.run.metrics import read_metrics
 
     return [r["iteration"] for r in read_metrics(run / "metrics.jsonl")]
 
@@ -75,7 +75,7 @@ def test_main_script_sigint_then_sigterm_on_the_gpu_checkpoint_resume_and_exit_c
     """SIGINT mid-run: exit 130 after the iteration in progress (a CUDA-graph replay is not interrupted)
     with a checkpoint; ``--resume`` continues from it in the same folder, and SIGTERM stops that run
     with 143; the metric rows hold each iteration once, up to the newest checkpoint."""
-    from warp_drive.training import checkpoint as ckpt
+    from warp_drive.training.run import checkpoint as ckpt
     from warp_drive.training.example_training_script import PROG
 
     run = tmp_path / "run"
@@ -107,11 +107,11 @@ def test_main_script_sigint_then_sigterm_on_the_gpu_checkpoint_resume_and_exit_c
 def test_lightning_cli_sigint_on_the_gpu_stops_after_the_iteration_in_progress(tmp_path, monkeypatch, capsys, caplog):
     """Iterations count as slow here (threshold 0 s), which on the cpu backend lets a stop end the
     iteration inside (test_lightning_stop_inside.py). With the GPU's CUDA-graph rollout
-    (``Trainer.stops_inside_iterations()`` is False) a SIGINT sent inside iteration 2 lets it finish:
+    (``long_runs.stops_inside`` is False) a SIGINT sent inside iteration 2 lets it finish:
     exit 130, "stopped after iteration 2" with nothing discarded, and last.ckpt holds the weights of
     the end of iteration 2; the checkpoint resumes."""
     pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
-    import warp_drive.training.long_runs as long_runs
+    import warp_drive.training.run.long_runs as long_runs
     from tests.cpu.training.test_lightning_cli_runs import TINY_TAG
     from warp_drive.training.lightning import cli_runs
     from warp_drive.cli import lightning_train as cli
@@ -124,7 +124,7 @@ def test_lightning_cli_sigint_on_the_gpu_stops_after_the_iteration_in_progress(t
     def training_step(self, batch, batch_idx):
         if self.engine.iteration == 1 and "graphed" not in seen:  # the second iteration begins
             seen["graphed"] = self.engine.graphed_rollout is not None
-            seen["inside"] = self.engine.stops_inside_iterations()
+            seen["inside"] = long_runs.stops_inside(1.0, 1, self.engine)  # slow (threshold 0 s), one process
             os.kill(os.getpid(), signal.SIGINT)
         result = real_step(self, batch, batch_idx)
         if self.engine.iteration == 2:
@@ -183,8 +183,8 @@ def test_nan_reward_in_the_gpu_data_store_stops_with_exit_5_and_a_finite_checkpo
     """A NaN written into the device rewards at the 3rd step of iteration 3 (50 steps per iteration) stops
     training at the end of iteration 3 with exit 5 and the message naming the rewards, the rollout
     step, env and agent; the newest checkpoint is iteration 2's and its weights are finite."""
-    from warp_drive.training import checkpoint as ckpt
-    from warp_drive.training import run_failures as rf
+    from warp_drive.training.run import checkpoint as ckpt
+    from warp_drive.training.run import run_failures as rf
 
     _poison_rewards(monkeypatch, at_step=2 * 50 + 3, env=2, agent=0)
     run = tmp_path / "run"
@@ -247,7 +247,7 @@ def test_tampered_or_emptied_kernel_cache_entry_is_rebuilt_by_nvcc_and_runs(tmp_
 LAUNCH_FAILS_AFTER_ITERATION_2 = """
 import sys
 from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training import example_training_script as script
 
 written, real_write, real_launch = [], ckpt.write_checkpoint, PyCUDAFunctionManager.launch
@@ -268,7 +268,7 @@ sys.exit(script.main(sys.argv[1:]))
 def test_a_failing_driver_call_in_training_exits_6_with_the_short_device_message(tmp_path):
     """In a subprocess (its context is its own): exit 6, "error: CUDA/device error: cuLaunchKernel failed ...",
     no traceback on stderr (it is in error.log), and the intact checkpoint (iteration 2) named for --resume."""
-    from warp_drive.training import run_failures as rf
+    from warp_drive.training.run import run_failures as rf
 
     run = tmp_path / "run"
     res = subprocess.run([sys.executable, "-c", LAUNCH_FAILS_AFTER_ITERATION_2, *GPU_RUN, "trainer.use_cuda_graph=false",

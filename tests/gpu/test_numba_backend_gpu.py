@@ -136,7 +136,7 @@ def test_training_on_the_numba_backend_with_a_cuda_graph(tmp_path):
     from example_envs.tag_continuous.tag_continuous import TagContinuous
     from warp_drive.config import load_run_config
     from warp_drive.managers.numba_function_manager import NumbaFunctionManager
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
 
     raw = {"name": "tag_continuous", "env": {"num_taggers": 2, "num_runners": 8, "episode_length": 20, "seed": 1},
            "policy": {"runner": {"to_train": True}, "tagger": {"to_train": True}},
@@ -145,9 +145,9 @@ def test_training_on_the_numba_backend_with_a_cuda_graph(tmp_path):
     config = load_run_config(raw)
     trainer = build_trainer(config, TagContinuous, backend="numba", results_dir=str(tmp_path), verbose=False)
     try:
-        assert isinstance(trainer.env_wrapper.cuda_function_manager, NumbaFunctionManager)
+        assert isinstance(trainer.engine.env_wrapper.cuda_function_manager, NumbaFunctionManager)
         trainer.train()
-        assert trainer.iteration == 3 and trainer.graphed_rollout is not None
+        assert trainer.engine.iteration == 3 and trainer.engine.graphed_rollout is not None
     finally:
         trainer.graceful_close()
 

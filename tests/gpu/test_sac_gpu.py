@@ -19,7 +19,7 @@ def _train_bundled(name, tmp_path, seed=None):
     from warp_drive.cli.envs import env_class_for
     from warp_drive.cli.setup_and_train import run_config_path
     from warp_drive.config import load_run_config
-    from warp_drive.training.build import build_trainer
+    from warp_drive.training.run.build import build_trainer
 
     overrides = ["trainer.env_backend=pycuda", f"saving.basedir={tmp_path}", "saving.metrics_log_freq=1000000",
                  "saving.checkpoint_every_seconds=0"]
@@ -33,7 +33,7 @@ def _train_bundled(name, tmp_path, seed=None):
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     result = trainer.evaluate(total_episodes=100, random_baseline=False)["shared"]
-    p = trainer.policies["shared"]
+    p = trainer.engine.policies["shared"]
     logger.warning("%s on %s: %d env steps, %.1f s, greedy %.2f over %d episodes", name, torch.cuda.get_device_name(),
                    p.env_steps, seconds, result["episode_return"].mean(), result["num_episodes"])
     return trainer, result, seconds
@@ -41,8 +41,8 @@ def _train_bundled(name, tmp_path, seed=None):
 
 def test_pendulum_sac_reaches_minus_200_greedy_on_the_gpu(tmp_path):
     trainer, result, _ = _train_bundled("single_pendulum_sac", tmp_path)
-    p = trainer.policies["shared"]
-    assert trainer.device.type == "cuda"
+    p = trainer.engine.policies["shared"]
+    assert trainer.engine.device.type == "cuda"
     assert p.replay.data["obs"].is_cuda and p.buffers.next_obs.is_cuda and p.nets.log_alpha.is_cuda
     assert all(q.is_cuda for q in p.nets.target_critic.parameters())
     assert result["num_episodes"] >= 100

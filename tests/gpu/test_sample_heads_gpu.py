@@ -86,7 +86,7 @@ def test_kernel_equals_numpy_twin(E, N, agents, sizes):
 
 
 def test_kernel_replays_from_a_cuda_graph():
-    from warp_drive.training.cuda_graph import GraphedRollout
+    from warp_drive.training.engine.cuda_graph import GraphedRollout
 
     E, N, agents, sizes = 300, 7, [6, 5, 1, 2], [20, 3]
     eager, graphed = (make_case(pycuda_backend, E, N, agents, len(sizes)) for _ in range(2))

@@ -158,12 +158,19 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[frozenset[str]]:
 
 
 # ----------------------------------------------------------------------------- the layers of the doc
-def compat_tables(path: Path = ROOT / COMPAT) -> dict[str, list[str]]:
-    """The module tables of ``warp_drive/compat.py`` (``NAME: dict[str, str] = {...}``), by name."""
+#: The table of ``warp_drive/compat.py`` whose former paths are aliases of moved training modules (no file stands
+#: there: an import finder maps them, :func:`warp_drive.compat.install_moved_aliases`).
+ALIAS_TABLE = "MOVED_ALIASES"
+
+
+def compat_tables(path: Path = ROOT / COMPAT, aliases: bool = False) -> dict[str, list[str]]:
+    """The module tables of ``warp_drive/compat.py`` (``NAME: dict[str, str] = {...}``), by name: those of the
+    re-export files, or (``aliases``) only :data:`ALIAS_TABLE`, the former paths that have no file."""
     tables = {}
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Dict):
-            tables[node.target.id] = list(ast.literal_eval(node.value))
+            if (node.target.id == ALIAS_TABLE) == aliases:
+                tables[node.target.id] = list(ast.literal_eval(node.value))
     return tables
 
 

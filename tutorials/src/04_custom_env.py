@@ -415,7 +415,7 @@ config = {
                           "model": {"fc_dims": [32, 32]}}},
     "saving": {"metrics_log_freq": 1, "model_params_save_freq": 1000},
 }
-from warp_drive.training.metrics import read_metrics
+from warp_drive.training.run.metrics import read_metrics
 
 trainer = Trainer(wrapper, config, results_dir=Path("runs/gather").resolve(), verbose=False)
 before = trainer.evaluate(deterministic=False)["shared"]["episode_return"].mean()

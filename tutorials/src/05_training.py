@@ -126,11 +126,11 @@ print(f"greedy episode return: {before:.1f} before training, {after:.1f} after (
 # %% [markdown]
 # ## 3. The learning curve
 #
-# `warp_drive.training.plot` draws every `*episode_return_mean` metric (and the throughput) against
-# env steps. From a shell: `python -m warp_drive.training.plot runs/cartpole/metrics.jsonl`.
+# `warp_drive.training.run.plot` draws every `*episode_return_mean` metric (and the throughput) against
+# env steps. From a shell: `python -m warp_drive.training.run.plot runs/cartpole/metrics.jsonl`.
 
 # %%
-from warp_drive.training.plot import plot_learning_curves
+from warp_drive.training.run.plot import plot_learning_curves
 
 png = plot_learning_curves(trainer.save_dir)
 print("saved", png)
@@ -252,7 +252,7 @@ show(gif)
 #
 # * `load_run_config(path, overrides)` -> `EnvWrapper` -> `Trainer(wrapper, config, policy_map)` ->
 #   `train()`.
-# * Metrics in `results_dir/metrics.jsonl`; `warp_drive.training.plot` draws them.
+# * Metrics in `results_dir/metrics.jsonl`; `warp_drive.training.run.plot` draws them.
 # * `evaluate`, `save_checkpoint` / `load_checkpoint`.
 # * `rollout_animation.collect_episode` + `render_episode` (the env's render hook) for a GIF.
 #

@@ -5,7 +5,7 @@
 # `LightningModule`, so Lightning's loggers, checkpoints, callbacks and multi-GPU strategies apply.
 # Nothing moves off the device:
 #
-# * the **engine** is the `Trainer` of tutorial 5: env replicas, sampler, models, optimizers and
+# * the **engine** is the one the `Trainer` of tutorial 5 holds: env replicas, sampler, models, optimizers and
 #   rollout buffers on one device;
 # * the **data module** yields one on-device rollout per batch (`{policy tag: {obs, actions,
 #   advantages, returns, ...}}`, GPU tensors, no workers, no copies);
@@ -34,7 +34,7 @@ print("backend:", BACKEND)
 #
 # With several GPUs every process must build its env replicas on its own GPU, after Lightning has
 # chosen that GPU. So the module is built from an **engine factory**:
-# `factory(rank=, world_size=, device_id=) -> Trainer`. `ExampleEnvEngineFactory` builds engines for
+# `factory(rank=, world_size=, device_id=) -> Trainer` (or an `Engine`). `ExampleEnvEngineFactory` builds engines for
 # the bundled example envs from their run configs, with dotted overrides; any callable with that
 # signature works for your own envs.
 #
@@ -65,8 +65,9 @@ factory = ExampleEnvEngineFactory(
         "policy.shared.num_minibatches=4", "policy.shared.normalize_advantage=true",
     ],
 )
-engine = factory(rank=0, world_size=1, device_id=0 if BACKEND == "pycuda" else None)
-module = WarpDriveModule(engine, iterations_per_epoch=4)  # an epoch = 4 rollouts = one 200-step episode
+trainer_run = factory(rank=0, world_size=1, device_id=0 if BACKEND == "pycuda" else None)  # a Trainer: engine + run folder
+module = WarpDriveModule(trainer_run, iterations_per_epoch=4)  # an epoch = 4 rollouts = one 200-step episode
+engine = module.engine  # the Trainer's engine, which the module trains
 print("engine on", engine.device, "| policies:", list(engine.policies),
       "| rollouts per Lightning epoch:", module.iterations_per_epoch)
 
@@ -152,7 +153,7 @@ print("resumed and trained to epoch", more.current_epoch, "- rollouts:", engine.
 # %%
 restored = WarpDriveModule(engine_factory=factory)
 restored.restore_checkpoint(more.checkpoint_callback.last_model_path)
-result = restored.engine.evaluate(deterministic=True)["shared"]
+result = restored.run_trainer.evaluate(deterministic=True)["shared"]
 print(f"restored at rollout {restored.engine.iteration}: greedy episode return {result['episode_return'].mean():.1f}")
 
 # %% [markdown]

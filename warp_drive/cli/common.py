@@ -42,7 +42,7 @@ def explain_error(err: BaseException) -> str | None:
     """The one- or two-line message for an expected error, or None for a bug (shown with its traceback)."""
     if isinstance(err, WarpDriveError):
         return f"error: {' '.join(str(err).split())}\n(add --debug to see the traceback)"
-    from warp_drive.training.auto_scale import is_out_of_memory
+    from warp_drive.training.run.auto_scale import is_out_of_memory
 
     if is_out_of_memory(err):
         return (f"error: this configuration does not fit in GPU memory ({str(err).splitlines()[0]}). Lower "

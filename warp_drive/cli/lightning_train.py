@@ -32,8 +32,8 @@ from warp_drive.cli.envs import example_env_names, resolve_env
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training.interrupt import IterationAborted, stop_outside_training, signal_name
-from warp_drive.training.run_failures import RunFailures
-from warp_drive.training.run_folder import check_writable, default_run_name
+from warp_drive.training.run.run_failures import RunFailures
+from warp_drive.training.run.run_folder import check_writable, default_run_name
 
 logger = logging.getLogger("warp_drive.training.lightning.train")
 
@@ -69,11 +69,11 @@ def _devices(text: str) -> int | str | list[int]:
 
 
 def run(args: argparse.Namespace, failures: Any = None, argv: Sequence[str] | None = None) -> int:
-    """Builds and fits; ``failures`` (a :class:`~warp_drive.training.run_failures.RunFailures`) learns the
+    """Builds and fits; ``failures`` (a :class:`~warp_drive.training.run.run_failures.RunFailures`) learns the
     run folder when training starts. Returns 0, or 130 / 143 after a SIGINT / SIGTERM stop."""
     import torch
 
-    from warp_drive.training.checkpoint import verify_archive
+    from warp_drive.training.run.checkpoint import verify_archive
     from warp_drive.training.distributed import clear_torch_process_group
     from warp_drive.training.lightning import (
         EpisodeReturnLogger,
@@ -164,7 +164,7 @@ PROG = "python -m warp_drive.training.lightning.train"
 
 def engine_run_name() -> str:
     """The engine's own folder name under ``<results_dir>/engine``: unique per run
-    (:func:`~warp_drive.training.run_folder.default_run_name`), the same on every DDP rank (rank 0
+    (:func:`~warp_drive.training.run.run_folder.default_run_name`), the same on every DDP rank (rank 0
     chooses it before Lightning starts the other ranks, which inherit it through the environment)."""
     name = os.environ.get(_ENGINE_RUN_ENV) if os.environ.get("LOCAL_RANK", "0") != "0" else None
     if not name:  # rank 0 (or no DDP): a fresh name on every run, also for runs in one process
@@ -183,7 +183,7 @@ def resume_command(argv: Sequence[str] | None, checkpoint: str | Path | None) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run.run_failures`)."""
     with stop_outside_training():  # SIGTERM outside training: exit 143 with a message
         return _main(argv)
 

@@ -34,9 +34,9 @@ from warp_drive.utils.checks import closest_match
 from warp_drive.config._yaml import yaml_loads
 from warp_drive.vocab.backends import uses_gpu
 from warp_drive.errors import ConfigError
-from warp_drive.training.build import build_trainer
+from warp_drive.training.run.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training
-from warp_drive.training.run_folder import check_writable, default_run_name
+from warp_drive.training.run.run_folder import check_writable, default_run_name
 from warp_drive.cuda.device import choose_backend
 
 _RUN_CONFIGS = resources.files("warp_drive.training").joinpath("run_configs")
@@ -92,7 +92,7 @@ def setup_trainer_and_train(
     if results_directory is None:  # one process: a unique name; several: one that every device process agrees on
         results_directory = default_run_name() if num_devices == 1 else str(int(time.time()))
     if device_id == 0:  # before anything is built
-        from warp_drive.training.trainer import run_directory
+        from warp_drive.training.run.trainer import run_directory
 
         check_writable(run_directory(config, results_directory).resolve())
     trainer = build_trainer(config, env_class_for(config.name), backend=backend, rank=device_id, world_size=num_devices,
@@ -105,7 +105,7 @@ def setup_trainer_and_train(
         trainer.graceful_close()
     if verbose and device_id == 0:
         wall = time.perf_counter() - start
-        print(f"Training steps/s: {trainer.perf['steps'] / wall:,.0f} ({trainer.iteration} iterations, "
+        print(f"Training steps/s: {trainer.engine.perf['steps'] / wall:,.0f} ({trainer.engine.iteration} iterations, "
               f"results in {trainer.save_dir})")
 
 
@@ -193,7 +193,7 @@ def _main(args: argparse.Namespace, setup: Any) -> None:
     config = yaml_loads(run_config_path(args.env).read_text())
     num_gpus = args.num_gpus
     if args.auto_scale:
-        from warp_drive.training.auto_scale import perform_auto_vertical_scaling
+        from warp_drive.training.run.auto_scale import perform_auto_vertical_scaling
 
         config = perform_auto_vertical_scaling(setup, config)
         num_gpus = torch.cuda.device_count()

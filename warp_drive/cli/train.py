@@ -45,10 +45,10 @@ from warp_drive.config.schema import SavingConfig
 from warp_drive.config.load import load_raw_config
 from warp_drive.vocab.backends import canonical_backend, uses_gpu
 from warp_drive.errors import CheckpointError, ConfigError
-from warp_drive.training.build import build_trainer
+from warp_drive.training.run.build import build_trainer
 from warp_drive.training.interrupt import TrainingInterrupted, stop_outside_training, signal_name
-from warp_drive.training.run_failures import RunFailures, resume_folder
-from warp_drive.training.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
+from warp_drive.training.run.run_failures import RunFailures, resume_folder
+from warp_drive.training.run.run_folder import check_writable, claim_run_folder, default_run_name, release_if_empty, run_base
 from warp_drive.cuda.device import backend_choice, choose_backend
 
 logger = logging.getLogger("warp_drive.training.example_training_script")
@@ -120,7 +120,7 @@ class RunPlan:
 def results_folder_for(args: argparse.Namespace, raw_config: dict | None) -> tuple[Path, bool]:
     """The run folder and whether its name is a default one: ``--resume``'s folder, ``--results_dir``
     (relative to the cwd), or ``saving.basedir/name/tag/<unix time>.<microseconds>-<pid>-<random>``
-    (:mod:`warp_drive.training.run_folder`)."""
+    (:mod:`warp_drive.training.run.run_folder`)."""
     if args.resume:
         resume = Path(chk.as_path(args.resume, "--resume")).expanduser().resolve()
         if not resume.exists():
@@ -162,7 +162,7 @@ def plan_run(args: argparse.Namespace, announce: bool = True) -> RunPlan:
     ctx = init_from_env(backend)
     checkpoint = state = None
     if args.resume:
-        from warp_drive.training.checkpoint import resolve_checkpoint
+        from warp_drive.training.run.checkpoint import resolve_checkpoint
 
         checkpoint, state = resolve_checkpoint(args.resume)
         if source is None:
@@ -216,7 +216,7 @@ def _cpu_sized_overrides(args: argparse.Namespace, backend: str, env: ResolvedEn
 
 
 def _check_resume(state: dict, config: Any, checkpoint: Path, cpu_sized: bool) -> None:
-    from warp_drive.training.checkpoint import check_resume_compatible
+    from warp_drive.training.run.checkpoint import check_resume_compatible
 
     try:
         check_resume_compatible(state, config, checkpoint)
@@ -259,7 +259,7 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
     import torch
 
-    from warp_drive.training.auto_scale import gpu_free_bytes, search
+    from warp_drive.training.run.auto_scale import gpu_free_bytes, search
 
     if choose_backend(args.backend) != "pycuda":
         raise ConfigError("--auto_scale sizes runs for GPU memory; it needs the pycuda backend and a GPU")
@@ -296,7 +296,7 @@ def auto_scale_overrides(args: argparse.Namespace) -> list[str]:
 
 # ----------------------------------------------------------------------------- running
 def run(args: argparse.Namespace, failures: Any = None) -> int:
-    """Plans, builds and trains; ``failures`` (a :class:`~warp_drive.training.run_failures.RunFailures`)
+    """Plans, builds and trains; ``failures`` (a :class:`~warp_drive.training.run.run_failures.RunFailures`)
     learns the run folder once training starts."""
     if args.auto_scale:
         args.overrides = [*args.overrides, *auto_scale_overrides(args)]
@@ -316,16 +316,16 @@ def _run_plan(args: argparse.Namespace, plan: RunPlan, failures: Any) -> int:
         for note in plan.notes:
             print(note, flush=True)
     trainer = build(args, plan)
-    from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
-    from warp_drive.training.run_summary import print_finished, print_random_comparison, print_summary
+    from warp_drive.training.run.long_runs import log_estimate, probe_iteration_seconds
+    from warp_drive.training.run.run_summary import print_finished, print_random_comparison, print_summary
 
     if plan.checkpoint is not None and plan.rank == 0:
-        print(f"resumed from {plan.checkpoint} at iteration {trainer.iteration} of {trainer.num_iters}", flush=True)
+        print(f"resumed from {plan.checkpoint} at iteration {trainer.engine.iteration} of {trainer.num_iters}", flush=True)
     if args.evaluate:
         if plan.rank == 0:
             print_random_comparison(trainer, args.eval_episodes)
         return 0
-    if trainer.iteration >= trainer.num_iters:  # a finished run: its evaluation, no training
+    if trainer.engine.iteration >= trainer.num_iters:  # a finished run: its evaluation, no training
         trainer.graceful_close()
         if plan.rank == 0:
             print_finished(trainer, args.eval_episodes)
@@ -333,9 +333,9 @@ def _run_plan(args: argparse.Namespace, plan: RunPlan, failures: Any) -> int:
     if failures is not None:
         failures.started(plan.run_dir)
     if plan.backend == "cpu" and plan.world_size == 1 and not _cpu_sized_overrides(args, plan.backend, plan.env):
-        seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer))  # a GPU-sized config says so
-        log_estimate(seconds, trainer.num_iters - trainer.iteration, "from a probe of a few env steps")
-    first = trainer.iteration
+        seconds = trainer.expect_iteration_seconds(probe_iteration_seconds(trainer.engine))  # a GPU-sized config says so
+        log_estimate(seconds, trainer.num_iters - trainer.engine.iteration, "from a probe of a few env steps")
+    first = trainer.engine.iteration
     start = time.perf_counter()
     try:
         trainer.train()
@@ -352,7 +352,7 @@ def _run_plan(args: argparse.Namespace, plan: RunPlan, failures: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run_failures`)."""
+    """Exit codes: docs/config_reference.md, "Exit codes" (:mod:`warp_drive.training.run.run_failures`)."""
     with stop_outside_training():  # SIGTERM from now on: exit 143 with a message (Trainer.train's handlers while it runs)
         return _main(argv)
 

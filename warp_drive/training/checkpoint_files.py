@@ -10,11 +10,12 @@ mismatch) and the ``path``.
 
 The policy weight files ``<tag>_<timestep>.state_dict`` are 2.7.1's (:func:`write_policy_files`,
 :func:`load_state_dict_file`). Whole checkpoints of a run folder (which file to resume from, whether
-it fits the run) are :mod:`warp_drive.training.checkpoint`'s.
+it fits the run) are :mod:`warp_drive.training.run.checkpoint`'s.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import tempfile
@@ -26,14 +27,16 @@ from typing import Any
 import torch
 
 from warp_drive.compat271.reference_format import strip_ddp_prefix, to_reference_state_dict
-from warp_drive.errors import CheckpointError
+from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.fully_connected import FullyConnected
 from warp_drive.utils.excerpt import excerpt
 
+logger = logging.getLogger(__name__)
+
 #: Version of the engine state a checkpoint holds (what :meth:`Engine.state_dict` writes).
 FORMAT_VERSION = 2
-#: Versions :func:`warp_drive.training.checkpoint.resolve_checkpoint` reads.
+#: Versions :func:`warp_drive.training.run.checkpoint.resolve_checkpoint` reads.
 READABLE_VERSIONS = (1, 2)
 
 
@@ -185,3 +188,61 @@ def load_state_dict_file(path: str | Path, device: torch.device | str = "cpu") -
         raise checkpoint_error(f"{str(path)!r} is not a plain state_dict (a mapping of parameter names to tensors); a full "
                      "trainer checkpoint is restored with Trainer.load_checkpoint() or --resume", "corrupt", Path(path))
     return strip_ddp_prefix(obj)
+
+
+def policy_files(policies: Mapping[str, Any]) -> dict[str, tuple[int, torch.nn.Module]]:
+    """``{file prefix: (timestep, module)}``: what the ``<prefix>_<timestep>.state_dict`` files of
+    ``policies`` (``{tag: policy}``) hold (prefix ``<tag>``, or ``<tag>_<role>`` for policies of several networks)."""
+    return {(f"{tag}_{role}" if role else tag): (p.timestep, module)
+            for tag, p in policies.items() for role, module in p.weight_files().items()}
+
+
+def configured_weight_files(policies: Mapping[str, Any]) -> dict[str, str]:
+    """``{tag: model.model_ckpt_filepath}`` of the policies' configs (empty paths for none)."""
+    return {tag: getattr(getattr(p.config, "model", None), "model_ckpt_filepath", "") for tag, p in policies.items()}
+
+
+def load_policy_weights(policies: Mapping[str, Any], ckpts_dict: Any, device: torch.device | str = "cpu") -> None:
+    """Load policy weights into ``policies`` (``{tag: policy}``): ``ckpts_dict`` is ``{tag: path}`` (or
+    ``{tag: {role: path}}`` for policies of several networks, e.g. DDPG's ``{"actor": path, "critic": path}``).
+
+    Files may be 2.7.1's ``.state_dict`` files (its parameter names) or ours; they are read with
+    ``torch.load(weights_only=True)``. As in 2.7.1, a policy's timestep (which drives its schedules)
+    is taken from the file names ``<tag>[_<role>]_<timestep>.state_dict`` when they have one, and
+    must agree across a policy's files. An empty path loads nothing.
+
+    Raises:
+        ConfigError: an unknown policy tag or role, a missing or unreadable file, weights that do
+            not fit the policy's networks (the message lists the mismatching names), or files of
+            one policy at different timesteps.
+    """
+    if not isinstance(ckpts_dict, Mapping):
+        raise ConfigError(f"ckpts_dict must map policy tags to file paths; got {type(ckpts_dict).__name__}")
+    for tag in ckpts_dict:
+        if tag not in policies:
+            raise ConfigError(f"checkpoint for unknown policy {tag!r}; policies: {', '.join(policies)}")
+    for tag, paths in ckpts_dict.items():
+        p = policies[tag]
+        roles = p.weight_files()
+        by_role = dict(paths) if isinstance(paths, Mapping) else {next(iter(roles)): paths}
+        unknown = sorted(set(by_role) - set(roles))
+        if unknown:
+            raise ConfigError(f"policy '{tag}' has no network {unknown[0]!r} to load; its files are "
+                              f"{{{', '.join(repr(r) for r in roles)}: path}}")
+        steps = {}
+        for role, path in by_role.items():
+            if not path:
+                continue
+            state = load_state_dict_file(path, device)
+            try:
+                p.load_weights(role, state)
+            except RuntimeError as err:
+                raise ConfigError(f"{path} does not fit {f'the {role} of ' if role else ''}policy '{tag}' "
+                                  f"({type(unwrap(roles[role])).__name__}): {err}") from err
+            steps[role] = timestep_from_filename(path)
+            logger.info("policy '%s' %sloaded from %s", tag, f"{role} " if role else "", path)
+        found = {s for s in steps.values() if s is not None}
+        if len(found) > 1:
+            raise ConfigError(f"policy '{tag}': its files are at different timesteps {steps}; load files saved together")
+        if found:
+            p.timestep = found.pop()

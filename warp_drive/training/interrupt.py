@@ -8,12 +8,12 @@ metric files agree, and raises :class:`TrainingInterrupted`. A second signal abo
 checkpoint files on disk stay intact: every write is atomic). The previous handlers are restored
 when ``train`` returns.
 
-Slow iterations (:data:`warp_drive.training.long_runs.SLOW_ITERATION_S` or more, one process): the
+Slow iterations (:data:`warp_drive.training.run.long_runs.SLOW_ITERATION_S` or more, one process): the
 trainer checkpoints every iteration boundary and allows a stop inside the iteration
 (:meth:`StopRequest.allow_abort`): the rollout checks at every env step and the update at every
 chunk (:func:`check_abort`), the partial iteration is discarded, and the checkpoint of the
 boundary it started from is the run's latest (``TrainingInterrupted.checkpoint``). The Lightning CLI
-uses the same request, checks and rule (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`;
+uses the same request, checks and rule (:meth:`~warp_drive.training.run.trainer.Trainer.stops_inside_iterations`;
 :mod:`warp_drive.training.lightning.cli_runs`).
 """
 

@@ -15,7 +15,7 @@ from warp_drive.config import RunConfig
 from warp_drive.config import algorithms as registry
 from warp_drive.errors import ConfigError, PolicyContractError
 from warp_drive.training.algorithms import AlgorithmEntry, Policy, register_algorithm
-from warp_drive.training.build import build_trainer
+from warp_drive.training.run.build import build_trainer
 from tests.helpers.toy_env import ToyLine
 
 #: a whole algorithm, as a user writes it in a package of their own: no file of warp_drive is edited

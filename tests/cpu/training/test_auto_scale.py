@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.auto_scale import search
+from warp_drive.training.run.auto_scale import search
 
 GIB = 2**30
 

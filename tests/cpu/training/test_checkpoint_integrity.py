@@ -12,7 +12,7 @@ import torch
 from tests.cpu.training.test_lightning import POLICY_MAP, _engine, _fit  # noqa: F401  (POLICY_MAP: its config)
 from tests.cpu.training.test_nonfinite import _trainer
 from warp_drive.errors import CheckpointError
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training.lightning import WarpDriveModule
 
 

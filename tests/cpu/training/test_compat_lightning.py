@@ -258,7 +258,7 @@ def test_constructor_errors(tmp_path):
     with pytest.raises(ConfigError, match="both positionally and as engine="):
         WarpDriveModule(engine, engine=engine)
     module = WarpDriveModule(engine)  # our positional form still works
-    assert module.engine is engine and not module.saves_policy_weights and module.iterations_per_epoch == 10
+    assert module.engine is engine.engine and module.run_trainer is engine and not module.saves_policy_weights and module.iterations_per_epoch == 10
 
 
 def test_perf_stats_callback_arguments_and_our_trainer_builder(tmp_path, capsys):

@@ -81,7 +81,7 @@ def test_obs_agent_axis_last_is_checked_against_the_placeholder(tmp_path):
 
 
 def test_policy_obs_reads_agent_last_placeholders_agent_first():
-    from warp_drive.training.acting import policy_obs
+    from warp_drive.training.engine.acting import policy_obs
 
     obs = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)  # (E, features, N)
     dm = SimpleNamespace(data_on_device_via_torch=lambda name: obs)
@@ -227,7 +227,7 @@ def test_evaluator_logs_test_episode_metrics(tmp_path):
 
 
 def test_neg_pos_env_ratio_keeps_successful_envs_and_samples_the_others(tmp_path):
-    from warp_drive.training.env_subset import env_subset
+    from warp_drive.training.engine.env_subset import env_subset
 
     cfg = _config(tmp_path, neg_pos_env_ratio=1.5)
     t = Trainer(_wrapper(), cfg, PMAP, verbose=False)

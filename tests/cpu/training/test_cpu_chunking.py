@@ -20,7 +20,7 @@ from warp_drive.training.algorithms.ppo import PPO
 from warp_drive.training.algorithms.update import CONSTANT_METRICS, update_policy
 from warp_drive.training.models.action_spec import ActionSpec
 from warp_drive.training.models.fully_connected import FullyConnected
-from warp_drive.training.acting import forward_in_chunks
+from warp_drive.training.engine.acting import forward_in_chunks
 from warp_drive.training.trainer import Trainer
 
 

@@ -56,7 +56,7 @@ def test_gemm_rate_is_positive_and_names_its_shapes(bench):
 
 
 def test_rollout_mode_says_whether_the_rollout_runs_in_env_parts(tmp_path, bench):
-    from warp_drive.training.cpu_pipeline import SEPARABLE
+    from warp_drive.training.engine.cpu_pipeline import SEPARABLE
 
     config = {"name": "toy", "trainer": {"num_envs": 4, "train_batch_size": 8, "num_episodes": 100, "env_backend": "cpu"},
               "policy": {"a": {"to_train": True, "algorithm": "A2C", "model": {"fc_dims": [8]}}},

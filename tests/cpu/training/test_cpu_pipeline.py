@@ -32,8 +32,8 @@ from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import SamplerError
-from warp_drive.training import cpu_pipeline
-from warp_drive.training.cpu_pipeline import SEPARABLE, why_not_parts
+from warp_drive.training.engine import cpu_pipeline
+from warp_drive.training.engine.cpu_pipeline import SEPARABLE, why_not_parts
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed
@@ -158,7 +158,7 @@ def test_parts_rollout_equals_the_plain_loop(tmp_path, monkeypatch, name):
 
 def test_a_timed_rollout_runs_in_parts_and_times_its_phases(tmp_path):
     """Logging iterations pass a phase timer: the parts time the first part's phases, same results."""
-    from warp_drive.training.phase_timer import PhaseTimer
+    from warp_drive.training.engine.phase_timer import PhaseTimer
 
     timed, plain = _trainer(tmp_path / "a", "tag", True), _trainer(tmp_path / "b", "tag", False)
     timer = PhaseTimer(torch.device("cpu"))

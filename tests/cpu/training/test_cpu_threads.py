@@ -130,7 +130,7 @@ def test_the_cli_with_config_and_with_resume_gets_the_choice_and_one_line(tmp_pa
     torch.set_num_threads(START)
     cpu_threads._last_set = None
     trainer = script.build(script.parse_args(["--resume", str(run), "--backend", "cpu", "--quiet"]))
-    assert trainer.iteration > 0 and torch.get_num_threads() == 1
+    assert trainer.engine.iteration > 0 and torch.get_num_threads() == 1
     assert _lines(caplog) == [f"{LINE}1 thread ({available_cores()} cores, os.sched_getaffinity; 4 agent rows a step, "
                               f"one thread per {ROWS_PER_THREAD}; set {ENV_VAR} to change)"]
 

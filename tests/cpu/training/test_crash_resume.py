@@ -22,9 +22,9 @@ import torch
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training.interrupt import TrainingInterrupted
-from warp_drive.training.metrics import read_metrics, truncate_metrics
+from warp_drive.training.run.metrics import read_metrics, truncate_metrics
 from warp_drive.training.trainer import Trainer
 
 ITERS = 12
@@ -278,13 +278,13 @@ def test_periodic_checkpoints_by_wall_clock_time(tmp_path, monkeypatch):
     clock = {"now": 1000.0}
     monkeypatch.setattr(time, "monotonic", lambda: clock["now"])
 
-    real_update = t.update_policies
+    real_update = t.engine.update_policies
 
     def update(*args, **kwargs):
         clock["now"] += 11.0  # each iteration takes 11 s
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(t, "update_policies", update)
+    monkeypatch.setattr(t.engine, "update_policies", update)
     t.train(7)
     names = sorted(p.name for p in (tmp_path / "run").glob("checkpoint_0*.pt"))
     # 30 s after the start (iteration 3) and after the last checkpoint (4 -> 7), plus every 4 iterations
@@ -292,7 +292,7 @@ def test_periodic_checkpoints_by_wall_clock_time(tmp_path, monkeypatch):
 
 
 def test_truncate_metrics_drops_later_rows_and_a_torn_line(tmp_path):
-    from warp_drive.training.metrics import MetricsWriter
+    from warp_drive.training.run.metrics import MetricsWriter
 
     with MetricsWriter(tmp_path, console_every=0) as w:
         for i in range(1, 6):

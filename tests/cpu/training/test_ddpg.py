@@ -17,7 +17,7 @@ from warp_drive.config import load_run_config
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.ddpg import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, nstep_returns
-from warp_drive.training.ddpg import (
+from warp_drive.training.run.trainer271 import (
     TrainerDDPG, trainer_class_for,
 )
 from warp_drive.training.models.actor_critic import FullyConnectedActionValueCritic, FullyConnectedActor
@@ -125,7 +125,7 @@ def test_the_one_trainer_trains_ddpg_and_trainer_ddpg_refuses_other_algorithms_a
     """DDPG runs through Trainer.train (one loop for every algorithm); TrainerDDPG keeps 2.7.1's
     rule (DDPG policies only, Box actions)."""
     from tests.helpers.toy_env import ToyLine
-    from warp_drive.training.ddpg import TrainerDDPG
+    from warp_drive.training.trainers.trainer_ddpg import TrainerDDPG
     from warp_drive.training.trainer import Trainer
 
     cfg = _pendulum_config(tmp_path)

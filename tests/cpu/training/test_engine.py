@@ -20,7 +20,7 @@ import torch
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
-from warp_drive.training.ddpg import TrainerDDPG
+from warp_drive.training.trainers.trainer_ddpg import TrainerDDPG
 from warp_drive.training.engine import Engine
 from warp_drive.training.trainer import Trainer
 
@@ -31,10 +31,13 @@ TOOL = ROOT / "tools" / "count_cross_module_attrs.py"
 #: 98 since the cpu backend's time probe (long_runs.py: the rollout, wrapper, policies and state of one iteration).
 #: 99 since the Lightning CLI stops inside slow iterations (lightning/cli_runs.py: the engine's
 #: ``stops_inside_iterations()`` and ``iteration``).
-READS_AFTER = 99
+#: 100 since the Trainer holds its engine and forwards nothing (issue 38): the Lightning module reads the config of
+#: the Trainer it is given through ``trainer.engine``.
+READS_AFTER = 100
 POLICY_MAP = {"a": [3, 1], "b": [0, 2]}
-#: Public members of the Engine class (issue 25: 42 before, when the Trainer was an Engine with 2.7.1's names).
-ENGINE_PUBLIC_MEMBERS = 21
+#: Public members of the Engine class (issue 25: 42 before, when the Trainer was an Engine with 2.7.1's names;
+#: 22 since ``num_iters``, which Lightning reads from the engine instead of a Trainer).
+ENGINE_PUBLIC_MEMBERS = 22
 
 
 def _trainer(tmp_path: Path, name: str = "run", **trainer) -> Trainer:
@@ -128,7 +131,7 @@ def test_evaluation_restores_the_sampling_mode_and_restarts_episodes(tmp_path):
 
 
 def test_the_trainer_has_an_engine_whose_surface_is_narrow(tmp_path):
-    """The Trainer (2.7.1's names) holds an engine; the engine's public surface is this project's own."""
+    """2.7.1's Trainer (Trainer271) holds an engine; the engine's public surface is this project's own."""
     t = _trainer(tmp_path)
     assert isinstance(t.engine, Engine) and not isinstance(t, Engine) and issubclass(TrainerDDPG, Trainer)
     assert t.policies is t.engine.policies and t.iteration == t.engine.iteration
@@ -138,6 +141,36 @@ def test_the_trainer_has_an_engine_whose_surface_is_narrow(tmp_path):
                  "num_devices", "save_dir", "log_metrics"):
         assert name not in public and hasattr(t, name), name
     assert len(public) <= ENGINE_PUBLIC_MEMBERS, public
+
+
+def test_the_plain_trainer_holds_the_engine_and_forwards_none_of_its_names(tmp_path):
+    """Issue 38: ``Trainer`` = engine + run folder + loop + checkpoint schedule; callers write ``trainer.engine.X``.
+    2.7.1's names (the engine's on the trainer, ``cuda_envs``, ...) are only Trainer271's, the class at 2.7.1's
+    paths; ``build_trainer`` returns the plain one."""
+    from warp_drive.training.run.build import build_trainer
+    from warp_drive.training.run.trainer import Trainer as PlainTrainer
+    from warp_drive.training.run.trainer271 import Trainer271
+
+    assert Trainer is Trainer271 and issubclass(Trainer271, PlainTrainer)
+    engine_names = {n for n in dir(Engine) if not n.startswith("_")}
+    plain_names = {n for n in dir(PlainTrainer) if not n.startswith("_")}
+    # no forwards: state_dict is the Trainer's own (the engine's plus the run folder and the periodic evaluation)
+    assert engine_names & plain_names == {"state_dict"}, sorted(engine_names & plain_names)
+    for name in ("cuda_envs", "models", "fetch_episode_states", "load_model_checkpoint", "actor_models", "policies"):
+        assert name not in plain_names and hasattr(Trainer271, name), name
+    cfg = {"name": "toy", "env": {"num_agents": 4, "episode_length": 10, "goal": 6.0},
+           "trainer": {"num_envs": 4, "train_batch_size": 40, "num_episodes": 8, "seed": 5},
+           "policy": {"shared": {"algorithm": "A2C", "model": {"fc_dims": [8]}}},
+           "saving": {"basedir": str(tmp_path)}}
+    from warp_drive.config import load_run_config
+
+    plain = build_trainer(load_run_config(cfg), ToyLine, backend="cpu", results_dir=tmp_path / "plain", verbose=False)
+    assert type(plain) is PlainTrainer and not hasattr(plain, "policies")
+    for name in ("engine", "save_dir", "num_iters", "train", "save_checkpoint", "load_checkpoint", "graceful_close",
+                 "evaluate", "state_dict"):
+        assert hasattr(plain, name), name
+    plain.train(1)
+    assert plain.engine.iteration == 1 and plain.engine.policies["shared"].timestep == 40
 
 
 # ----------------------------------------------------------------------------- the boundary

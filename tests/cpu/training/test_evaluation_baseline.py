@@ -17,10 +17,10 @@ from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training import evaluation as ev
+from warp_drive.training.run import evaluation as ev
 from warp_drive.training import example_training_script as script
-from warp_drive.training.random_policy import EpisodeKeyedUniform, UniformRandomActions, box_sampling_bounds
-from warp_drive.training.statistics import Interval, mean_interval, t_quantile_975
+from warp_drive.training.run.random_policy import EpisodeKeyedUniform, UniformRandomActions, box_sampling_bounds
+from warp_drive.training.run.statistics import Interval, mean_interval, t_quantile_975
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 

@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
 
-from warp_drive.training import run_failures as rf  # noqa: E402
+from warp_drive.training.run import run_failures as rf  # noqa: E402
 from warp_drive.training.lightning import cli_runs  # noqa: E402
 from warp_drive.cli import lightning_train as cli  # noqa: E402
 

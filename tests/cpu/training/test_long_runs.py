@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from warp_drive.training.checkpoint import resolve_checkpoint
+from warp_drive.training.run.checkpoint import resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from warp_drive.errors import ConfigError, DataShapeError, DataTypeError, WarpDriveError
-from warp_drive.training.metrics import (
+from warp_drive.training.run.metrics import (
     MetricsWriter,
     format_number,
     format_table,
@@ -179,7 +179,7 @@ def test_format_table_groups_and_alignment():
 
 
 def test_console_logging_every_n(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="warp_drive.training.metrics")
+    caplog.set_level(logging.INFO, logger="warp_drive.training.run.metrics")
     with MetricsWriter(tmp_path, console_every=2) as writer:
         for i in range(4):
             writer.write(i, 10 * i, {"perf/env_steps_per_s": 5000.0})

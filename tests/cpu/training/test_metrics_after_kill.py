@@ -13,8 +13,8 @@ import shutil
 import pytest
 
 from tests.cpu.training.test_crash_resume import ITERS, _rows, _trainer
-from warp_drive.training import checkpoint as ckpt
-from warp_drive.training.metrics import MetricsWriter, read_metrics, truncate_metrics
+from warp_drive.training.run import checkpoint as ckpt
+from warp_drive.training.run.metrics import MetricsWriter, read_metrics, truncate_metrics
 
 
 def _write(folder, iterations):

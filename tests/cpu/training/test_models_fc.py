@@ -229,7 +229,7 @@ def test_factory_errors():
 
 
 def test_cached_head_weights_give_the_same_outputs_and_only_without_grad():
-    from warp_drive.training.acting import cached_head_weights
+    from warp_drive.training.engine.acting import cached_head_weights
 
     torch.manual_seed(3)
     model = FullyConnected(6, [3, 4], fc_dims=(8,))

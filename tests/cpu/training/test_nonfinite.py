@@ -18,9 +18,9 @@ from tests.helpers.toy_env import ToyLine
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import NonFiniteError
 from warp_drive.managers.cpu_kernels import ERROR_BAD_VALUE
-from warp_drive.training import checkpoint as ckpt
-from warp_drive.training import trainer as trainer_module
-from warp_drive.training.finite_checks import check_iteration
+from warp_drive.training.run import checkpoint as ckpt
+from warp_drive.training.run import trainer as trainer_module
+from warp_drive.training.run.finite_checks import check_iteration
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 

@@ -10,7 +10,7 @@ import torch
 from warp_drive.compat271.reference_format import to_reference_state_dict
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms import PPO, ObsNormalizer, log_prob_and_entropy, update_policy
-from warp_drive.training.checkpoint import policy_file_state
+from warp_drive.training.run.checkpoint import policy_file_state
 from warp_drive.training.models import ActionSpec, FullyConnected
 
 

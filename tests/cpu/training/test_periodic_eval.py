@@ -13,8 +13,8 @@ from tests.helpers.toy_env import ToyLine
 from warp_drive.config import load_run_config
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError, ConfigError
-from warp_drive.training import periodic_eval as pe
-from warp_drive.training import run_summary
+from warp_drive.training.run import periodic_eval as pe
+from warp_drive.training.run import run_summary
 from warp_drive.training.trainer import Trainer
 
 T, E, N = 20, 8, 4
@@ -72,7 +72,7 @@ def test_schedule_is_the_first_every_nth_and_the_last_iteration():
 
 # ----------------------------------------------------------------------------- in the training loop
 def test_two_policies_are_each_evaluated_against_uniform_random_others(tmp_path, monkeypatch):
-    from warp_drive.training import evaluation as ev
+    from warp_drive.training.run import evaluation as ev
 
     seen = []
     play = ev.play_episodes

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.metrics import MetricsWriter, read_metrics
-from warp_drive.training.plot import default_keys, main, make_figure, plot_learning_curves
+from warp_drive.training.run.metrics import MetricsWriter, read_metrics
+from warp_drive.training.run.plot import default_keys, main, make_figure, plot_learning_curves
 
 pytest.importorskip("matplotlib", reason="matplotlib is not installed")
 
@@ -104,7 +104,7 @@ def test_cli_subprocess(run_dir, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "warp_drive.training.plot",
+        "warp_drive.training.run.plot",
         str(run_dir / "metrics.jsonl"),
         "-o",
         str(out),

@@ -90,7 +90,7 @@ def test_formats_without_a_counterpart_raise_config_error():
     gaussian = FullyConnected(5, ActionSpec(gaussian_dim=2), (4,))
     with pytest.raises(ConfigError, match="Gaussian head"):
         to_reference_state_dict(gaussian)
-    from warp_drive.training.checkpoint import policy_file_state
+    from warp_drive.training.run.checkpoint import policy_file_state
 
     assert "log_std" in policy_file_state(gaussian)  # written under its own names instead
 

@@ -2,7 +2,7 @@
 
 Without bootstrapping at time limits (``trainer.bootstrap_at_time_limit: false``, the Tag tutorial
 config) a rollout step resets the done envs before its one policy forward, which then runs on the
-observations after the reset (:mod:`warp_drive.training.rollout`). The bootstrap order forwards on
+observations after the reset (:mod:`warp_drive.training.engine.rollout`). The bootstrap order forwards on
 the observations before the reset and takes the saved reset observations' outputs for the done
 envs (or forwards a second time when the env has no saved reset observations). Same config and
 seed, one trainer per order (and one whose rollout runs in env parts, the cpu pipeline): every
@@ -31,7 +31,7 @@ from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import UsageError
-from warp_drive.training import cpu_pipeline
+from warp_drive.training.engine import cpu_pipeline
 from warp_drive.training.trainer import Trainer
 from warp_drive.utils.constants import Constants
 from warp_drive.utils.data_feed import DataFeed

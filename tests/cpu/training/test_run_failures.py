@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from warp_drive.errors import NonFiniteError
-from warp_drive.training import checkpoint as ckpt
+from warp_drive.training.run import checkpoint as ckpt
 from warp_drive.training import example_training_script as script
-from warp_drive.training import run_failures as rf
+from warp_drive.training.run import run_failures as rf
 
 # 4 iterations of 200 env steps, a checkpoint after each
 RUN = ["--env", "cartpole", "--backend", "cpu", "--quiet", "trainer.num_envs=4", "trainer.train_batch_size=200",
@@ -160,7 +160,7 @@ def test_config_mismatch_on_resume_lists_only_the_differing_keys(tmp_path, capsy
     (KeyError("surprise"), rf.EXIT_OTHER, "unexpected KeyError: 'surprise'"),
 ])
 def test_errors_during_training_have_their_exit_code(tmp_path, monkeypatch, capsys, error, code, what):
-    from warp_drive.training.trainer import Trainer
+    from warp_drive.training.run.trainer import Trainer  # the command lines' (plain) Trainer
 
     run = tmp_path / "run"
     monkeypatch.setattr(Trainer, "train", lambda self, num_iters=None: (_ for _ in ()).throw(error))

@@ -14,7 +14,7 @@ import pytest
 
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
-from warp_drive.training.run_folder import DEFAULT_BASEDIR, claim_run_folder, default_run_name
+from warp_drive.training.run.run_folder import DEFAULT_BASEDIR, claim_run_folder, default_run_name
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = [sys.executable, "-m", "warp_drive.training.example_training_script"]

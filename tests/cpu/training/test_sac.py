@@ -20,7 +20,7 @@ from warp_drive.training.algorithms.sac.update import SACNets, StepHooks, StepSe
 from warp_drive.training.models.actor_critic import FullyConnectedActionValueCritic
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.models.squashed_gaussian import SquashedGaussianActor
-from warp_drive.training.rollout import policy_obs
+from warp_drive.training.engine.rollout import policy_obs
 
 SMALL_MODEL = {"actor": {"fc_dims": [32, 32]}, "critic": {"fc_dims": [32, 32]}}
 

@@ -19,7 +19,7 @@ from warp_drive.cli.envs import env_class_for
 from warp_drive.cli.setup_and_train import run_config_path
 from warp_drive.config import load_run_config
 from warp_drive.config.load import load_raw_config
-from warp_drive.training.build import build_trainer
+from warp_drive.training.run.build import build_trainer
 
 logger = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[3]
@@ -46,7 +46,7 @@ def test_bundled_pendulum_sac_config_reaches_minus_200_greedy(tmp_path):
         trainer.train()
         seconds = time.perf_counter() - start
         after = trainer.evaluate(total_episodes=100, random_baseline=False)["shared"]
-    p = trainer.policies["shared"]
+    p = trainer.engine.policies["shared"]
     logger.info("SAC Pendulum: %d env steps, %.1f s, greedy %.1f over %d episodes", p.env_steps, seconds,
                 after["episode_return"].mean(), after["num_episodes"])
     assert p.env_steps == 10_240 and len(p.replay) == 10_240
@@ -66,7 +66,7 @@ def test_bundled_continuous_mountain_car_sac_config_reaches_90_greedy(tmp_path):
         seconds = time.perf_counter() - start
         after = trainer.evaluate(total_episodes=100, random_baseline=False)["shared"]
     logger.info("SAC MountainCarContinuous: %d env steps, %.1f s, greedy %.1f over %d episodes",
-                trainer.policies["shared"].env_steps, seconds, after["episode_return"].mean(), after["num_episodes"])
+                trainer.engine.policies["shared"].env_steps, seconds, after["episode_return"].mean(), after["num_episodes"])
     assert after["num_episodes"] >= 100
     assert after["episode_return"].mean() >= 90, (after["episode_return"].mean(), seconds)
 
@@ -80,7 +80,7 @@ def test_a_short_run_resumes_with_its_replay_and_trains_on(tmp_path):
         path = first.save_checkpoint(tmp_path / "ckpt.pt")
         second = _trainer(tmp_path, "single_pendulum_sac", *small, policy=sac, run="b")
         second.load_checkpoint(path)
-        a, b = first.policies["shared"], second.policies["shared"]
+        a, b = first.engine.policies["shared"], second.engine.policies["shared"]
         assert (b.env_steps, b.timestep, len(b.replay), b.replay.position) == (192, 192, 96, 0)
         assert torch.equal(a.replay.data["obs"], b.replay.data["obs"]) and torch.equal(a.nets.log_alpha, b.nets.log_alpha)
         first.train(1)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from warp_drive.training import update_memory
+from warp_drive.training.engine import update_memory
 
 
 def test_activation_bytes_count_every_linear_input_and_output():

@@ -12,7 +12,7 @@ from warp_drive.config.algorithms import AlgorithmEntry, register_algorithm
 from warp_drive.training.algorithms.a2c import A2C, a2c_loss, explained_variance, value_loss
 from warp_drive.training.algorithms.actor_critic.policy import make_algorithm
 from warp_drive.training.algorithms.base import BuildContext, Policy, PolicyContractError, UpdateContext
-from warp_drive.training.algorithms.distributions import (
+from warp_drive.training.models.distributions import (
     HeadOutput,
     categorical_log_prob_entropy,
     gaussian_log_prob_entropy,

@@ -1,4 +1,8 @@
-"""Advantage standardization, running return, observation and reward normalization (no host syncs)."""
+"""Advantage standardization, running return and reward normalization (no host syncs).
+
+The observation normalizer is part of a model: :class:`~warp_drive.training.models.obs_normalizer.ObsNormalizer`
+(re-exported here), on the same running-moments base as :class:`ValueNormalizer`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import torch
 from torch import nn
 
 from warp_drive.training.algorithms.returns import flags_like
+from warp_drive.training.models.obs_normalizer import ObsNormalizer, RunningMoments
 
 Tensor = torch.Tensor
 
@@ -33,30 +38,7 @@ def standardize(x: Tensor, eps: float = 1e-8, stats: tuple[Tensor, Tensor] | Non
     return (x - mean) / (std + eps)
 
 
-class _RunningMoments(nn.Module):
-    """float64 buffers ``mean`` and ``var`` of shape ``shape`` and a ``count``, merged batch-wise
-    (Chan et al.); they start at mean 0, variance 1."""
-
-    mean: Tensor
-    var: Tensor
-    count: Tensor
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        super().__init__()
-        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
-        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
-        self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
-
-    def _merge(self, batch_count: float, batch_mean: Tensor, batch_var: Tensor) -> None:
-        total = self.count + batch_count
-        delta = batch_mean - self.mean
-        m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * batch_count / total
-        self.mean.add_(delta * batch_count / total)
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
-
-
-class ValueNormalizer(_RunningMoments):
+class ValueNormalizer(RunningMoments):
     """Running mean/variance of the returns, for a value head that predicts normalized returns.
 
     With ``normalize_return`` the value head learns ``(G - mean) / std`` where mean and std are
@@ -88,42 +70,6 @@ class ValueNormalizer(_RunningMoments):
         """Maps normalized values back to reward units (same dtype as ``y``)."""
         std = torch.sqrt(self.var + self.eps)
         return (y * std + self.mean).to(y.dtype)
-
-
-class ObsNormalizer(_RunningMoments):
-    """Running per-feature mean/variance of observations, applied as ``clip((x - mean) / std, -c, c)``.
-
-    A model built with ``normalize_obs`` (:class:`~warp_drive.training.models.FullyConnected`)
-    applies it to its flattened input. The statistics start at mean 0, variance 1 (the identity
-    up to the clip) and move only when :meth:`update` is called: the policy update calls it once
-    per iteration, after its gradient steps, with the batch's observations, so the rollout and the
-    update of one iteration see the same normalization (PPO's stored log-probabilities stay valid).
-    The update writes the buffers in place, so a captured CUDA graph reads the current statistics.
-
-    Args:
-        size: Number of features.
-        clip: Normalized values are clipped to ``[-clip, clip]``.
-        eps: Added to the variance before the square root.
-
-    Shapes:
-        forward: (*lead, size) -> (*lead, size), in the input's dtype.
-    """
-
-    def __init__(self, size: int, clip: float = 10.0, eps: float = 1e-8) -> None:
-        super().__init__((int(size),))
-        self.clip = float(clip)
-        self.eps = float(eps)
-
-    def forward(self, x: Tensor) -> Tensor:
-        mean = self.mean.to(x.dtype)
-        std = torch.sqrt(self.var + self.eps).to(x.dtype)
-        return ((x - mean) / std).clamp(-self.clip, self.clip)
-
-    @torch.no_grad()
-    def update(self, x: Tensor) -> None:
-        """Merges the per-feature statistics of ``x`` (all leading dims pooled) into the running ones."""
-        x = x.detach().reshape(-1, self.mean.shape[0]).to(device=self.mean.device, dtype=torch.float64)
-        self._merge(float(x.shape[0]), x.mean(0), x.var(0, unbiased=False))
 
 
 class RewardNormalizer(nn.Module):
@@ -179,3 +125,5 @@ class RewardNormalizer(nn.Module):
         self.return_stats.update(running)
         std = torch.sqrt(self.return_stats.var + self.eps).to(rewards.dtype)
         return (rewards / std).clamp(-self.clip, self.clip)
+
+__all__ = ["ObsNormalizer", "RewardNormalizer", "RunningMoments", "ValueNormalizer", "moments", "standardize"]

@@ -16,6 +16,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     **dict.fromkeys(("CPU_SIZED_OVERRIDES", "CPU_SIZED_SUMMARY"), "warp_drive.cli.envs"),
     **dict.fromkeys(("DEFAULT_EVAL_EPISODES", "PROG", "RunPlan", "auto_scale_overrides", "build", "main", "parse_args",
                      "plan_run", "results_folder_for", "run"), "warp_drive.cli.train"),
-    "default_policy_map": "warp_drive.training.build",
+    "default_policy_map": "warp_drive.training.run.build",
     "choose_backend": "warp_drive.utils.device",
 })

@@ -21,6 +21,7 @@ import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
+from warp_drive.training.run.evaluation import evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ class EpisodeReturnLoggerBase:
     """Reports mean episode returns per policy every ``every_n_epochs`` epochs.
 
     Reads the training-episode means of the epoch (``pl_module.episode_metrics``, one host sync) and, with
-    ``evaluate=True``, also logs ``eval/<tag>/episode_return_mean`` of ``Trainer.evaluate``, which force-resets the
+    ``evaluate=True``, also logs ``eval/<tag>/episode_return_mean`` of :func:`~warp_drive.training.run.evaluation.evaluate`, which force-resets the
     envs (training continues from fresh episodes). Rows are kept in :attr:`history` and written to the Python log on
     rank 0.
 
@@ -267,7 +268,7 @@ class EpisodeReturnLoggerBase:
             values = torch.stack([v.float().reshape(()) for v in returns.values()]).cpu().tolist()
             row.update(dict(zip(returns, values)))
         if self.evaluate:
-            results = engine.evaluate(deterministic=self.deterministic, num_episodes=self.num_episodes)
+            results = evaluate(engine, deterministic=self.deterministic, num_episodes=self.num_episodes)
             local = {f"eval/{tag}/episode_return_mean": float(np.mean(r["episode_return"])) if len(r["episode_return"])
                      else float("nan") for tag, r in results.items()}
             pl_module.log_dict(local, on_step=False, on_epoch=True, batch_size=1, sync_dist=trainer.world_size > 1)

@@ -7,15 +7,15 @@ stops on SIGINT/SIGTERM with a checkpoint, the failure report, and the cpu backe
   end, and the CLI exits 130 / 143. A second signal raises :class:`SignalAbort` at once (exit 130 / 143,
   no new checkpoint). Lightning's own SIGTERM handler (which would end the run with exit 1) is replaced
   while training.
-- slow iterations (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`, as in ``Trainer.train``:
+- slow iterations (:func:`~warp_drive.training.run.long_runs.stops_inside`, as in ``Trainer.train``:
   5 s or more, one process): the callback writes ``last.ckpt`` at every iteration boundary and allows
   the stop inside the next iteration (:meth:`~warp_drive.training.interrupt.StopRequest.allow_abort`): the
   rollout's next env step or the update's next chunk raises
   :class:`~warp_drive.training.interrupt.IterationAborted` out of ``fit``, the partial iteration is
   discarded and ``last.ckpt`` (its starting boundary) is the latest checkpoint.
 - :func:`newest_intact_lightning_checkpoint`: the failure report's ``intact:`` line
-  (:class:`~warp_drive.training.run_failures.RunFailures` with the Lightning resume command).
-- the callback's ``on_train_start`` times :func:`~warp_drive.training.long_runs.probe_iteration_seconds`
+  (:class:`~warp_drive.training.run.run_failures.RunFailures` with the Lightning resume command).
+- the callback's ``on_train_start`` times :func:`~warp_drive.training.run.long_runs.probe_iteration_seconds`
   on the cpu backend (one process) and logs the estimate line when the run would take minutes.
 """
 
@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from warp_drive.training.checkpoint import verify_archive
+from warp_drive.training.run.checkpoint import verify_archive
 from warp_drive.training.interrupt import (
     SignalExit,
     StopRequest,
@@ -38,7 +38,7 @@ from warp_drive.training.interrupt import (
     signal_name,
 )
 from warp_drive.training.lightning.engine_state import CHECKPOINT_KEY
-from warp_drive.training.long_runs import log_estimate, probe_iteration_seconds
+from warp_drive.training.run.long_runs import log_estimate, probe_iteration_seconds, stops_inside
 
 logger = logging.getLogger(__name__)
 
@@ -77,19 +77,19 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
     class RunCallback(api.Callback):  # type: ignore[misc,name-defined]
         began = 0.0  # perf_counter at the last iteration boundary
         saved: tuple[int, str] | None = None  # (iteration, path) of the last boundary checkpoint written
+        iteration_seconds: float | None = None  # the probe's estimate, then the last iteration's time
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             stop.reinstall()
             if on_start is not None:
                 on_start()
             if estimate and trainer.world_size == 1:
-                _log_probe_estimate(trainer, pl_module)
+                self.iteration_seconds = _log_probe_estimate(trainer, pl_module)
             self._boundary(trainer, pl_module)
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-            engine = pl_module.engine
-            if engine is not None:  # the measured time decides whether the next iteration may be stopped inside
-                engine.expect_iteration_seconds(time.perf_counter() - self.began)
+            if pl_module.engine is not None:  # the measured time decides whether the next iteration may be stopped inside
+                self.iteration_seconds = time.perf_counter() - self.began
             if trainer.world_size > 1:  # every rank stops at the same iteration
                 flag = agree_across_ranks([int(stop.signum or 0)])[0]
                 if flag:
@@ -109,7 +109,7 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
         def _checkpoint_if_slow(self, trainer: Any, pl_module: Any) -> bool:
             """Writes this boundary's ``last.ckpt`` when the engine's iterations are slow; True then."""
             engine, saver = pl_module.engine, trainer.checkpoint_callback
-            if engine is None or saver is None or not saver.save_last or not engine.stops_inside_iterations():
+            if engine is None or saver is None or not saver.save_last or not stops_inside(self.iteration_seconds, 1, engine):
                 return False
             path = str(Path(saver.dirpath) / f"{saver.CHECKPOINT_NAME_LAST}{saver.FILE_EXTENSION}")
             boundary = (engine.iteration, path)
@@ -125,14 +125,16 @@ def run_callback(api: Any, stop: LightningStop, *, estimate: bool, on_start: Cal
     return RunCallback()
 
 
-def _log_probe_estimate(trainer: Any, pl_module: Any) -> None:
+def _log_probe_estimate(trainer: Any, pl_module: Any) -> float | None:
+    """Logs the estimate of the run's time from a probe; returns the probe's seconds per iteration."""
     engine = pl_module.engine
     if engine is None:
-        return
-    per_iteration = engine.expect_iteration_seconds(probe_iteration_seconds(engine))
+        return None
+    per_iteration = probe_iteration_seconds(engine)
     ipe = int(pl_module.iterations_per_epoch or 1)
     iterations = max(0, int(trainer.max_epochs or 1) * ipe - int(trainer.current_epoch) * ipe)
     log_estimate(per_iteration, iterations, "from a probe of a few env steps; the Lightning CLI")
+    return per_iteration
 
 
 def checkpoint_iteration(path: Path) -> int | None:

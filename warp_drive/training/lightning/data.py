@@ -74,7 +74,7 @@ class RolloutDataset(IterableDataset):
         ipe = default_iterations_per_epoch(engine) if iterations_per_epoch is None else int(iterations_per_epoch)
         if ipe < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1 (rollouts per Lightning epoch)")
-        if not engine.policies_to_train:
+        if not any(p.to_train for p in engine.policies.values()):
             raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
         self.engine = engine
         self.iterations_per_epoch = ipe

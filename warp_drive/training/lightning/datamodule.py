@@ -8,6 +8,7 @@ from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
 from warp_drive.training.lightning.data import rollout_dataloader
 from warp_drive.training.lightning.module import WarpDriveModuleBase
+from warp_drive.training.run.trainer import Trainer
 
 
 class WarpDriveDataModuleBase:
@@ -17,11 +18,11 @@ class WarpDriveDataModuleBase:
     :meth:`WarpDriveModule.setup` has built it on this rank's device (DDP-safe).
 
     Args:
-        source: The :class:`WarpDriveModule` (preferred) or an engine (Trainer).
+        source: The :class:`WarpDriveModule` (preferred), an :class:`Engine` or the Trainer holding one.
         iterations_per_epoch: Rollouts per Lightning epoch; default: the module's.
     """
 
-    def __init__(self, source: WarpDriveModuleBase | Engine, iterations_per_epoch: int | None = None) -> None:
+    def __init__(self, source: WarpDriveModuleBase | Engine | Trainer, iterations_per_epoch: int | None = None) -> None:
         super().__init__()
         if iterations_per_epoch is not None and int(iterations_per_epoch) < 1:
             raise ConfigError(f"iterations_per_epoch={iterations_per_epoch} must be >= 1")
@@ -34,7 +35,7 @@ class WarpDriveDataModuleBase:
                 raise ConfigError("the module has no engine yet: fit the module (its setup builds the engine) "
                                   "or call module.ensure_engine() first")
             return self.source.engine
-        return self.source
+        return self.source.engine if isinstance(self.source, Trainer) else self.source
 
     def train_dataloader(self) -> DataLoader:
         ipe = self.iterations_per_epoch

@@ -1,4 +1,5 @@
-"""Building the engine (a :class:`~warp_drive.training.trainer.Trainer`) per Lightning rank.
+"""Building the engine (an :class:`~warp_drive.training.engine.Engine`, or the plain
+:class:`~warp_drive.training.run.trainer.Trainer` that holds one and its run folder) per Lightning rank.
 
 With ``strategy="ddp"`` every rank is its own process that must build its env replicas, data
 store and models on its own GPU, after Lightning has chosen that GPU. The module therefore takes
@@ -15,7 +16,7 @@ import torch
 
 from warp_drive.errors import ConfigError
 from warp_drive.training.engine import Engine
-from warp_drive.training.trainer import Trainer
+from warp_drive.training.run.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ class EngineFactory(Protocol):
         device_id: CUDA device index of this rank (None on the CPU).
     """
 
-    def __call__(self, *, rank: int, world_size: int, device_id: int | None) -> Trainer: ...
+    def __call__(self, *, rank: int, world_size: int, device_id: int | None) -> Engine | Trainer: ...
 
 
 def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any, engine: Engine | None,
@@ -40,7 +41,7 @@ def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any
         ConfigError: No way or more than one way to get the engine, or 2.7.1's form without both
             ``env_wrapper`` and ``config``.
     """
-    if isinstance(env_wrapper, Trainer):  # WarpDriveModule(engine): our positional form
+    if isinstance(env_wrapper, (Engine, Trainer)):  # WarpDriveModule(engine): our positional form
         if engine is not None:
             raise ConfigError("an engine was passed both positionally and as engine=; pass it once")
         engine, env_wrapper = env_wrapper, None
@@ -48,7 +49,7 @@ def engine_source(env_wrapper: Any, config: Any, policy_tag_to_agent_id_map: Any
     if sum((legacy, engine is not None, engine_factory is not None)) != 1:
         raise ConfigError(
             "pass exactly one of: env_wrapper=, config=, policy_tag_to_agent_id_map= (WarpDrive 2.7.1's form), "
-            "engine= (a built Trainer) or engine_factory= (built per rank)")
+            "engine= (a built Engine or Trainer) or engine_factory= (built per rank)")
     if legacy and (env_wrapper is None or config is None):
         raise ConfigError("WarpDrive 2.7.1's form needs both env_wrapper= (an EnvWrapper) and config= (the run "
                           "config); got " + ("no env_wrapper" if env_wrapper is None else "no config"))

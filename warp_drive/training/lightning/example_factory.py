@@ -14,8 +14,8 @@ import example_envs
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.env.registrar import EnvironmentRegistrar
 from warp_drive.errors import ConfigError
-from warp_drive.training.build import build_trainer
-from warp_drive.training.trainer import Trainer
+from warp_drive.training.run.build import build_trainer
+from warp_drive.training.run.trainer import Trainer
 from warp_drive.utils.device import choose_backend
 
 logger = logging.getLogger("warp_drive.training.lightning.engine")
@@ -37,7 +37,7 @@ class ExampleEnvEngineFactory:
         backend: ``"pycuda"`` or ``"cpu"``; default: pycuda when pycuda and a GPU are present.
         results_dir: Run directory of the engine (unused by the Lightning path except for
             ``Trainer.save_checkpoint``).
-        policy_map: ``{tag: [agent ids]}``; default: :func:`~warp_drive.training.build.default_policy_map`
+        policy_map: ``{tag: [agent ids]}``; default: :func:`~warp_drive.training.run.build.default_policy_map`
             (taggers/runners for Tag, else one policy over all agents).
         registrar: Where ``env`` is looked up; default: the example envs (``example_envs.registrar``).
 

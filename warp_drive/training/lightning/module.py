@@ -1,7 +1,9 @@
 """WarpDrive training as a LightningModule (for either Lightning distribution).
 
-The module owns an *engine* (a :class:`~warp_drive.training.trainer.Trainer`) and trains through
-the same calls as ``Trainer.train``; Lightning drives the loop:
+The module owns an *engine* (an :class:`~warp_drive.training.engine.Engine`, given as such or inside the
+:class:`~warp_drive.training.run.trainer.Trainer` an engine factory builds, whose run folder it then keeps as
+:attr:`WarpDriveModuleBase.run_trainer`) and trains through the same calls as ``Trainer.train``; Lightning
+drives the loop:
 
 * data: :class:`~warp_drive.training.lightning.data.RolloutDataset` runs one on-device rollout per
   batch and yields the per-policy batches;
@@ -31,7 +33,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.engine import Engine
-from warp_drive.training.trainer import Trainer
+from warp_drive.training.run.trainer import Trainer
 from warp_drive.training.lightning.data import (
     default_iterations_per_epoch,
     episode_window,
@@ -70,7 +72,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
     Three ways to build it:
 
     * WarpDrive 2.7.1's form, ``WarpDriveModule(env_wrapper, config, policy_tag_to_agent_id_map, ...)``:
-      the engine (a :class:`~warp_drive.training.trainer.Trainer`) is built from these arguments.
+      the engine (a :class:`~warp_drive.training.run.trainer.Trainer`) is built from these arguments.
       One Lightning epoch is then one training iteration (a rollout of ``train_batch_size`` env
       steps and the update), so ``max_epochs = num_episodes * episode_length // train_batch_size``
       (:attr:`num_iters`) trains the whole run; the policy weights are written to the run folder every
@@ -147,14 +149,14 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         if legacy_args:
             engine = Trainer(env_wrapper, config, policy_tag_to_agent_id_map,
                              create_separate_placeholders_for_each_policy, obs_dim_corresponding_to_num_agents,
-                             results_dir=results_dir, verbose=verbose)
+                             results_dir=results_dir, verbose=verbose)  # the engine and its run folder
             if iterations_per_epoch is None:
                 iterations_per_epoch = 1  # 2.7.1: one epoch = one training iteration
             if log_every_n_iterations is None:
-                log_every_n_iterations = engine.config.saving.metrics_log_freq
+                log_every_n_iterations = engine.engine.config.saving.metrics_log_freq
         run_config = None
         if engine is not None:
-            run_config = engine.config.to_dict()
+            run_config = (engine.engine if isinstance(engine, Trainer) else engine).config.to_dict()
         elif callable(getattr(engine_factory, "run_config", None)):
             run_config = engine_factory.run_config().to_dict()  # type: ignore[union-attr]
         self.save_hyperparameters({"iterations_per_epoch": iterations_per_epoch,
@@ -170,6 +172,8 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         self.saves_policy_weights = legacy_args
         self._iterations_per_epoch_arg = iterations_per_epoch
         self.engine: Engine | None = None
+        #: the plain Trainer the engine came in (its run folder and metric files), or None for a bare engine
+        self.run_trainer: Trainer | None = None
         self.policy_models = nn.ModuleDict()
         self.policy_parameters = nn.ModuleDict()  # what the optimizers step outside the networks
         self.episode_metrics: dict[str, Tensor] = {}
@@ -181,26 +185,30 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
             self.attach_engine(engine)
 
     # ------------------------------------------------------------------ engine
-    def attach_engine(self, engine: Engine) -> None:
-        """Adopt ``engine``: register its policies' networks as submodules (``policy_models.<tag>``,
+    def attach_engine(self, engine: Engine | Trainer) -> None:
+        """Adopt ``engine`` (an :class:`Engine`, or a :class:`Trainer`: its engine, and the Trainer as
+        :attr:`run_trainer`): register its policies' networks as submodules (``policy_models.<tag>``,
         :func:`~warp_drive.training.lightning.policies.policy_networks`) and the parameters a trained policy's
         optimizers step outside them (``policy_parameters.<tag>``); policies with ``to_train: false`` (only rolled
         out) get ``requires_grad=False``.
 
         Raises:
-            ConfigError: not an engine (a Trainer), a tag or network role that cannot name a
+            ConfigError: neither an Engine nor a Trainer, a tag or network role that cannot name a
                 submodule, no trained policy, or a trained policy without an optimizer.
         """
-        if not isinstance(engine, Trainer):
-            raise ConfigError(f"the Lightning module trains a Trainer (it holds the engine); got {type(engine).__name__}")
+        run_trainer = engine if isinstance(engine, Trainer) else None
+        if run_trainer is not None:
+            engine = run_trainer.engine
+        if not isinstance(engine, Engine):
+            raise ConfigError(f"the Lightning module trains an Engine (or the Trainer holding one); got {type(engine).__name__}")
         for tag in engine.policies:
             if not tag or "." in tag:
                 raise ConfigError(f"policy tag {tag!r} cannot name a submodule; use a tag without '.'")
-        trained = list(engine.policies_to_train)
+        trained = [tag for tag, p in engine.policies.items() if p.to_train]
         if not trained:
             raise ConfigError("no policy of the run config has to_train=true: there is nothing to train")
         keys = optimizer_keys(engine, trained)
-        self.engine = engine
+        self.engine, self.run_trainer = engine, run_trainer
         for tag, p in engine.policies.items():
             self.policy_models[tag] = policy_networks(p)
             if not p.to_train:
@@ -288,7 +296,7 @@ class WarpDriveModuleBase(LegacyModuleAPI, CheckpointHooks):
         engine.end_iteration(since=self._t_last)  # the time since the last step: the rollout and Lightning's own
         self._t_last = time.perf_counter()
         if self.saves_policy_weights:  # 2.7.1 form: weights every model_params_save_freq iterations and at the end
-            engine.save_model_checkpoint(engine.iteration - 1)
+            self.save_model_checkpoint(engine.iteration - 1)
         self._log_step_metrics({f"{tag}/{key}": value for tag, m in update_metrics.items() for key, value in m.items()})
         if self.trainer.is_last_batch or batch_idx + 1 >= self.trainer.num_training_batches:
             self._log_epoch_metrics()

@@ -26,6 +26,9 @@ calls it on ``(E, A)`` during rollouts and on ``(B, E, A)`` or ``(M, A)`` miniba
 * ``values``: ``(*lead,)`` state values (normalized units when ``normalize_return`` is on).
 
 The model must not write to trainer buffers or keep per-step state. It needs an ``action_spec`` attribute.
+
+A model's parts live here too, so models import no algorithm: the head outputs and their log-probabilities
+(:mod:`.distributions`, ``HeadOutput``) and the observation normalizer (:mod:`.obs_normalizer`, ``ObsNormalizer``).
 """
 
 from warp_drive.training.models.action_spec import (
@@ -34,14 +37,18 @@ from warp_drive.training.models.action_spec import (
     action_heads_from_space,
     obs_dims_from_space,
 )
+from warp_drive.training.models.distributions import HeadOutput
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.models.fully_connected import FullyConnected
+from warp_drive.training.models.obs_normalizer import ObsNormalizer
 
 __all__ = [
     "ActionSpec",
     "FullyConnected",
+    "HeadOutput",
     "ModelFactory",
     "ObsDims",
+    "ObsNormalizer",
     "action_heads_from_space",
     "obs_dims_from_space",
 ]

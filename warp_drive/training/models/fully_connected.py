@@ -13,8 +13,8 @@ from torch import nn
 from warp_drive.compat271.reference_format import from_reference_state_dict, is_reference_state_dict
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
-from warp_drive.training.algorithms.distributions import HeadOutput
-from warp_drive.training.algorithms.normalization import ObsNormalizer
+from warp_drive.training.models.distributions import HeadOutput
+from warp_drive.training.models.obs_normalizer import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 from warp_drive.training.models.actor_critic import init_linear_layers
 from warp_drive.training.models.fused_linear import linear_relu

@@ -2,12 +2,12 @@
 
 :func:`print_summary` prints the run's totals; each policy's learning signal read back from the
 metric files: with ``trainer.eval_every``, its return against a fixed opponent (the other policies
-uniformly random, :mod:`warp_drive.training.periodic_eval`) at the first and the last evaluation, and
+uniformly random, :mod:`warp_drive.training.run.periodic_eval`) at the first and the last evaluation, and
 its training episode return early and late in the run; with ``trainer.keep_best``, which weights
 the final policy holds; then the learning summary: the final policies against the uniform-random
 policy over the same fresh start states, each with its 95% Student t interval and episode count,
 and the paired per-episode difference trained − random with its interval, which decides the verdict
-(:func:`warp_drive.training.evaluation.compare_with_random` gives the numbers).
+(:func:`warp_drive.training.run.evaluation.compare_with_random` gives the numbers).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.comparison import comparison_table
-from warp_drive.training.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random
-from warp_drive.training.metrics import read_metrics
-from warp_drive.training.periodic_eval import EVAL_METRIC, PeriodicEvaluation
+from warp_drive.training.run.comparison import comparison_table
+from warp_drive.training.run.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random
+from warp_drive.training.run.metrics import read_metrics
+from warp_drive.training.run.periodic_eval import EVAL_METRIC, PeriodicEvaluation
 
 
 def print_summary(trainer: Any, first_iteration: int, wall: float, eval_episodes: int = DEFAULT_EVAL_EPISODES) -> None:
     """The run's totals, per policy its first and last logged episode return (the learning signal)
     and, unless ``eval_episodes`` is 0, the final policies' greedy return against uniform random."""
     world = trainer.num_devices
-    steps = (trainer.iteration - first_iteration) * trainer.config.trainer.train_batch_size * world
-    print(f"done: iterations {first_iteration + 1}-{trainer.iteration} of {trainer.num_iters}, {steps:,} env steps on "
+    steps = (trainer.engine.iteration - first_iteration) * trainer.engine.config.trainer.train_batch_size * world
+    print(f"done: iterations {first_iteration + 1}-{trainer.engine.iteration} of {trainer.num_iters}, {steps:,} env steps on "
           f"{world} process(es) in {wall:.1f} s ({steps / wall if wall else float('nan'):,.0f} env steps/s)")
     _print_results(trainer, eval_episodes)
 
@@ -45,7 +45,7 @@ def print_finished(trainer: Any, eval_episodes: int = DEFAULT_EVAL_EPISODES) -> 
 
 def _print_results(trainer: Any, eval_episodes: int) -> None:
     periodic = getattr(trainer, "periodic_eval", None) or PeriodicEvaluation(0, 1, False)
-    for line in learning_lines(trainer.save_dir, list(trainer.policies), periodic.episodes):
+    for line in learning_lines(trainer.save_dir, list(trainer.engine.policies), periodic.episodes):
         print(line)
     if line := kept_weights_line(periodic):
         print(line)
@@ -57,10 +57,10 @@ def _print_results(trainer: Any, eval_episodes: int) -> None:
 def print_random_comparison(trainer: Any, episodes: int) -> None:
     """Plays the final policies (greedy with one policy, sampled in a game) and the uniform-random policy over the
     same (at least ``episodes``) fresh-start episodes, paired, and prints the table of
-    :func:`~warp_drive.training.comparison.comparison_table`."""
+    :func:`~warp_drive.training.run.comparison.comparison_table`."""
     start = time.perf_counter()
     try:
-        comparisons = compare_with_random(trainer, episodes)
+        comparisons = compare_with_random(trainer.engine, episodes)
     except UsageError as err:
         print(f"evaluation against random: skipped ({err})", flush=True)
         return

@@ -1,7 +1,7 @@
 """Progress of a training run: one line per logged metrics row.
 
-Each time the trainer logs metrics (:meth:`~warp_drive.training.trainer.Trainer.train`), :class:`ProgressLine`
-logs one line (logger ``warp_drive.training.progress``, level INFO), e.g.::
+Each time the trainer logs metrics (:meth:`~warp_drive.training.run.trainer.Trainer.train`), :class:`ProgressLine`
+logs one line (logger ``warp_drive.training.run.progress``, level INFO), e.g.::
 
     iteration 12/40 (30%) | 18.2 s | 2,431 env steps/s | runner return -0.812 | tagger return 7.56
 """

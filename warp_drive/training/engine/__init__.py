@@ -1,6 +1,6 @@
 """The training engine: a run's env replicas, sampler, policies and rollout buffers behind one API.
 
-Every driver of a run goes through the same few calls: the :class:`~warp_drive.training.trainer.Trainer` and
+Every driver of a run goes through the same few calls: the :class:`~warp_drive.training.run.trainer.Trainer` and
 the Lightning module (:mod:`warp_drive.training.lightning`). One iteration, whoever drives it::
 
     batches = engine.collect()                 # one on-device rollout -> {tag: training batch}
@@ -27,13 +27,13 @@ import torch
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.managers.numba_services import service_manager
-from warp_drive.training.counters import RunCounters
+from warp_drive.training.engine.counters import RunCounters
 from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
-from warp_drive.training.env_subset import env_subset
+from warp_drive.training.engine.env_subset import env_subset
 from warp_drive.training.models.factory import ModelFactory
-from warp_drive.training.phase_timer import EAGER, PhaseTimer
+from warp_drive.training.engine.phase_timer import EAGER, PhaseTimer
 from warp_drive.training.policy_state import validate_policy_map
-from warp_drive.training.update_memory import auto_chunk_samples
+from warp_drive.training.engine.update_memory import auto_chunk_samples
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,11 @@ class Engine:
         return self.counters.iteration
 
     @property
+    def num_iters(self) -> int:
+        """Training iterations of the run config (``trainer.num_episodes * episode_length // train_batch_size``)."""
+        return self.config.trainer.num_iterations(self.env_wrapper.episode_length)
+
+    @property
     def perf(self) -> dict[str, float]:
         """Counters: ``rollout``, ``training``, ``total`` seconds and env ``steps`` (the engine updates them)."""
         return self.counters.perf
@@ -146,8 +151,8 @@ class Engine:
 
     def _build(self, model_factory: Any) -> None:
         from warp_drive.managers.sampler import Sampler
-        from warp_drive.training.cuda_graph import GraphedRollout
-        from warp_drive.training.rollout import Rollout, RolloutSpec
+        from warp_drive.training.engine.cuda_graph import GraphedRollout
+        from warp_drive.training.engine.rollout import Rollout, RolloutSpec
         from warp_drive.env.constants import Constants
 
         dm = self.env_wrapper.cuda_data_manager
@@ -194,7 +199,7 @@ class Engine:
         """The policy of ``tag``, built by its algorithm's registry entry (:mod:`warp_drive.config.algorithms`)."""
         from warp_drive.config.algorithms import algorithm_entry
         from warp_drive.training.algorithms.base import BuildContext, check_policy
-        from warp_drive.training.acting import policy_obs
+        from warp_drive.training.engine.acting import policy_obs
 
         pc = self.config.policy[tag]
         dm = self.env_wrapper.cuda_data_manager
@@ -245,7 +250,7 @@ class Engine:
 
         Advantages and returns are those the rollout computed at its end (``Rollout.finalize``,
         return normalizer included). With ``trainer.neg_pos_env_ratio`` only a subset of envs is
-        kept (:func:`~warp_drive.training.env_subset.env_subset`, one host sync).
+        kept (:func:`~warp_drive.training.engine.env_subset.env_subset`, one host sync).
 
         Shapes:
             obs: ``(B, E, A, *obs)`` (or a dict of those); actions: (B, E, A, columns);
@@ -340,7 +345,7 @@ class Engine:
     def update_chunk_rows(self, p: Any) -> int | None:
         """Rows per forward + backward chunk of policy ``p``'s update: the cpu chunks, or on a GPU
         ``update_chunk_samples`` agent-samples (None: sized from the model and the free memory by
-        :func:`~warp_drive.training.update_memory.auto_chunk_samples`; a minibatch that fits runs whole)."""
+        :func:`~warp_drive.training.engine.update_memory.auto_chunk_samples`; a minibatch that fits runs whole)."""
         if self.device.type == "cpu":
             return self.cpu_chunk_rows(p.num_agents)
         samples = self.update_chunk_samples
@@ -370,7 +375,7 @@ class Engine:
         sampling mode and force-reset again, so training continues from fresh episodes.
 
         Yields:
-            The :class:`~warp_drive.training.rollout.Rollout` to step (its policy outputs are
+            The :class:`~warp_drive.training.engine.rollout.Rollout` to step (its policy outputs are
             those of the reset observations).
         """
         saved = self.rollout.set_greedy(greedy)
@@ -389,7 +394,7 @@ class Engine:
         Keys: ``format_version``, ``iteration``, ``seed``, ``world_size``, ``config``,
         ``policies`` (``{tag: {model, optimizer, algorithm, timestep, agent_ids}}``), ``sampler``,
         ``rank_state`` (:meth:`rank_state_dict`), ``rng`` and ``perf``
-        (:mod:`warp_drive.training.checkpoint` writes and reads it).
+        (:mod:`warp_drive.training.run.checkpoint` writes and reads it).
         """
         from warp_drive.training.checkpoint_files import FORMAT_VERSION
 

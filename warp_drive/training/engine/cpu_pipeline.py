@@ -41,7 +41,7 @@ from warp_drive.env.context import CUDAEnvironmentContext
 from warp_drive.env_wrapper import EnvWrapper
 from warp_drive.managers.environment_reset import EnvironmentReset
 from warp_drive.managers.sampler import Sampler
-from warp_drive.training.acting import cat_outputs, no_mark
+from warp_drive.training.engine.acting import cat_outputs, no_mark
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows
 
@@ -53,7 +53,7 @@ Tensor = torch.Tensor
 #: (:attr:`~warp_drive.env.context.CUDAEnvironmentContext.numpy_step_is_env_separable`).
 SEPARABLE = "numpy_step_is_env_separable"
 
-#: per rollout (a :class:`~warp_drive.training.rollout.Rollout`): (its key, its pipeline or None)
+#: per rollout (a :class:`~warp_drive.training.engine.rollout.Rollout`): (its key, its pipeline or None)
 _PIPELINES: "weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], EnvPartsRollout | None]]" = (
     weakref.WeakKeyDictionary()
 )
@@ -146,7 +146,7 @@ def _env_axis_problem(dm: Any, per_env: set[str]) -> str | None:
 
 class _EnvRows:
     """The data manager seen through one block of envs: ``data_on_device_via_torch`` gives rows
-    ``lo:hi`` (what :func:`~warp_drive.training.acting.policy_obs` reads)."""
+    ``lo:hi`` (what :func:`~warp_drive.training.engine.acting.policy_obs` reads)."""
 
     def __init__(self, dm: Any, lo: int, hi: int) -> None:
         self._dm, self._lo, self._hi = dm, lo, hi
@@ -157,7 +157,7 @@ class _EnvRows:
 
 class _Part:
     """One block of envs ``lo:hi``: its views, policy outputs, sampler error bits and reset table
-    (the ``part`` of :class:`~warp_drive.training.rollout.Rollout`'s step methods)."""
+    (the ``part`` of :class:`~warp_drive.training.engine.rollout.Rollout`'s step methods)."""
 
     def __init__(self, pipeline: "EnvPartsRollout", lo: int, hi: int) -> None:
         dm = pipeline.dm
@@ -175,7 +175,7 @@ class _Part:
 
 
 class EnvPartsRollout:
-    """A :class:`~warp_drive.training.rollout.Rollout` of the cpu backend run in ``parts`` blocks
+    """A :class:`~warp_drive.training.engine.rollout.Rollout` of the cpu backend run in ``parts`` blocks
     of envs, one thread each (see the module docstring); :meth:`run` does what one plain
     ``generate_rollout()`` does. Build it when :func:`why_not_parts` returns None."""
 

@@ -39,12 +39,12 @@ import torch
 
 from warp_drive.env.constants import Constants
 from warp_drive.errors import UsageError
-from warp_drive.training.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
+from warp_drive.training.engine.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
                                         record_policy_obs, where_done)
 from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.algorithms.compiled import ActingForward
 from warp_drive.training.buffers import SharedBuffers, record_row, split_episode_ends
-from warp_drive.training.cpu_pipeline import rollout_in_env_parts
+from warp_drive.training.engine.cpu_pipeline import rollout_in_env_parts
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows
 

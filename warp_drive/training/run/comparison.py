@@ -1,6 +1,6 @@
 """The learning summary's comparison of a trained policy with the uniform-random policy, and its verdict.
 
-:class:`Comparison` holds one policy's intervals (:func:`warp_drive.training.evaluation.compare_with_random`
+:class:`Comparison` holds one policy's intervals (:func:`warp_drive.training.run.evaluation.compare_with_random`
 fills it); "better than random" is decided on the paired per-episode return difference trained − random
 over the same start states (and the same opponents' random draws): its 95% Student t interval must lie
 above 0. :func:`comparison_table` is the table and verdict line the command line prints.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from warp_drive.training.statistics import Interval
+from warp_drive.training.run.statistics import Interval
 
 __all__ = ["Comparison", "comparison_table"]
 

@@ -2,7 +2,7 @@
 
 :func:`evaluate` (``Trainer.evaluate``) reports each policy's mean episode return and that of the
 uniform-random policy with 95% Student t intervals; :func:`compare_with_random` and
-:func:`~warp_drive.training.comparison.comparison_table` give the end-of-run learning summary.
+:func:`~warp_drive.training.run.comparison.comparison_table` give the end-of-run learning summary.
 Every function plays inside :meth:`~warp_drive.training.engine.Engine.evaluation_episodes` (envs
 force-reset before and after).
 
@@ -10,7 +10,7 @@ The comparison with random is *paired* (common random numbers): every play of on
 starts from the same episode counters (:func:`common_start_states`), so episode k of env e starts
 from the same start state in each play (start states and reset-pool draws are keyed by the reset
 seed, the env and its episode count), and uniformly random policies draw their actions keyed by
-(env, episode, step) (:class:`~warp_drive.training.random_policy.EpisodeKeyedUniform`), so the
+(env, episode, step) (:class:`~warp_drive.training.run.random_policy.EpisodeKeyedUniform`), so the
 random opponents act alike too. "Better than random" is then the 95% Student t interval of the
 mean per-episode difference (trained − random) lying above 0.
 """
@@ -28,8 +28,8 @@ import torch
 
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataNotFoundError, UsageError
-from warp_drive.training.comparison import Comparison, comparison_table  # noqa: F401 (the summary's names, here too)
-from warp_drive.training.statistics import Interval, mean_interval
+from warp_drive.training.run.comparison import Comparison, comparison_table  # noqa: F401 (the summary's names, here too)
+from warp_drive.training.run.statistics import Interval, mean_interval
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def play_episodes(engine: Any, per_env: int, greedy: bool = True, random_tags: S
         "episode_key": (E * per_env,)}}``: per episode, the return summed over steps and averaged
         over the policy's agents, its length, and ``k * E + e`` (episode k of env e: the pairing key).
     """
-    from warp_drive.training.random_policy import EpisodeKeyedUniform, UniformRandomActions
+    from warp_drive.training.run.random_policy import EpisodeKeyedUniform, UniformRandomActions
 
     w, policies, dm, E, T = _playing(engine)
     rewards_all = dm.data_on_device_via_torch(Constants.REWARDS)
@@ -190,7 +190,7 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
     Returns:
         ``{tag: {...}}`` with ``episode_return``, ``episode_length`` and ``episode_key`` (arrays, one
         entry per episode, return averaged over the policy's agents; every policy playing its model),
-        ``num_episodes`` (int), ``return_interval`` (:class:`~warp_drive.training.statistics.Interval`)
+        ``num_episodes`` (int), ``return_interval`` (:class:`~warp_drive.training.run.statistics.Interval`)
         and ``fresh_start_states`` (whether the episodes started from fresh start states);
         with ``random_baseline`` also ``random_episode_return`` and ``random_return_interval``
         (every policy uniformly random) and ``difference_interval``: the paired mean difference,

@@ -7,7 +7,7 @@ resume reads, on its own; :func:`check_against_run` checks what must fit the run
 env arrays of the data store, the policies' agents). The first bad field is named in a one-line
 :class:`~warp_drive.errors.CheckpointError` with ``reason="corrupt"`` (exit 4; a run folder's
 newest checkpoint that fails falls back to the previous intact one, see
-:func:`~warp_drive.training.checkpoint.resolve_checkpoint`).
+:func:`~warp_drive.training.run.checkpoint.resolve_checkpoint`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_TIMESTEP = 2**62
 MAX_WORLD_SIZE = 1 << 16
 #: Largest saved run config (characters of its JSON form): a config is a few KB.
 MAX_CONFIG_CHARS = 1 << 20
-#: The legacy format of TrainerDDPG's checkpoints (:mod:`warp_drive.training.ddpg`).
+#: The legacy format of TrainerDDPG's checkpoints (:mod:`warp_drive.training.run.trainer271`).
 DDPG_LEGACY = "ddpg-1"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from warp_drive.training.phase_timer import PhaseTimer
+from warp_drive.training.engine.phase_timer import PhaseTimer
 
 
 class RunCounters:

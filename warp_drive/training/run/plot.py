@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m warp_drive.training.plot runs/exp1/metrics.jsonl [-o curves.png] [--keys K ...]
+    python -m warp_drive.training.run.plot runs/exp1/metrics.jsonl [-o curves.png] [--keys K ...]
 
 matplotlib is imported lazily and drawn through the Agg canvas directly, so the global
 matplotlib backend (and any interactive session) is left untouched.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_drive.errors import ConfigError, WarpDriveError
-from warp_drive.training.metrics import read_metrics
+from warp_drive.training.run.metrics import read_metrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: plots the curves and prints the PNG path; exit status 0, or 2 on a bad
     metrics file or key."""
     parser = argparse.ArgumentParser(
-        prog="python -m warp_drive.training.plot",
+        prog="python -m warp_drive.training.run.plot",
         description="Plot learning curves of a warp_drive run against timestep.",
     )
     parser.add_argument("metrics", help="metrics.jsonl, metrics.csv, or the run directory")

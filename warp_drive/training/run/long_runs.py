@@ -9,7 +9,7 @@ A config sized for a GPU (the bundled configs with ``--full_size``, a user YAML,
   :data:`LONG_RUN_S` or more, log :func:`estimate_line`;
 - after the first iteration the trainer logs the line again from the measured time;
 - iterations of :data:`SLOW_ITERATION_S` or more are checkpointed at every boundary, so that a
-  Ctrl-C stops inside the next one within seconds (:meth:`~warp_drive.training.trainer.Trainer.stops_inside_iterations`,
+  Ctrl-C stops inside the next one within seconds (:meth:`~warp_drive.training.run.trainer.Trainer.stops_inside_iterations`,
   :mod:`warp_drive.training.interrupt`), in the main script and the Lightning CLI alike.
 """
 
@@ -52,13 +52,13 @@ def log_estimate(per_iteration_s: float, iterations: int, source: str) -> float:
     return total
 
 
-def probe_iteration_seconds(trainer: Any) -> float:
-    """Seconds one training iteration of ``trainer`` will take, from :data:`PROBE_STEPS` timed env
+def probe_iteration_seconds(engine: Any) -> float:
+    """Seconds one training iteration of ``engine`` (:class:`~warp_drive.training.engine.Engine`) will take, from :data:`PROBE_STEPS` timed env
     steps (times the steps per iteration) plus one forward + backward of every trained policy over
-    one step's agents (times the steps per iteration and its epochs). The trainer's state (envs,
+    one step's agents (times the steps per iteration and its epochs). The engine's state (envs,
     counters, random streams, weights, gradients) is restored afterwards."""
-    state = copy.deepcopy(trainer.state_dict())
-    R = trainer.rollout
+    state = copy.deepcopy(engine.state_dict())
+    R = engine.rollout
     try:
         with torch.no_grad():
             R.begin(record=True)
@@ -68,7 +68,7 @@ def probe_iteration_seconds(trainer: Any) -> float:
                 R.step(step)
             step_s = (time.perf_counter() - start) / PROBE_STEPS
         update_s = 0.0
-        for p in trainer.policies.values():
+        for p in engine.policies.values():
             if not p.to_train:
                 continue
             start = time.perf_counter()
@@ -78,5 +78,15 @@ def probe_iteration_seconds(trainer: Any) -> float:
             update_s += (time.perf_counter() - start) * p.config.num_epochs
             p.model.zero_grad(set_to_none=True)
     finally:
-        trainer.load_state_dict(state, source="the state before the time probe")
-    return (step_s + update_s) * trainer.steps_per_iter
+        engine.load_state_dict(state, source="the state before the time probe")
+    return (step_s + update_s) * engine.steps_per_iter
+
+
+def stops_inside(iteration_seconds: float | None, world_size: int, engine: Any) -> bool:
+    """Whether a stop may end an iteration at its next env step or update chunk: iterations of
+    :data:`SLOW_ITERATION_S` or more (``iteration_seconds``, measured or probed), one process, and a rollout
+    that is not a CUDA graph (which replays as one unit). The caller checkpoints the iteration boundary first:
+    :meth:`Trainer.train <warp_drive.training.run.trainer.Trainer.train>`, and the Lightning CLI's callback
+    (:func:`~warp_drive.training.lightning.cli_runs.run_callback`)."""
+    slow = (iteration_seconds or 0.0) >= SLOW_ITERATION_S
+    return slow and world_size == 1 and engine.graphed_rollout is None

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from warp_drive.errors import CheckpointError
-from warp_drive.training.checkpoint_check import check_contents, check_rank_state
+from warp_drive.training.run.checkpoint_check import check_contents, check_rank_state
 from warp_drive.training.checkpoint_files import (  # noqa: F401  (the names callers know checkpoint's files by)
     READABLE_VERSIONS,
     atomic_save,

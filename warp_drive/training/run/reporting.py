@@ -2,7 +2,7 @@
 
 :class:`PerfStats` is built from the Trainer's own counters (:attr:`Trainer.perf_stats`); the
 ``pretty_print`` methods print the 40-column tables 2.7.1 printed, for scripts that call them.
-The trainer itself reports through :class:`~warp_drive.training.metrics.MetricsWriter`.
+The trainer itself reports through :class:`~warp_drive.training.run.metrics.MetricsWriter`.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def gather_metrics(
 
 
 class MetricsLog:
-    """The metric files of a run folder (:class:`~warp_drive.training.metrics.MetricsWriter`),
+    """The metric files of a run folder (:class:`~warp_drive.training.run.metrics.MetricsWriter`),
     opened at the first row (``tensorboard``: TensorBoard scalars too); nothing is written when not
     ``enabled`` (ranks other than 0)."""
 
@@ -70,7 +70,7 @@ class MetricsLog:
         if not self.enabled:
             return
         if self.writer is None:
-            from warp_drive.training.metrics import MetricsWriter
+            from warp_drive.training.run.metrics import MetricsWriter
 
             self.save_dir.mkdir(parents=True, exist_ok=True)
             self.writer = MetricsWriter(self.save_dir, tensorboard=self.tensorboard, console_every=0,
@@ -80,7 +80,7 @@ class MetricsLog:
     def restart_at(self, iteration: int, timestep: int) -> int:
         """Resuming at ``iteration``: rows logged after it would be logged again, so they are removed
         (and TensorBoard restarts after ``timestep``). Returns the rows removed."""
-        from warp_drive.training.metrics import truncate_metrics
+        from warp_drive.training.run.metrics import truncate_metrics
 
         self.close()
         removed = truncate_metrics(self.save_dir, iteration)

@@ -75,9 +75,9 @@ def is_device_error(err: BaseException) -> bool:
 
 
 def file_written(err: BaseException) -> str | None:
-    """The file that :func:`~warp_drive.training.checkpoint.atomic_save` was writing when ``err`` was
+    """The file that :func:`~warp_drive.training.run.checkpoint.atomic_save` was writing when ``err`` was
     raised (a full disk's OSError names no file), else None."""
-    from warp_drive.training.checkpoint import atomic_save
+    from warp_drive.training.run.checkpoint import atomic_save
 
     for e in (err, err.__cause__, err.__context__):
         for frame, _ in traceback.walk_tb(e.__traceback__ if e is not None else None):
@@ -129,9 +129,9 @@ def classify(err: BaseException, run_dir: Path | None = None) -> tuple[int, str]
 def newest_intact_checkpoint(run_dir: Path) -> tuple[Path, int] | None:
     """The checkpoint ``--resume run_dir`` would use and its iteration, or None (its fallback warnings muted)."""
     from warp_drive.errors import WarpDriveError
-    from warp_drive.training.checkpoint import resolve_checkpoint
+    from warp_drive.training.run.checkpoint import resolve_checkpoint
 
-    quiet = logging.getLogger("warp_drive.training.checkpoint")
+    quiet = logging.getLogger("warp_drive.training.run.checkpoint")
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:

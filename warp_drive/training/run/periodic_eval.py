@@ -1,12 +1,12 @@
 """Evaluation during training against a fixed opponent, and keeping the best-evaluated weights.
 
-With ``trainer.eval_every`` = N > 0, :meth:`Trainer.train <warp_drive.training.trainer.Trainer.train>`
+With ``trainer.eval_every`` = N > 0, :meth:`Trainer.train <warp_drive.training.run.trainer.Trainer.train>`
 plays, after the first iteration, every N-th and the last, ``trainer.eval_episodes`` episodes (in
 total over the env replicas, from fresh start states where the env has them) per policy, with
 every *other* policy acting uniformly at random: a fixed opponent, so the number moves the right
 way as the policy learns even in a game where the training return falls because the opponents
 learn too. One policy plays greedily, several sample their actions as trained (the learning
-summary's modes, :func:`~warp_drive.training.evaluation.compare_with_random`). The mean return is
+summary's modes, :func:`~warp_drive.training.run.evaluation.compare_with_random`). The mean return is
 logged as ``<tag>/eval_return`` (:data:`EVAL_METRIC`) in that iteration's metric row.
 
 With ``trainer.keep_best``, each policy's weights at its best evaluation (ties: the later one)
@@ -47,7 +47,7 @@ def returns_against_random(engine: Any, total_episodes: int, greedy: bool | None
     """``{tag: (episodes,) returns}``: each policy over at least ``total_episodes`` fresh-start episodes,
     every other policy uniformly random (one play for all with one policy, one per policy with several).
     ``greedy`` None: greedy with one policy, sampled with several."""
-    from warp_drive.training.evaluation import episodes_per_env, play_episodes
+    from warp_drive.training.run.evaluation import episodes_per_env, play_episodes
 
     tags = list(engine.policies)
     greedy = len(tags) == 1 if greedy is None else greedy

@@ -62,17 +62,17 @@ def build_trainer(
     tensorboard: bool = False,
     policy_map: Mapping[str, Sequence[int]] | None = None,
 ) -> Any:
-    """A :class:`~warp_drive.training.trainer.Trainer` (``TrainerDDPG`` for DDPG policies) for a
+    """A :class:`~warp_drive.training.run.trainer.Trainer` (the plain one, for every algorithm) for a
     validated :class:`~warp_drive.config.RunConfig` whose ``env`` section builds ``env_cls``.
 
     ``backend``: ``"pycuda"`` or ``"cpu"``; ``device_id``: the GPU of the env replicas (None: the
-    default one); ``results_dir``: the run folder (:func:`~warp_drive.training.trainer.run_directory`);
+    default one); ``results_dir``: the run folder (:func:`~warp_drive.training.run.trainer.run_directory`);
     ``policy_map``: default :func:`default_policy_map`; the rest as for the Trainer.
     """
-    from warp_drive.training.ddpg import trainer_class_for
+    from warp_drive.training.run.trainer import Trainer
 
     wrapper = build_env_wrapper(config, env_cls, backend=backend, device_id=device_id, process_id=rank)
     pmap = dict(policy_map) if policy_map is not None else default_policy_map(wrapper.env, config.policy_tags)
-    return trainer_class_for(config)(wrapper, config, pmap, num_devices=world_size, device_id=device_id or 0,
-                                     results_dir=None if results_dir is None else str(results_dir), verbose=verbose,
-                                     rank=rank, tensorboard=tensorboard)
+    return Trainer(wrapper, config, pmap, num_devices=world_size, device_id=device_id or 0,
+                   results_dir=None if results_dir is None else str(results_dir), verbose=verbose, rank=rank,
+                   tensorboard=tensorboard)
