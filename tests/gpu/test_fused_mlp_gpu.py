@@ -148,10 +148,10 @@ def test_the_trainer_runs_the_kernels_and_trains(tmp_path, overrides):
     t = _tag_trainer(tmp_path, ["trainer.fused_rollout=true", "trainer.fused_update=true", *overrides])
     forwards = t.engine.rollout._forwards
     assert forwards and all(f.fused is not None for f in forwards.values())
-    before = {tag: [q.detach().clone() for q in p.model.parameters()] for tag, p in t.policies.items()}
+    before = {tag: [q.detach().clone() for q in p.model.parameters()] for tag, p in t.engine.policies.items()}
     t.train(4)
-    assert t.graphed_rollout is not None and t.graphed_rollout.captured
-    for tag, p in t.policies.items():
+    assert t.engine.graphed_rollout is not None and t.engine.graphed_rollout.captured
+    for tag, p in t.engine.policies.items():
         after = list(p.model.parameters())
         assert all(torch.isfinite(q).all() for q in after), tag
         assert max(float((a - b).abs().max()) for a, b in zip(after, before[tag])) > 0, tag
@@ -164,7 +164,7 @@ def test_the_options_off_run_the_pytorch_forward(tmp_path):
     t = _tag_trainer(tmp_path, [])  # the defaults
     assert all(f.fused is None for f in t.engine.rollout._forwards.values())
     t.train(2)
-    assert all(p.loss_fn is None or p.loss_fn.fused is None for p in t.policies.values())
+    assert all(p.loss_fn is None or p.loss_fn.fused is None for p in t.engine.policies.values())
 
 
 def test_fused_and_pytorch_rollouts_sample_the_same_actions(tmp_path, no_tf32):
@@ -175,7 +175,7 @@ def test_fused_and_pytorch_rollouts_sample_the_same_actions(tmp_path, no_tf32):
         t = _tag_trainer(tmp_path / fused, ["trainer.tf32=false", f"trainer.fused_rollout={fused}",
                                             f"trainer.fused_update={fused}"])
         t.engine.collect()
-        runs.append({tag: p.buffers.log_probs.clone() for tag, p in t.policies.items()})
+        runs.append({tag: p.buffers.log_probs.clone() for tag, p in t.engine.policies.items()})
     for tag in runs[0]:
         a, b = runs[0][tag], runs[1][tag]
         assert a.shape == b.shape and a.numel() > 1000
