@@ -208,16 +208,16 @@ def run_classic(name: str, target: Target, seed: int, budget: float, args: argpa
     def train_one() -> int:
         trainer.train(1)
         sync(backend)
-        return int(trainer.perf["steps"])
+        return int(trainer.engine.perf["steps"])
 
     interval = None if args.eval_every_iters else target.seconds / args.evals_per_target
     run = time_to_threshold(train_one, lambda: greedy_mean(trainer, evaluator), target.threshold, budget,
                             eval_interval_s=interval, eval_every_iters=args.eval_every_iters,
                             stop_at_threshold=not args.full_budget)
-    policy = next(iter(trainer.config.policy.values()))
+    policy = next(iter(trainer.engine.config.policy.values()))
     row = {"config": name, "env": target.env, "run_config": target.config, "gym_id": target.gym_id, "seed": seed,
-           "algorithm": policy.algorithm, "num_envs": trainer.config.trainer.num_envs,
-           "train_batch_size": trainer.config.trainer.train_batch_size, "target_return": target.threshold,
+           "algorithm": policy.algorithm, "num_envs": trainer.engine.config.trainer.num_envs,
+           "train_batch_size": trainer.engine.config.trainer.train_batch_size, "target_return": target.threshold,
            "target_seconds": target.seconds, "met": bool(run.reached and run.seconds_to_threshold <= target.seconds),
            "build_s": round(build_s, 3), **asdict(run)}
     for closing in (trainer, evaluator):
@@ -279,11 +279,11 @@ def run_tag(seed: int, budget: float, args: argparse.Namespace, basedir: str) ->
     def train_one() -> int:
         trainer.train(1)
         lsbs.sync()
-        return int(trainer.perf["steps"])
+        return int(trainer.engine.perf["steps"])
 
     def evaluate() -> float:
         mark = len(scores)
-        for tag, policy in trainer.policies.items():
+        for tag, policy in trainer.engine.policies.items():
             torch.save({k: v.detach().cpu() for k, v in policy_file_state(policy.model).items()},
                        folder / lsbs.SNAPSHOT.format(mark=mark, tag=tag))
         score = ev.versus_published(folder, mark)

@@ -134,7 +134,7 @@ def test_each_fast_config_loads_resolves_and_trains_two_iterations_on_the_cpu(na
     trainer = build_trainer(config, env_class_for(name), backend="cpu", results_dir=str(tmp_path / "run"), verbose=False)
     trainer.handle_signals = False
     trainer.train(2)
-    assert trainer.iteration == 2 and trainer.perf["steps"] == 2 * config.trainer.train_batch_size
+    assert trainer.engine.iteration == 2 and trainer.engine.perf["steps"] == 2 * config.trainer.train_batch_size
 
 
 def test_the_tag_row_plays_against_published_policies_on_a_tiny_cpu_config(bench, tmp_path, monkeypatch, capsys):
@@ -170,7 +170,7 @@ def test_the_tag_row_plays_against_published_policies_on_a_tiny_cpu_config(bench
 
     trainer = lsbs.build_trainer(lsbs.published_config())
     for tag, name in lsbs.FILES.items():
-        torch.save(policy_file_state(trainer.policies[tag].model), published / name)
+        torch.save(policy_file_state(trainer.engine.policies[tag].model), published / name)
     lsbs.release(trainer)
     monkeypatch.setattr(bench, "TAG_SECONDS", 1.0)
     small = ["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from warp_drive.env.constants import Constants
-from warp_drive.env.done import split_done
+from warp_drive.vocab.constants import Constants
+from warp_drive.vocab.done import split_done
 from warp_drive.training.utils.minibatch import index_tree, iterate_minibatches, slice_rows
 
 Tensor = torch.Tensor

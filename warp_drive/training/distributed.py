@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.distributed as dist
 
-from warp_drive.env.backends import uses_gpu
+from warp_drive.vocab.backends import uses_gpu
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import torch
 
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.managers.numba_services import service_manager
+from warp_drive.services.numba_services import service_manager
 from warp_drive.training.engine.counters import RunCounters
 from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
 from warp_drive.training.engine.env_subset import env_subset
@@ -150,10 +150,10 @@ class Engine:
         return self.counters.timer
 
     def _build(self, model_factory: Any) -> None:
-        from warp_drive.managers.sampler import Sampler
+        from warp_drive.services.sampler import Sampler
         from warp_drive.training.engine.cuda_graph import GraphedRollout
         from warp_drive.training.engine.rollout import Rollout, RolloutSpec
-        from warp_drive.env.constants import Constants
+        from warp_drive.vocab.constants import Constants
 
         dm = self.env_wrapper.cuda_data_manager
         self.obs_names = [Constants.OBSERVATIONS] if dm.is_data_on_device(Constants.OBSERVATIONS) else sorted(

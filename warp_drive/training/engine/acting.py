@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.training.algorithms.base import Policy
 from warp_drive.training.buffers import obs_row, record_obs
 from warp_drive.training.utils.minibatch import slice_rows

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.env.context import CUDAEnvironmentContext
-from warp_drive.env_wrapper import EnvWrapper
-from warp_drive.managers.environment_reset import EnvironmentReset
-from warp_drive.managers.sampler import Sampler
+from warp_drive.env.env_wrapper import EnvWrapper
+from warp_drive.services.environment_reset import EnvironmentReset
+from warp_drive.services.sampler import Sampler
 from warp_drive.training.engine.acting import cat_outputs, no_mark
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.utils.minibatch import slice_rows

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import UsageError
 from warp_drive.training.engine.acting import (cached_head_weights, forward_in_chunks, no_mark, observe, policy_obs,
                                         record_policy_obs, where_done)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from warp_drive.env.backends import uses_gpu
+from warp_drive.vocab.backends import uses_gpu
 from warp_drive.errors import ConfigError
 from warp_drive.training.lightning._compat import LightningAPI, api_of, lightning_api
 from warp_drive.training.lightning.callbacks import PerfStatsCallbackBase

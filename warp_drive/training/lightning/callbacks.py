@@ -378,7 +378,7 @@ class RolloutRenderCallbackBase:
             ConfigError: The env has no NumPy step or nothing to draw (``render_state_names``).
             UsageError: The env has no renderer.
         """
-        from warp_drive.utils.rollout_animation import collect_episode, render_episode
+        from warp_drive.testing.rollout_animation import collect_episode, render_episode
 
         env = self.host_env(engine)
         episode = collect_episode(env, numpy_policy(engine, self.deterministic, self.seed), seed=self.seed)

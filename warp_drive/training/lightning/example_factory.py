@@ -12,11 +12,11 @@ from typing import Any
 
 import example_envs
 from warp_drive.config import RunConfig, load_run_config
-from warp_drive.env.registrar import EnvironmentRegistrar
+from warp_drive.vocab.registrar import EnvironmentRegistrar
 from warp_drive.errors import ConfigError
 from warp_drive.training.run.build import build_trainer
 from warp_drive.training.run.trainer import Trainer
-from warp_drive.utils.device import choose_backend
+from warp_drive.cuda.device import choose_backend
 
 logger = logging.getLogger("warp_drive.training.lightning.engine")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import DataShapeError, DataTypeError
 
 #: Feature shape of one observation (int = flat width) or of each key of a Dict observation.

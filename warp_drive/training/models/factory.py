@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import nn
 
-from warp_drive.config._checks import closest_match
+from warp_drive.utils.checks import closest_match
 from warp_drive.errors import ConfigError
 from warp_drive.utils.excerpt import excerpt
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims

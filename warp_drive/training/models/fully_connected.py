@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from warp_drive.compat271.reference_format import from_reference_state_dict, is_reference_state_dict
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.models.distributions import HeadOutput
 from warp_drive.training.models.obs_normalizer import ObsNormalizer

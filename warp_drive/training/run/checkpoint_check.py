@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from warp_drive.config._checks import MAX_INT, as_path
+from warp_drive.utils.checks import MAX_INT, as_path
 from warp_drive.errors import CheckpointError, ConfigError
 from warp_drive.training.checkpoint_files import checkpoint_error
 from warp_drive.utils.excerpt import brief, excerpt

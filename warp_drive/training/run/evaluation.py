@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataNotFoundError, UsageError
 from warp_drive.training.run.comparison import Comparison, comparison_table  # noqa: F401 (the summary's names, here too)
 from warp_drive.training.run.statistics import Interval, mean_interval

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.training.models.action_spec import action_heads_from_space
 
 

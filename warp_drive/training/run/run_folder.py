@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from warp_drive.config._checks import as_path
+from warp_drive.utils.checks import as_path
 from warp_drive.errors import ConfigError
 
 #: ``saving.basedir`` when a config does not name one (``warp_drive/config/defaults.yaml``).

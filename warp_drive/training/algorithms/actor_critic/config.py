@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
 from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.config.model import ModelConfig

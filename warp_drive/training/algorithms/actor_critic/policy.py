@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from warp_drive.config.algorithms import algorithm_entry
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext

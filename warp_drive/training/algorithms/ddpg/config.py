@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from warp_drive.config import _checks as chk
+from warp_drive.utils import checks as chk
 from warp_drive.config.model import ActorCriticModelConfig
 from warp_drive.errors import ConfigError
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from warp_drive.training.algorithms.ddpg.config import OU_DEFAULTS
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.ddpg.parts import DDPGNets, OUNoise, bootstrap_targets, ddpg_update, hard_update, nstep_returns

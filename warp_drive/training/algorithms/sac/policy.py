@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.env.constants import Constants
+from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.sac.config import OPTIMIZERS
