@@ -10,7 +10,6 @@
 
 from warp_drive.config.algorithms import AlgorithmEntry, register_algorithm
 from warp_drive.training.algorithms.a2c import A2C, a2c_loss, explained_variance, value_loss
-from warp_drive.training.algorithms.actor_critic.policy import make_algorithm
 from warp_drive.training.algorithms.base import BuildContext, Policy, PolicyContractError, UpdateContext
 from warp_drive.training.models.distributions import (
     HeadOutput,
@@ -42,7 +41,6 @@ __all__ = [
     "gaussian_log_prob_entropy",
     "grad_norm_and_clip",
     "log_prob_and_entropy",
-    "make_algorithm",
     "ppo_loss",
     "register_algorithm",
     "standardize",

@@ -2,7 +2,7 @@
 
 The trainer-facing flow is the same for :class:`A2C` and :class:`~.ppo.PPO`::
 
-    algo = make_algorithm(policy_config).to(device)   # actor_critic.make_algorithm: the registry entry's loss class
+    algo = PPO.from_config(policy_config).to(device)   # the class the registry entry's ActorCritic builder holds
     # after a rollout (values straight from the model, detached):
     advantages, returns = algo.compute_advantages(rewards, values, last_values, terminated,
                                                   truncated, final_values)

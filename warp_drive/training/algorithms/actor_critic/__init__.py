@@ -14,8 +14,6 @@ from warp_drive.training.algorithms.actor_critic.policy import (
     ActorCritic,
     ActorCriticPolicy,
     build_policy,
-    loss_class,
-    make_algorithm,
 )
 from warp_drive.training.algorithms.ppo import PPO
 
@@ -24,4 +22,4 @@ build_a2c = ActorCritic(A2C)
 build_ppo = ActorCritic(PPO)
 
 __all__ = ["ALGORITHMS", "DEFAULT_NUM_EPOCHS", "OPTIMIZER", "ActorCritic", "ActorCriticConfig", "ActorCriticPolicy",
-           "build_a2c", "build_policy", "build_ppo", "loss_class", "make_algorithm"]
+           "build_a2c", "build_policy", "build_ppo"]

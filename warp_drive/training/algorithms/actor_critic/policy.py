@@ -18,9 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.env.constants import Constants
-from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
@@ -159,27 +157,9 @@ class ActorCritic:
         return f"ActorCritic({self.loss.__name__})"
 
 
-def loss_class(algorithm: str) -> type[A2C]:
-    """The loss class of a registered actor-critic algorithm (its entry's :class:`ActorCritic` builder).
-
-    Raises:
-        ConfigError: the algorithm is not registered, or its builder is no :class:`ActorCritic`.
-    """
-    builder = algorithm_entry(algorithm).policy_builder()
-    if not isinstance(builder, ActorCritic):
-        raise ConfigError(f"algorithm={algorithm!r} is not an actor-critic algorithm (its registry entry builds "
-                          f"with {builder!r}); expected one whose entry names an ActorCritic builder, e.g. A2C, PPO.")
-    return builder.loss
-
-
-def make_algorithm(policy_config: Any) -> A2C:
-    """The loss object (:class:`A2C`, PPO, ...) of an actor-critic ``policy.<tag>`` section, by its registry entry."""
-    return loss_class(policy_config.algorithm).from_config(policy_config)
-
-
-def build_policy(ctx: BuildContext, loss: type[A2C] | None = None) -> ActorCriticPolicy:
-    """An actor-critic policy: its model (``policy.<tag>.model``), Adam, the loss (``loss``, or the
-    one of the section's registry entry), its buffers.
+def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
+    """An actor-critic policy: its model (``policy.<tag>.model``), Adam, the loss ``loss`` (the class its
+    registry entry's :class:`ActorCritic` builder holds: the one place an algorithm name meets its loss), its buffers.
 
     Policies over a subset of the agents sample into an action placeholder of their own,
     ``actions_<tag>`` (copied into the joint one by the sampler launch).
@@ -198,7 +178,7 @@ def build_policy(ctx: BuildContext, loss: type[A2C] | None = None) -> ActorCriti
     lr = ParamScheduler(pc.lr, "lr")
     policy = ActorCriticPolicy(
         ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, ctx.device), ctx.contiguous, model,
-        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), (loss or loss_class(pc.algorithm)).from_config(pc).to(ctx.device),
+        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), loss.from_config(pc).to(ctx.device),
         action_spec, action_name, pc, pc.to_train, lr_schedule=lr, obs_agents_last=ctx.obs_agents_last)
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
