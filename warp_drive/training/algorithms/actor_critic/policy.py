@@ -6,7 +6,7 @@ The registry entries are :class:`ActorCritic` builders, one per loss (``ActorCri
 The sampler kernels sample the model's head outputs (``samples_in_kernel``); :meth:`ActorCriticPolicy.finalize`
 computes advantages and returns (GAE, return normalizer); :meth:`ActorCriticPolicy.update` runs
 ``num_epochs x num_minibatches`` gradient steps of the A2C or PPO loss
-(:func:`~warp_drive.training.algorithms.update.update_policy`).
+(:func:`~warp_drive.training.algorithms.actor_critic.update.update_policy`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import numpy as np
 import torch
 
 from warp_drive.env.constants import Constants
-from warp_drive.training.algorithms.a2c import A2C
+from warp_drive.training.algorithms.actor_critic.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
-from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
-from warp_drive.training.algorithms.update import update_policy
+from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
+from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers

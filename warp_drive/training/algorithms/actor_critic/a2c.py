@@ -27,7 +27,7 @@ import torch
 from warp_drive.errors import UsageError
 from warp_drive.training.models.distributions import HeadOutput, log_prob_and_entropy
 from warp_drive.training.algorithms.normalization import RewardNormalizer, ValueNormalizer, standardize
-from warp_drive.training.algorithms.returns import compute_gae
+from warp_drive.training.algorithms.actor_critic.returns import compute_gae
 from warp_drive.training.utils.param_scheduler import ParamScheduler, ScheduleLike
 
 Tensor = torch.Tensor
