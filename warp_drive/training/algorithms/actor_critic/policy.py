@@ -27,7 +27,7 @@ from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
-from warp_drive.training.policy_state import EpisodeStats, agent_index
+from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 Tensor = torch.Tensor
@@ -177,13 +177,11 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     ctx.sampler.register_actions(dm, action_name, max(action_spec.categorical or (1,)), is_deterministic=action_spec.is_gaussian)
     lr = ParamScheduler(pc.lr, "lr")
     policy = ActorCriticPolicy(
-        ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, ctx.device), ctx.contiguous, model,
-        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), loss.from_config(pc).to(ctx.device),
-        action_spec, action_name, pc, pc.to_train, lr_schedule=lr, obs_agents_last=ctx.obs_agents_last)
+        **Policy.common_state(ctx), model=model, optimizer=torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
+        algorithm=loss.from_config(pc).to(ctx.device), action_spec=action_spec, action_name=action_name, lr_schedule=lr)
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
     columns = dm.get_shape(action_name)[2]
     action_dtype = dm.data_on_device_via_torch(action_name).dtype
     policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype)
-    policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
     return policy
