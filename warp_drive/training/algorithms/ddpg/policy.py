@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.ddpg.config import OU_DEFAULTS
+from warp_drive.training.algorithms.ddpg.config import N_STEP_DEFAULT, OU_DEFAULTS
 from warp_drive.env.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
@@ -209,7 +209,7 @@ def build_policy(ctx: BuildContext) -> DDPGPolicy:
     A = len(ctx.agent_ids)
     policy = DDPGPolicy(**Policy.common_state(ctx), nets=nets, action_spec=action_spec, actor_lr_schedule=lr_a,
                         critic_lr_schedule=lr_c, noise_schedules=noise,
-                        ou=OUNoise((ctx.num_envs, A, columns), device, ctx.generator), n_step=ctx.run_config.trainer.n_step)
+                        ou=OUNoise((ctx.num_envs, A, columns), device, ctx.generator), n_step=ctx.run_config.trainer.algorithm_params.get("n_step", N_STEP_DEFAULT))
     B, E = ctx.steps_per_iter, ctx.num_envs
     policy.buffers = TransitionBuffers.allocate(B, ctx.observe(policy), columns)
     policy.targets = NStepTargets(torch.zeros((B, E, A), device=device), torch.zeros((B, E), dtype=torch.long, device=device),
