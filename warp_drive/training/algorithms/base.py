@@ -145,8 +145,8 @@ class Policy:
     """The per-tag object the engine drives (see the module docstring for the order of calls).
 
     ``Policy.__init__(self, ctx)`` sets the state every policy shares (:data:`COMMON_FIELDS`, built by
-    :meth:`common_state`, which a dataclass subclass passes to its own ``__init__``); a subclass calls it, then sets its own (:data:`OWN_FIELDS`: ``model``, ``action_spec``,
-    ``action_name``, ``buffers``). A registry entry may name the class itself: :meth:`build` is then
+    :meth:`common_state`, which a dataclass subclass passes to its own ``__init__``); a subclass calls
+    it, then sets its own (:data:`OWN_FIELDS`: ``model``, ``action_spec``, ``action_name``, ``buffers``). A registry entry may name the class itself: :meth:`build` is then
     its builder. In full, a policy holds: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
     the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
     module that acts: its outputs on ``(E, A, *obs)`` observations are what :meth:`act` reads; for a
