@@ -283,10 +283,12 @@ def _check_run_settings(policy: Mapping[str, Any], trainer: TrainerConfig, sampl
     for key, value in trainer.algorithm_params.items():
         if key not in read:
             readers = trainer_param_entries().get(key, [])
+            advice = sorted({a for p in policy.values() if (a := getattr(type(p), "INSTEAD_OF", {}).get(key))})
             raise ConfigError(
                 f"`trainer.{key}`={chk.brief(value)}: only {', '.join(e.name for e in readers) or 'no algorithm'} "
                 f"policies read it ({'; '.join(e.summary for e in readers)}); these policies are "
-                f"{', '.join(sorted({e.name for e in entries}))}, which do not. Remove `trainer.{key}`.")
+                f"{', '.join(sorted({e.name for e in entries}))}, which do not"
+                + (f" ({'; '.join(advice)})" if advice else "") + f". Remove `trainer.{key}`.")
     params = sampler.get("params") if isinstance(sampler, Mapping) else None
     read = {k for e in entries for k in e.sampler_params}
     readers = sampler_param_entries()
