@@ -12,7 +12,8 @@ A module of the bottom floors that moved whole keeps its old path as an *alias*:
 :func:`alias`, so both paths give the one module object (``monkeypatch`` and ``mock.patch`` of either reach
 the code). :data:`MOVED_ALIASES` lists the former paths of ``warp_drive/training/``'s flat modules, moved whole
 into ``engine/`` and ``run/``, and of the A2C/PPO modules moved into ``algorithms/actor_critic/``: no file
-stands at those old paths; importing one gives the *same module object* as the new path (:func:`install_moved_aliases`, called by ``warp_drive.training``).
+stands at those old paths; importing one gives the *same module object* as the new path
+(:func:`install_moved_aliases`, called by ``warp_drive.training``).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
