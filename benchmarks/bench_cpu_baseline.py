@@ -20,7 +20,7 @@ CONFIGS = {"tag_continuous_100envs": ["trainer.num_envs=100"], "tag_continuous_1
 
 def cpu_baseline(overrides: list[str], steps: int) -> dict:
     """Env-steps/s of the CPU-env / GPU-policy loop over ``steps`` steps plus one update."""
-    from warp_drive.training.algorithms.update import update_policy
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
 
     E = int(overrides[0].split("=")[1])
     t = make_trainer("tag_continuous", overrides + [f"trainer.train_batch_size={E * steps}", "trainer.seed=0"], backend="cpu")

@@ -11,8 +11,9 @@ of ``docs/architecture.md``), kept the same way (docstring ``Former path:``).
 A module of the bottom floors that moved whole keeps its old path as an *alias*: the old path's file calls
 :func:`alias`, so both paths give the one module object (``monkeypatch`` and ``mock.patch`` of either reach
 the code). :data:`MOVED_ALIASES` lists the former paths of ``warp_drive/training/``'s flat modules, moved whole
-into ``engine/`` and ``run/``: no file stands at those old paths; importing one gives the *same module object*
-as the new path (:func:`install_moved_aliases`, called by ``warp_drive.training``).
+into ``engine/`` and ``run/``, and of the A2C/PPO modules moved into ``algorithms/actor_critic/``: no file
+stands at those old paths; importing one gives the *same module object* as the new path
+(:func:`install_moved_aliases`, called by ``warp_drive.training``).
 
 No module but these re-exports imports a path of either table (``tests/cpu/test_import_structure.py``).
 A re-export whose targets must load late (a ``python -m`` entry point that installs signal handlers before
@@ -100,9 +101,9 @@ COMPAT_MODULES: dict[str, str] = {
     "warp_drive.training.trainers.trainer_ddpg": "TrainerDDPG (warp_drive.training.run.trainer271), soft_update, hard_update (warp_drive.training.algorithms.ddpg)",
     "warp_drive.training.deprecate": "package of 2.7.1's pre-refactor modules",
     "warp_drive.training.deprecate.trainer": "Trainer = Trainer271 (warp_drive.training.run.trainer271)",
-    "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms)",
-    "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.a2c)",
-    "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.ppo)",
+    "warp_drive.training.algorithms.policygradient": "package of 2.7.1's A2C/PPO modules (warp_drive.training.algorithms.actor_critic)",
+    "warp_drive.training.algorithms.policygradient.a2c": "A2C (warp_drive.training.algorithms.actor_critic.a2c)",
+    "warp_drive.training.algorithms.policygradient.ppo": "PPO (warp_drive.training.algorithms.actor_critic.ppo)",
     "warp_drive.training.utils.ring_buffer": "RingBuffer, RingBufferManager (warp_drive.compat271.ring_buffer)",
     "warp_drive.training.utils.vertical_scaler": "perform_auto_vertical_scaling (warp_drive.training.run.auto_scale)",
     "warp_drive.training.utils.distributed_train": "package of 2.7.1's multi-GPU launchers",
@@ -181,6 +182,11 @@ MOVED_ALIASES: dict[str, str] = {
     "warp_drive.training.trainer_api271": "warp_drive.training.run.trainer271",
     "warp_drive.training.ddpg": "warp_drive.training.run.trainer271",
     "warp_drive.training.algorithms.distributions": "warp_drive.training.models.distributions",
+    "warp_drive.training.algorithms.a2c": "warp_drive.training.algorithms.actor_critic.a2c",
+    "warp_drive.training.algorithms.ppo": "warp_drive.training.algorithms.actor_critic.ppo",
+    "warp_drive.training.algorithms.update": "warp_drive.training.algorithms.actor_critic.update",
+    "warp_drive.training.algorithms.graphed_update": "warp_drive.training.algorithms.actor_critic.graphed_update",
+    "warp_drive.training.algorithms.returns": "warp_drive.training.algorithms.actor_critic.returns",
 }
 
 

@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 @pytest.mark.parametrize("dtype", [None, "bf16"])
 def test_compiled_graphed_step_trains_the_eager_weights(no_tf32, dtype):
     from warp_drive.training.algorithms.compiled import LossFunction
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
-    from warp_drive.training.algorithms.update import update_policy
+    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
 
     autocast = torch.bfloat16 if dtype else None
     model, algorithm, batch = _setup()

@@ -113,8 +113,8 @@ def test_a_fused_graphed_step_trains_the_eager_weights(no_tf32, dtype):
 
     from tests.gpu.test_graphed_update_gpu import _setup
     from warp_drive.training.algorithms.compiled import LossFunction
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
-    from warp_drive.training.algorithms.update import update_policy
+    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
     from warp_drive.training.models.fully_connected import FullyConnected
 
     autocast = torch.bfloat16 if dtype else None

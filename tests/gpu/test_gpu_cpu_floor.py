@@ -26,7 +26,7 @@ def _trainer(overrides, tmp_path, backend):
 
 
 def test_gpu_trainer_runs_whole_forwards_and_backwards(tmp_path, monkeypatch):
-    import warp_drive.training.algorithms.actor_critic as actor_critic  # where the update is looked up
+    import warp_drive.training.algorithms.actor_critic.policy as actor_critic  # where the update is looked up
 
     t = _trainer(["trainer.num_envs=20", "trainer.train_batch_size=200", "trainer.seed=1"], tmp_path, "pycuda")
     t.cpu_chunk_samples = 1  # would chunk everything on the cpu backend

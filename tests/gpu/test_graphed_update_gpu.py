@@ -1,4 +1,4 @@
-"""The CUDA-graph-captured minibatch step (warp_drive.training.algorithms.graphed_update) against
+"""The CUDA-graph-captured minibatch step (warp_drive.training.algorithms.actor_critic.graphed_update) against
 the eager update it replaces: same weights, same metrics, schedules and reloads honoured."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 
 def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation="relu"):
-    from warp_drive.training.algorithms.ppo import PPO
+    from warp_drive.training.algorithms.actor_critic.ppo import PPO
     from warp_drive.training.buffers import RolloutBatch
     from warp_drive.training.models.fully_connected import FullyConnected
 
@@ -33,8 +33,8 @@ def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation=
 
 
 def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4, activation="relu"):
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
-    from warp_drive.training.algorithms.update import update_policy
+    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
     from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
     model, algorithm, batch = _setup(activation=activation)
@@ -86,9 +86,9 @@ def test_graphed_step_trains_the_eager_weights_bf16(no_tf32):
 
 def test_graphed_step_one_minibatch_a2c(no_tf32):
     """One minibatch per pass (no gather) and A2C's loss."""
-    from warp_drive.training.algorithms.a2c import A2C
-    from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form
-    from warp_drive.training.algorithms.update import update_policy
+    from warp_drive.training.algorithms.actor_critic.a2c import A2C
+    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
 
     model, _, batch = _setup(seed=1)
     algorithm = A2C(vf_loss_coeff=1.0, entropy_coeff=0.01)

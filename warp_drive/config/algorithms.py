@@ -11,10 +11,12 @@ training code), at
   classmethod builds the per-tag policy object the engine drives), or a builder ``build(context) ->
   policy`` (with a ``policy_class`` attribute to be checked at registration), and
 * ``sampler_parser`` (optional): ``parse(params, prefix) -> {key: value}`` of the ``sampler.params``
-  keys the entry reads (``sampler_params``; DDPG's Ornstein-Uhlenbeck noise).
+  keys the entry reads (``sampler_params``; DDPG's Ornstein-Uhlenbeck noise), and
+* ``trainer_parser`` (optional): the same for the ``trainer`` keys the entry reads (``trainer_params``;
+  DDPG's ``n_step``): the generic ``trainer`` section neither declares nor parses them.
 
-A config that sets ``trainer.n_step`` or extra ``sampler.params`` keys with no policy whose entry reads
-them is refused.
+A config that sets such a ``trainer`` or ``sampler.params`` key with no policy whose entry reads it is
+refused.
 
 Adding an algorithm is one :func:`register_algorithm` call (the built-in ones are the lines of
 :data:`BUILTIN`); it checks the entry against the policy contract
@@ -40,19 +42,22 @@ class AlgorithmEntry:
         name: the ``algorithm`` value (upper case; configs match it case-insensitively).
         section: ``"module:Class"`` of the ``policy.<tag>`` section parser.
         policy: ``"module:function"`` building the policy object from a build context.
-        reads_n_step: the algorithm reads ``trainer.n_step``.
         sampler_params: ``sampler.params`` keys the algorithm reads besides ``use_argmax``.
         summary: one line for listings and error messages.
         sampler_parser: ``"module:function"`` parsing ``sampler_params`` (``parse(params, prefix)``).
+        trainer_params: ``trainer`` keys the algorithm reads besides the generic section's (e.g. ``n_step``).
+        trainer_parser: ``"module:function"`` parsing ``trainer_params`` (``parse(section, prefix)`` -> the
+            keys the section sets to something other than their default).
     """
 
     name: str
     section: str
     policy: str
-    reads_n_step: bool = False
     sampler_params: tuple[str, ...] = ()
     summary: str = ""
     sampler_parser: str = ""
+    trainer_params: tuple[str, ...] = ()
+    trainer_parser: str = ""
 
     def section_class(self) -> Any:
         """The section parser class (imported on first use)."""
@@ -70,6 +75,10 @@ class AlgorithmEntry:
     def parse_sampler_params(self, params: Any, prefix: str) -> dict[str, Any]:
         """The ``sampler.params`` this entry reads, parsed by its ``sampler_parser`` ({} without one)."""
         return resolve(self.sampler_parser)(params, prefix) if self.sampler_parser else {}
+
+    def parse_trainer_params(self, section: Any, prefix: str) -> dict[str, Any]:
+        """The ``trainer`` keys this entry reads, parsed by its ``trainer_parser`` ({} without one)."""
+        return resolve(self.trainer_parser)(section, prefix) if self.trainer_parser else {}
 
 
 def resolve(path: str) -> Any:
@@ -93,9 +102,10 @@ BUILTIN: tuple[AlgorithmEntry, ...] = (
     AlgorithmEntry("PPO", f"{_AC}.config:ActorCriticConfig", f"{_AC}:build_ppo",
                    summary="proximal policy optimization (on-policy, clipped ratio)"),
     AlgorithmEntry("DDPG", f"{_ALG}.ddpg.config:DDPGPolicyConfig", f"{_ALG}.ddpg:build_policy",
-                   reads_n_step=True, sampler_params=("damping", "stddev", "scale"),
-                   sampler_parser=f"{_ALG}.ddpg.config:parse_ou_params",
-                   summary="deterministic actor, Q critic, target networks, Ornstein-Uhlenbeck exploration (2.7.1's TrainerDDPG)"),
+                   sampler_params=("damping", "stddev", "scale"), sampler_parser=f"{_ALG}.ddpg.config:parse_ou_params",
+                   trainer_params=("n_step",), trainer_parser=f"{_ALG}.ddpg.config:parse_trainer_params",
+                   summary="deterministic actor, Q critic, target networks, n-step targets, Ornstein-Uhlenbeck "
+                           "exploration (2.7.1's TrainerDDPG)"),
     AlgorithmEntry("SAC", "warp_drive.training.algorithms.sac.config:SACPolicyConfig", "warp_drive.training.algorithms.sac:build_policy",
                    summary="soft actor-critic: twin Q, squashed Gaussian, learned temperature, replay on the device"),
 )
@@ -124,6 +134,15 @@ def register_algorithm(entry: AlgorithmEntry, *, replace: bool = False) -> Algor
 def sampler_param_entries() -> dict[str, AlgorithmEntry]:
     """``{sampler.params key: the entry that parses it}`` over every registered algorithm."""
     return {key: e for e in _REGISTRY.values() for key in e.sampler_params}
+
+
+def trainer_param_entries() -> dict[str, list[AlgorithmEntry]]:
+    """``{trainer key: the entries that read it}`` over every registered algorithm."""
+    out: dict[str, list[AlgorithmEntry]] = {}
+    for e in _REGISTRY.values():
+        for key in e.trainer_params:
+            out.setdefault(key, []).append(e)
+    return out
 
 
 def algorithm_names() -> tuple[str, ...]:

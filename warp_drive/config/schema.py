@@ -27,7 +27,12 @@ from typing import Any
 
 from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
-from warp_drive.config.algorithms import algorithm_entry, algorithm_names, resolve, sampler_param_entries
+from warp_drive.config.algorithms import (
+    algorithm_entry,
+    resolve,
+    sampler_param_entries,
+    trainer_param_entries,
+)
 from warp_drive.vocab.backends import BACKENDS, canonical_backend
 from warp_drive.errors import ConfigError
 
@@ -87,8 +92,9 @@ class TrainerConfig(chk.PlainDict):
             training; False runs the PyTorch forward under autograd.
         compile: ``torch.compile`` (Inductor) the policy forward of the rollout and the forward + loss
             of the update on a GPU (:mod:`~warp_drive.training.algorithms.compiled`); ignored on the CPU.
-        n_step: 2.7.1's n-step return horizon of DDPG; A2C/PPO accept only 1 (they use GAE over
-            the whole rollout, see ``policy.<tag>.gae_lambda``).
+        algorithm_params: The ``trainer`` keys that algorithms read (their registry entries'
+            ``trainer_params``, parsed by their ``trainer_parser``: DDPG's ``n_step``), those the config
+            sets to other than their default; :attr:`n_step` reads 2.7.1's.
         neg_pos_env_ratio: When > 0, each update trains on the envs whose rollout holds a
             successful episode end (``_done_ == 2``) plus at most this many times as many other
             envs, drawn at random (2.7.1's down-sampling of unsuccessful envs); <= 0 is off.
@@ -116,16 +122,21 @@ class TrainerConfig(chk.PlainDict):
     compile: bool = False
     fused_rollout: bool = False
     fused_update: bool = False
-    n_step: int = 1
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
     eval_every: int = 0
     eval_episodes: int = 16
     keep_best: bool = False
+    algorithm_params: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "trainer") -> TrainerConfig:
-        d = chk.merged_section(section, load_defaults()["trainer"], prefix)
+        section = chk.require_mapping(section, prefix)
+        readers = trainer_param_entries()
+        algorithm_params: dict[str, Any] = {}
+        for entry in {id(e): e for es in readers.values() for e in es}.values():
+            algorithm_params.update(entry.parse_trainer_params(section, prefix))
+        d = chk.merged_section({k: v for k, v in section.items() if k not in readers}, load_defaults()["trainer"], prefix)
         key = lambda name: chk.join_key(prefix, name)  # noqa: E731
         num_envs = chk.as_int(d["num_envs"], key("num_envs"), minimum=1)
         batch = chk.as_int(d["train_batch_size"], key("train_batch_size"), minimum=1)
@@ -148,10 +159,21 @@ class TrainerConfig(chk.PlainDict):
                                                                        "fused_rollout", "fused_update")},
             update_precision=_precision(d["update_precision"], key("update_precision")),
             rollout_precision=_precision(d["rollout_precision"], key("rollout_precision")),
-            n_step=chk.as_int(d["n_step"], key("n_step"), minimum=1),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),
             **_periodic_eval(d, key),
+            algorithm_params=algorithm_params,
         )
+
+    @property
+    def n_step(self) -> int:
+        """2.7.1's ``trainer.n_step``: DDPG's n-step horizon (1 unless the config sets it)."""
+        return int(self.algorithm_params.get("n_step", 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form; the algorithms' keys at the top of the section, as the config gives them."""
+        out = chk.to_plain(self)
+        out.update(out.pop("algorithm_params"))
+        return out
 
     @property
     def batch_size_per_env(self) -> int:
@@ -254,15 +276,19 @@ def parse_policy_section(section: Any, prefix: str) -> Any:
 
 
 def _check_run_settings(policy: Mapping[str, Any], trainer: TrainerConfig, sampler: Any) -> None:
-    """``trainer.n_step`` and extra ``sampler.params`` only where a policy's algorithm reads them
+    """The algorithms' ``trainer`` keys (``n_step``) and ``sampler.params`` only where a policy's algorithm reads them
     (:class:`~warp_drive.config.algorithms.AlgorithmEntry`)."""
     entries = [algorithm_entry(p.algorithm) for p in policy.values()]
-    readers = [name for name in algorithm_names() if algorithm_entry(name).reads_n_step]
-    if trainer.n_step != 1 and not any(e.reads_n_step for e in entries):
-        raise ConfigError(
-            f"`trainer.n_step`={trainer.n_step}: only {', '.join(readers) or 'no algorithm'} use n-step targets; "
-            f"these policies are {', '.join(sorted({e.name for e in entries}))} (A2C and PPO bootstrap GAE over the "
-            "whole rollout). Remove `trainer.n_step` (or set it to 1) and tune `policy.<tag>.gae_lambda` instead.")
+    read = {k for e in entries for k in e.trainer_params}
+    for key, value in trainer.algorithm_params.items():
+        if key not in read:
+            readers = trainer_param_entries().get(key, [])
+            advice = sorted({a for p in policy.values() if (a := getattr(type(p), "INSTEAD_OF", {}).get(key))})
+            raise ConfigError(
+                f"`trainer.{key}`={chk.brief(value)}: only {', '.join(e.name for e in readers) or 'no algorithm'} "
+                f"policies read it ({'; '.join(e.summary for e in readers)}); these policies are "
+                f"{', '.join(sorted({e.name for e in entries}))}, which do not"
+                + (f" ({'; '.join(advice)})" if advice else "") + f". Remove `trainer.{key}`.")
     params = sampler.get("params") if isinstance(sampler, Mapping) else None
     read = {k for e in entries for k in e.sampler_params}
     readers = sampler_param_entries()

@@ -2,7 +2,7 @@
 
 Every record is time first: ``(B, E, A, ...)`` for ``B`` env steps of ``E`` env replicas of a
 policy's ``A`` agents (``(B, E)`` for per-env flags). This module and the return computation
-(:meth:`~warp_drive.training.algorithms.a2c.A2C.compute_advantages`) are the only code that knows
+(:meth:`~warp_drive.training.algorithms.actor_critic.a2c.A2C.compute_advantages`) are the only code that knows
 that layout: the rollout, the CPU pipeline and the drivers read and write rows through the
 functions and methods here (:func:`obs_row`, :func:`record_obs` and :func:`record_row` serve any
 policy's record, e.g. :class:`~warp_drive.training.algorithms.transitions.TransitionBuffers`).

@@ -1,5 +1,6 @@
 """The algorithm seam as a checked contract (issue 38 item 1): an algorithm written outside the
-package registers with one call and trains through ``build_trainer`` on the cpu backend; a policy
+package registers with one call and trains through ``build_trainer`` on the cpu backend and under
+Lightning (a policy with no optimizer: Lightning drives no optimizer for it); a policy
 class that misses part of the :class:`~warp_drive.training.algorithms.Policy` contract is refused
 at registration with a :class:`~warp_drive.errors.PolicyContractError` naming what is missing."""
 
@@ -159,3 +160,20 @@ def test_the_built_in_entries_meet_the_contract():
 
     for name in ("A2C", "PPO", "DDPG", "SAC"):
         check_entry(registry.algorithm_entry(name))
+
+
+def test_the_toy_algorithm_trains_under_lightning(tmp_path, clean_registry, outside_package):
+    """The same entry, no other code: Lightning drives the toy policy 2 iterations (no optimizer, no gradients)."""
+    pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: pip install -e '.[lightning]'")
+    from tests.cpu.training.test_lightning import _fit
+    from warp_drive.training.lightning import WarpDriveModule
+
+    register_algorithm(AlgorithmEntry("RANDOM", section="toy_algo:RandomConfig", policy="toy_algo:RandomPolicy"))
+    trainer = build_trainer(_config(tmp_path), ToyLine, backend="cpu", results_dir=tmp_path / "run", verbose=False)
+    module = WarpDriveModule(trainer, iterations_per_epoch=1)
+    assert module.num_optimizers == 0
+    _fit(module, tmp_path / "lightning", max_epochs=2, checkpoint=False, perf_stats=False)
+    policy = module.engine.policies["shared"]
+    assert isinstance(policy, outside_package.RandomPolicy) and policy.updates == 2
+    assert module.engine.iteration == 2 and policy.timestep == 2 * 4 * 5
+    assert set(policy.buffers.actions.unique().tolist()) <= {0.0, 1.0, 2.0}

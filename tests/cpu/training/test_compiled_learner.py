@@ -18,7 +18,7 @@ import warp_drive.training.algorithms.compiled as compiled
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.compiled import ActingForward, LossFunction, can_compile
-from warp_drive.training.algorithms.ppo import PPO
+from warp_drive.training.algorithms.actor_critic.ppo import PPO
 from warp_drive.training.models.fully_connected import FullyConnected
 
 

@@ -15,9 +15,9 @@ import torch
 from tests.helpers.toy_env import ToyLine
 from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.a2c import A2C
-from warp_drive.training.algorithms.ppo import PPO
-from warp_drive.training.algorithms.update import CONSTANT_METRICS, update_policy
+from warp_drive.training.algorithms.actor_critic.a2c import A2C
+from warp_drive.training.algorithms.actor_critic.ppo import PPO
+from warp_drive.training.algorithms.actor_critic.update import CONSTANT_METRICS, update_policy
 from warp_drive.training.models.action_spec import ActionSpec
 from warp_drive.training.models.fully_connected import FullyConnected
 from warp_drive.training.engine.acting import forward_in_chunks

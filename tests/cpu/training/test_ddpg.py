@@ -81,7 +81,8 @@ def test_reference_ddpg_configs_load_with_their_values(tmp_path, name):
     (lambda r: r["policy"]["shared"]["model"].update(model_ckpt_filepath={"actr": "x.pt"}), "did you mean `policy.shared.model.model_ckpt_filepath.actor`"),
     (lambda r: r["policy"]["shared"].update(algorithm="DDPGG"), "did you mean DDPG"),
     (lambda r: r["trainer"].update(n_step=3) or r.update(sampler={}) or r["policy"].update(shared={"algorithm": "PPO"}),
-     "only DDPG use n-step targets"),
+     r"`trainer.n_step`=3: only DDPG policies read it \(.*n-step targets.*\); these policies are PPO, which do not "
+     r"\(A2C and PPO bootstrap GAE over the whole rollout: tune `policy.<tag>.gae_lambda` instead\)"),
 ])
 def test_bad_ddpg_configs_name_the_key(mutate, match):
     raw = copy.deepcopy(REFERENCE_CONFIGS["single_pendulum"])

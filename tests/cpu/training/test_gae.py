@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from warp_drive.errors import DataShapeError, UsageError
-from warp_drive.training.algorithms.returns import compute_gae, discounted_returns
+from warp_drive.training.algorithms.actor_critic.returns import compute_gae, discounted_returns
 
 B, E, A = 7, 4, 3
 

@@ -7,7 +7,7 @@ import copy
 
 import torch
 
-from warp_drive.training.algorithms.graphed_update import match_device_form, portable_optimizer_state
+from warp_drive.training.algorithms.actor_critic.graphed_update import match_device_form, portable_optimizer_state
 from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
 

@@ -81,7 +81,7 @@ def test_stop_inside_an_update_keeps_the_last_completed_iterations_state(tmp_pat
     """Slow iterations (threshold lowered), updates in chunks of 8 rows (each chunk checks for a stop):
     SIGINT in the third iteration's update once a weight has stepped exits 130 with last.ckpt
     holding the weights of iteration 2, not the partial ones, and the run resumes from it to its end."""
-    import warp_drive.training.algorithms.update as update
+    import warp_drive.training.algorithms.actor_critic.update as update
     import warp_drive.training.run.long_runs as long_runs
     from warp_drive.training.engine import Engine
     from warp_drive.training.lightning.module import WarpDriveModuleBase

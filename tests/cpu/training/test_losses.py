@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from warp_drive.config import PolicyConfig
+from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.errors import UsageError
 from warp_drive.training.algorithms import (
     A2C,
     PPO,
     a2c_loss,
     log_prob_and_entropy,
-    make_algorithm,
     ppo_loss,
     update_policy,
     value_loss,
@@ -255,12 +255,17 @@ def test_ppo_needs_old_log_probs():
         )
 
 
-def test_make_algorithm_from_policy_config():
-    algo = make_algorithm(
+def _registry_loss(policy_config):
+    """The loss object of a ``policy.<tag>`` section, by the class its registry entry's builder holds."""
+    return algorithm_entry(policy_config.algorithm).policy_builder().loss.from_config(policy_config)
+
+
+def test_the_registry_entry_builds_the_loss_from_the_policy_config():
+    algo = _registry_loss(
         PolicyConfig.from_dict({"algorithm": "ppo", "clip_param": 0.1, "gae_lambda": 0.95})
     )
     assert isinstance(algo, PPO) and algo.clip_param == 0.1 and algo.gae_lambda == 0.95
-    algo = make_algorithm(PolicyConfig.from_dict({"entropy_coeff": [[0, 0.5], [10, 0.05]]}))
+    algo = _registry_loss(PolicyConfig.from_dict({"entropy_coeff": [[0, 0.5], [10, 0.05]]}))
     assert type(algo) is A2C and algo.entropy_coeff.get_param_value(5) == pytest.approx(0.275)
 
 

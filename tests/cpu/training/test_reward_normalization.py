@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from warp_drive.config import PolicyConfig
-from warp_drive.training.algorithms import A2C, RewardNormalizer, compute_gae, make_algorithm
+from warp_drive.training.algorithms import A2C, PPO, RewardNormalizer, compute_gae
 
 
 def reference(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> np.ndarray:
@@ -82,6 +82,6 @@ def test_algorithm_computes_advantages_on_scaled_rewards_and_keeps_the_variance_
 
 def test_config_option_defaults_off_and_builds_the_normalizer_with_the_policy_gamma():
     assert PolicyConfig.from_dict({"algorithm": "PPO"}).normalize_reward is False
-    assert make_algorithm(PolicyConfig.from_dict({"algorithm": "PPO"})).reward_normalizer is None
-    algo = make_algorithm(PolicyConfig.from_dict({"algorithm": "PPO", "gamma": 0.9, "normalize_reward": True}))
+    assert PPO.from_config(PolicyConfig.from_dict({"algorithm": "PPO"})).reward_normalizer is None
+    algo = PPO.from_config(PolicyConfig.from_dict({"algorithm": "PPO", "gamma": 0.9, "normalize_reward": True}))
     assert isinstance(algo.reward_normalizer, RewardNormalizer) and algo.reward_normalizer.gamma == 0.9

@@ -14,8 +14,8 @@ import torch
 from tests.cpu.training.test_cpu_chunking import _batch, _trainer
 from warp_drive.config import load_run_config
 from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.ppo import PPO
-from warp_drive.training.algorithms.update import update_policy
+from warp_drive.training.algorithms.actor_critic.ppo import PPO
+from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.models.fully_connected import FullyConnected
 
 

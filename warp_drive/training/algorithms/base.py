@@ -144,9 +144,9 @@ class UpdateContext:
 class Policy:
     """The per-tag object the engine drives (see the module docstring for the order of calls).
 
-    ``Policy.__init__(self, ctx)`` sets the state every policy shares (:data:`COMMON_FIELDS`); a
-    subclass calls it, then sets its own (:data:`OWN_FIELDS`: ``model``, ``action_spec``,
-    ``action_name``, ``buffers``). A registry entry may name the class itself: :meth:`build` is then
+    ``Policy.__init__(self, ctx)`` sets the state every policy shares (:data:`COMMON_FIELDS`, built by
+    :meth:`common_state`, which a dataclass subclass passes to its own ``__init__``); a subclass calls
+    it, then sets its own (:data:`OWN_FIELDS`: ``model``, ``action_spec``, ``action_name``, ``buffers``). A registry entry may name the class itself: :meth:`build` is then
     its builder. In full, a policy holds: ``tag``, ``agent_ids``, ``agent_index`` ((A,) long on
     the device), ``contiguous_all``, ``config``, ``to_train``, ``timestep``, ``model`` (the
     module that acts: its outputs on ``(E, A, *obs)`` observations are what :meth:`act` reads; for a
@@ -180,15 +180,18 @@ class Policy:
     obs_agents_last: bool
 
     def __init__(self, ctx: BuildContext) -> None:
-        self.tag = ctx.tag
-        self.agent_ids = list(ctx.agent_ids)
-        self.agent_index = agent_index(ctx.agent_ids, ctx.device)
-        self.contiguous_all = ctx.contiguous
-        self.config = ctx.config
-        self.to_train = bool(getattr(ctx.config, "to_train", True))
-        self.timestep = 0
-        self.obs_agents_last = ctx.obs_agents_last
-        self.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
+        for name, value in self.common_state(ctx).items():
+            setattr(self, name, value)
+
+    @staticmethod
+    def common_state(ctx: BuildContext) -> dict[str, Any]:
+        """The :data:`COMMON_FIELDS` of a policy built from ``ctx``, by name: what ``Policy.__init__`` sets,
+        and what a dataclass policy (its own generated ``__init__``) takes as keywords,
+        ``MyPolicy(**Policy.common_state(ctx), model=..., ...)``."""
+        return {"tag": ctx.tag, "agent_ids": list(ctx.agent_ids), "agent_index": agent_index(ctx.agent_ids, ctx.device),
+                "contiguous_all": ctx.contiguous, "config": ctx.config,
+                "to_train": bool(getattr(ctx.config, "to_train", True)), "timestep": 0,
+                "obs_agents_last": ctx.obs_agents_last, "stats": EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)}
 
     @classmethod
     def build(cls, ctx: BuildContext) -> Policy:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.returns import flags_like
+from warp_drive.training.algorithms.actor_critic.returns import flags_like
 from warp_drive.training.models.obs_normalizer import ObsNormalizer, RunningMoments
 
 Tensor = torch.Tensor

@@ -319,7 +319,7 @@ class Engine:
                 p.timestep += self.config.trainer.train_batch_size
             (sync_normalizers or _sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
             for p in trained:
-                given = None if optimizers is None else optimizers[p.tag]
+                given = None if optimizers is None else optimizers.get(p.tag, {})  # {}: a policy with no optimizer
                 context = UpdateContext(
                     self.generator, self.config.trainer.train_batch_size,
                     optimizers=given if given is None or isinstance(given, Mapping) else dict.fromkeys(p.optimizers(), given),

@@ -4,7 +4,7 @@ memory stays bounded whatever the batch.
 The estimate is the model's activation floats per sample: for every ``nn.Linear`` its input and its
 output (what autograd keeps for the backward, and the gradient of the output), times 4 bytes. The
 budget is a fraction of the device's free memory at the time of the update. Minibatches that fit are not split;
-larger ones run in chunks, gradients accumulated (:func:`~warp_drive.training.algorithms.update.accumulate_gradients`).
+larger ones run in chunks, gradients accumulated (:func:`~warp_drive.training.algorithms.actor_critic.update.accumulate_gradients`).
 """
 
 from __future__ import annotations

@@ -64,18 +64,10 @@ def loose_parameters(policy: Any, networks: nn.Module) -> list[nn.Parameter]:
 def optimizer_keys(engine: Engine, trained: Sequence[str]) -> list[tuple[str, str]]:
     """``(tag, name)`` of every optimizer of the ``trained`` policies: policy order, then the
     order of each policy's ``optimizers()`` (the order of ``configure_optimizers`` and of a
-    checkpoint's ``optimizer_states``).
-
-    Raises:
-        ConfigError: a trained policy has no optimizer.
+    checkpoint's ``optimizer_states``). A policy without one (``optimizers()`` empty, the contract's default:
+    an update that trains no network) adds none.
     """
-    keys = []
-    for tag in trained:
-        names = list(engine.policies[tag].optimizers())
-        if not names:
-            raise ConfigError(f"policy '{tag}' is trained but has no optimizer (optimizers() is empty)")
-        keys.extend((tag, name) for name in names)
-    return keys
+    return [(tag, name) for tag in trained for name in engine.policies[tag].optimizers()]
 
 
 def engine_optimizers(engine: Engine, keys: Sequence[tuple[str, str]]) -> list[torch.optim.Optimizer]:

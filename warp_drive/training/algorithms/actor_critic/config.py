@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
@@ -51,6 +51,10 @@ class ActorCriticConfig(chk.PlainDict):
     num_epochs: int
     num_minibatches: int
     model: ModelConfig
+
+    #: advice when the run config sets a ``trainer`` key that other algorithms read (``_check_run_settings``)
+    INSTEAD_OF: ClassVar[dict[str, str]] = {
+        "n_step": "A2C and PPO bootstrap GAE over the whole rollout: tune `policy.<tag>.gae_lambda` instead"}
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> Any:

@@ -6,7 +6,7 @@ The registry entries are :class:`ActorCritic` builders, one per loss (``ActorCri
 The sampler kernels sample the model's head outputs (``samples_in_kernel``); :meth:`ActorCriticPolicy.finalize`
 computes advantages and returns (GAE, return normalizer); :meth:`ActorCriticPolicy.update` runs
 ``num_epochs x num_minibatches`` gradient steps of the A2C or PPO loss
-(:func:`~warp_drive.training.algorithms.update.update_policy`).
+(:func:`~warp_drive.training.algorithms.actor_critic.update.update_policy`).
 """
 
 from __future__ import annotations
@@ -18,18 +18,16 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.vocab.constants import Constants
-from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.a2c import A2C
+from warp_drive.training.algorithms.actor_critic.a2c import A2C
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
-from warp_drive.training.algorithms.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
-from warp_drive.training.algorithms.update import update_policy
+from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
+from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
-from warp_drive.training.policy_state import EpisodeStats, agent_index
+from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 Tensor = torch.Tensor
@@ -159,27 +157,9 @@ class ActorCritic:
         return f"ActorCritic({self.loss.__name__})"
 
 
-def loss_class(algorithm: str) -> type[A2C]:
-    """The loss class of a registered actor-critic algorithm (its entry's :class:`ActorCritic` builder).
-
-    Raises:
-        ConfigError: the algorithm is not registered, or its builder is no :class:`ActorCritic`.
-    """
-    builder = algorithm_entry(algorithm).policy_builder()
-    if not isinstance(builder, ActorCritic):
-        raise ConfigError(f"algorithm={algorithm!r} is not an actor-critic algorithm (its registry entry builds "
-                          f"with {builder!r}); expected one whose entry names an ActorCritic builder, e.g. A2C, PPO.")
-    return builder.loss
-
-
-def make_algorithm(policy_config: Any) -> A2C:
-    """The loss object (:class:`A2C`, PPO, ...) of an actor-critic ``policy.<tag>`` section, by its registry entry."""
-    return loss_class(policy_config.algorithm).from_config(policy_config)
-
-
-def build_policy(ctx: BuildContext, loss: type[A2C] | None = None) -> ActorCriticPolicy:
-    """An actor-critic policy: its model (``policy.<tag>.model``), Adam, the loss (``loss``, or the
-    one of the section's registry entry), its buffers.
+def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
+    """An actor-critic policy: its model (``policy.<tag>.model``), Adam, the loss ``loss`` (the class its
+    registry entry's :class:`ActorCritic` builder holds: the one place an algorithm name meets its loss), its buffers.
 
     Policies over a subset of the agents sample into an action placeholder of their own,
     ``actions_<tag>`` (copied into the joint one by the sampler launch).
@@ -197,13 +177,11 @@ def build_policy(ctx: BuildContext, loss: type[A2C] | None = None) -> ActorCriti
     ctx.sampler.register_actions(dm, action_name, max(action_spec.categorical or (1,)), is_deterministic=action_spec.is_gaussian)
     lr = ParamScheduler(pc.lr, "lr")
     policy = ActorCriticPolicy(
-        ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, ctx.device), ctx.contiguous, model,
-        torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)), (loss or loss_class(pc.algorithm)).from_config(pc).to(ctx.device),
-        action_spec, action_name, pc, pc.to_train, lr_schedule=lr, obs_agents_last=ctx.obs_agents_last)
+        **Policy.common_state(ctx), model=model, optimizer=torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
+        algorithm=loss.from_config(pc).to(ctx.device), action_spec=action_spec, action_name=action_name, lr_schedule=lr)
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
     columns = dm.get_shape(action_name)[2]
     action_dtype = dm.data_on_device_via_torch(action_name).dtype
     policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype)
-    policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), ctx.device)
     return policy

@@ -14,8 +14,9 @@ A DDPG policy section has 2.7.1's keys::
       critic: {type: fully_connected_action_value_critic, fc_dims: [64, 64]}
       model_ckpt_filepath: {actor: "", critic: ""}
 
-``trainer.n_step`` sets the n-step targets, ``sampler.params.damping / stddev / scale`` the
-Ornstein-Uhlenbeck exploration noise (numbers or schedules). Every key is checked (unknown keys
+``trainer.n_step`` sets the n-step targets (:func:`parse_trainer_params`, the registry entry's
+``trainer_parser``), ``sampler.params.damping / stddev / scale`` the Ornstein-Uhlenbeck exploration
+noise (numbers or schedules, :func:`parse_ou_params`). Every key is checked (unknown keys
 get a did-you-mean error); the A2C/PPO keys that 2.7.1's merged defaults put in every policy
 (``vf_loss_coeff``, ``entropy_coeff``, ``clip_param``) are accepted and have no effect.
 """
@@ -156,3 +157,16 @@ def parse_ou_params(params: Mapping[str, Any], prefix: str) -> dict[str, Any]:
                 raise ConfigError(f"`{prefix}.damping`={value} must lie in [0, 1] (2.7.1: 0.15).")
             out[name] = value
     return out
+
+
+#: ``trainer.n_step`` when the config leaves it out (2.7.1's 1: one-step targets)
+N_STEP_DEFAULT = 1
+
+
+def parse_trainer_params(section: Any, prefix: str) -> dict[str, Any]:
+    """``{"n_step": n}`` when the ``trainer`` section sets ``n_step`` to other than :data:`N_STEP_DEFAULT`
+    (the n-step horizon of the targets), else {}."""
+    if not isinstance(section, Mapping) or section.get("n_step") is None:
+        return {}
+    n = chk.as_int(section["n_step"], chk.join_key(prefix, "n_step"), minimum=1)
+    return {} if n == N_STEP_DEFAULT else {"n_step": n}

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.ddpg.config import OU_DEFAULTS
+from warp_drive.training.algorithms.ddpg.config import N_STEP_DEFAULT, OU_DEFAULTS
 from warp_drive.vocab.constants import Constants
 from warp_drive.errors import ConfigError, DataShapeError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
@@ -27,7 +27,7 @@ from warp_drive.training.algorithms.transitions import TransitionBuffers
 from warp_drive.training.buffers import record_row
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
-from warp_drive.training.policy_state import EpisodeStats, agent_index
+from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 Tensor = torch.Tensor
@@ -207,13 +207,11 @@ def build_policy(ctx: BuildContext) -> DDPGPolicy:
     ou_given = ctx.run_config.sampler.ou_noise
     noise = {k: ParamScheduler(ou_given.get(k, v), f"sampler.params.{k}") for k, v in OU_DEFAULTS.items()}
     A = len(ctx.agent_ids)
-    policy = DDPGPolicy(ctx.tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, device), ctx.contiguous, nets, pc,
-                        pc.to_train, action_spec, lr_a, lr_c, noise,
-                        OUNoise((ctx.num_envs, A, columns), device, ctx.generator), ctx.run_config.trainer.n_step,
-                        obs_agents_last=ctx.obs_agents_last)
+    policy = DDPGPolicy(**Policy.common_state(ctx), nets=nets, action_spec=action_spec, actor_lr_schedule=lr_a,
+                        critic_lr_schedule=lr_c, noise_schedules=noise,
+                        ou=OUNoise((ctx.num_envs, A, columns), device, ctx.generator), n_step=ctx.run_config.trainer.algorithm_params.get("n_step", N_STEP_DEFAULT))
     B, E = ctx.steps_per_iter, ctx.num_envs
     policy.buffers = TransitionBuffers.allocate(B, ctx.observe(policy), columns)
     policy.targets = NStepTargets(torch.zeros((B, E, A), device=device), torch.zeros((B, E), dtype=torch.long, device=device),
                                   torch.zeros((B, E), device=device))
-    policy.stats = EpisodeStats.create(E, A, device)
     return policy

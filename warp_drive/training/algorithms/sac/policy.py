@@ -32,7 +32,7 @@ from warp_drive.training.algorithms.sac.update import SACNets, StepHooks, StepSe
 from warp_drive.training.algorithms.transitions import TransitionBuffers
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.models.squashed_gaussian import ActionBounds, squashed_sample
-from warp_drive.training.policy_state import EpisodeStats, agent_index
+from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
 logger = logging.getLogger(__name__)
@@ -241,13 +241,11 @@ def build_policy(ctx: BuildContext) -> SACPolicy:
     optimizers = {name: torch.optim.Adam(params[name], lr=schedules[name].get_param_value(0), foreach=True)
                   for name in OPTIMIZERS}
     target_entropy = -float(spec.gaussian_dim) if pc.target_entropy is None else pc.target_entropy
-    policy = SACPolicy(tag, list(ctx.agent_ids), agent_index(ctx.agent_ids, dev), ctx.contiguous, pc, pc.to_train,
-                       nets, optimizers, schedules, bounds, spec, ctx.generator, target_entropy,
-                       obs_agents_last=ctx.obs_agents_last)
+    policy = SACPolicy(**Policy.common_state(ctx), nets=nets, optimizer_of=optimizers, lr_schedules=schedules, bounds=bounds,
+                       action_spec=spec, generator=ctx.generator, target_entropy=target_entropy)
     example = ctx.observe(policy)
     policy.buffers = TransitionBuffers.allocate(ctx.steps_per_iter, example, spec.gaussian_dim)
     policy.replay = ReplayBuffer(pc.buffer_size, tuple(example.shape[2:]), spec.gaussian_dim, dev, example.dtype)
-    policy.stats = EpisodeStats.create(ctx.num_envs, len(ctx.agent_ids), dev)
     if pc.noise_correlation > 0:  # stationary from the start: N(0, 1) per (env, agent, dim)
         policy.noise = torch.randn((ctx.num_envs, len(ctx.agent_ids), spec.gaussian_dim), generator=ctx.generator, device=dev)
     logger.debug("SAC policy '%s': %d agents, replay of %d transitions", tag, len(ctx.agent_ids), pc.buffer_size)

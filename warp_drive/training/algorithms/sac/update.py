@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from warp_drive.training.algorithms.ddpg.parts import soft_update
-from warp_drive.training.algorithms.update import grad_norm_and_clip
+from warp_drive.training.algorithms.actor_critic.update import grad_norm_and_clip
 from warp_drive.training.distributed import all_reduce_mean
 from warp_drive.training.models.squashed_gaussian import squashed_sample
 

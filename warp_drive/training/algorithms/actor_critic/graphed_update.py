@@ -1,11 +1,11 @@
 """An actor-critic policy's minibatch gradient step, captured once in a CUDA graph and replayed.
 
-The eager update (:func:`~warp_drive.training.algorithms.update.update_policy`) launches on the
+The eager update (:func:`~warp_drive.training.algorithms.actor_critic.update.update_policy`) launches on the
 order of a thousand small kernels per minibatch step (gather, forward, loss, backward, clipping,
 Adam); for the small models of multi-agent RL the step's time on the GPU is mostly those launches.
 :class:`GraphedUpdate` records one step as a CUDA graph and replays it for every minibatch, one
 launch instead of a thousand. The arithmetic is the eager step's: the same loss
-(:func:`~warp_drive.training.algorithms.update.minibatch_loss`), the same clipping, Adam in its
+(:func:`~warp_drive.training.algorithms.actor_critic.update.minibatch_loss`), the same clipping, Adam in its
 ``capturable`` form, and the same shuffles (the permutation is drawn by the same generator outside
 the graph and copied into a fixed index tensor).
 
@@ -27,9 +27,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from warp_drive.training.algorithms.a2c import A2C, Metrics
+from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics
 from warp_drive.training.algorithms.compiled import LossFunction
-from warp_drive.training.algorithms.update import grad_norm_and_clip, update_obs_statistics
+from warp_drive.training.algorithms.actor_critic.update import grad_norm_and_clip, update_obs_statistics
 from warp_drive.training.buffers import RolloutBatch
 from warp_drive.training.utils.minibatch import check_minibatches, flatten_leading, map_tensors, minibatch_indices
 
@@ -84,7 +84,7 @@ class GraphedUpdate:
     Args:
         model: the policy's model (not wrapped for distributed training).
         optimizer: its Adam (in its :func:`match_device_form`, capturable, form).
-        algorithm: :class:`~warp_drive.training.algorithms.a2c.A2C` or PPO.
+        algorithm: :class:`~warp_drive.training.algorithms.actor_critic.a2c.A2C` or PPO.
         batch: the policy's rollout batch (views of buffers that live for the run).
         num_minibatches: gradient steps per pass over the batch.
         max_grad_norm: clip threshold, or None.

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.algorithms.a2c import A2C, Metrics, combine_losses, loss_advantages, value_loss
+from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics, combine_losses, loss_advantages, value_loss
 
 Tensor = torch.Tensor
 
@@ -44,10 +44,10 @@ def ppo_loss(
         clip_param: Ratio clip epsilon.
         old_values: Rollout-time value outputs, needed for value clipping.
         vf_clip_param: Value clip range, or None for no value clipping (default).
-        others: as for :func:`~warp_drive.training.algorithms.a2c.a2c_loss`.
+        others: as for :func:`~warp_drive.training.algorithms.actor_critic.a2c.a2c_loss`.
 
     Returns:
-        ``(loss, metrics)``; metrics: :func:`~warp_drive.training.algorithms.a2c.a2c_loss`'s, plus
+        ``(loss, metrics)``; metrics: :func:`~warp_drive.training.algorithms.actor_critic.a2c.a2c_loss`'s, plus
         approx_kl (``mean((r - 1) - log r)``), clip_fraction (share of ``|r - 1| > eps``),
         mean_ratio.
 

@@ -2,7 +2,7 @@
 
 The trainer-facing flow is the same for :class:`A2C` and :class:`~.ppo.PPO`::
 
-    algo = make_algorithm(policy_config).to(device)   # actor_critic.make_algorithm: the registry entry's loss class
+    algo = PPO.from_config(policy_config).to(device)   # the class the registry entry's ActorCritic builder holds
     # after a rollout (values straight from the model, detached):
     advantages, returns = algo.compute_advantages(rewards, values, last_values, terminated,
                                                   truncated, final_values)
@@ -27,7 +27,7 @@ import torch
 from warp_drive.errors import UsageError
 from warp_drive.training.models.distributions import HeadOutput, log_prob_and_entropy
 from warp_drive.training.algorithms.normalization import RewardNormalizer, ValueNormalizer, standardize
-from warp_drive.training.algorithms.returns import compute_gae
+from warp_drive.training.algorithms.actor_critic.returns import compute_gae
 from warp_drive.training.utils.param_scheduler import ParamScheduler, ScheduleLike
 
 Tensor = torch.Tensor

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from warp_drive.errors import ConfigError
-from warp_drive.training.algorithms.a2c import A2C, Metrics, explained_variance
+from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics, explained_variance
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.normalization import moments
 from warp_drive.training.interrupt import check_abort
