@@ -23,24 +23,17 @@ from typing import Any
 
 import torch
 
-from bench_learner import peaks
+from bench_learner import _events_ms, peaks
 from common import environment, write_results
 
 SHAPES = [(64, 8), (128, 8)]
 
 
 def _time(fn: Any, repeats: int) -> float:
+    """Median device milliseconds of ``fn()`` after one warm-up call (the kernels compile there)."""
     fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
+    return _events_ms(fn, repeats)
 
 
 def main() -> None:

@@ -77,6 +77,13 @@ class FusedActing:
         self.linears = [m for m in self.model.trunk if isinstance(m, nn.Linear)]
         self.head_sizes = list(self.model.action_spec.categorical)
 
+    def rows(self, obs: Tensor) -> tuple[torch.Size, Tensor]:
+        """``(leading shape, (rows, obs_size) observations with unit stride along features)`` of ``obs``."""
+        m = self.model
+        lead = obs.shape[: obs.dim() - len(m.obs_shapes[""])]
+        x = m.flatten_obs(obs)[0].reshape(-1, m.obs_size)
+        return lead, x if x.stride(-1) == 1 else x.contiguous()
+
     def precision(self) -> str:
         if self.bf16:
             return "bf16"
@@ -86,11 +93,7 @@ class FusedActing:
         from warp_drive.training.models.triton_policy_forward import mlp_heads_forward
 
         m = self.model
-        lead = obs.shape[: obs.dim() - len(m.obs_shapes[""])]
-        x, _ = m.flatten_obs(obs)
-        x = x.reshape(-1, m.obs_size)
-        if x.stride(-1) != 1:
-            x = x.contiguous()
+        lead, x = self.rows(obs)
         cached = m._head_weights
         weight, bias = cached if cached is not None else m._concat_head_weights()
         probs, values = mlp_heads_forward(
@@ -126,11 +129,7 @@ class FusedTraining:
         from warp_drive.training.models.triton_mlp_train import mlp_train
 
         m = self.model
-        lead = obs.shape[: obs.dim() - len(m.obs_shapes[""])]
-        x, _ = m.flatten_obs(obs)
-        x = x.reshape(-1, m.obs_size)
-        if x.stride(-1) != 1:
-            x = x.contiguous()
+        lead, x = self.acting.rows(obs)
         weight, bias = m._concat_head_weights()
         out = mlp_train(x, [(lin.weight, lin.bias) for lin in self.acting.linears], weight, bias,
                         self.acting.precision())
