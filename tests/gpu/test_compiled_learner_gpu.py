@@ -14,20 +14,20 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("dtype", [None, "bf16"])
-def test_compiled_graphed_step_trains_the_eager_weights(no_tf32, dtype):
-    from warp_drive.training.algorithms.compiled import LossFunction
+def assert_graphed_step_trains_the_eager_weights(model, algorithm, batch, dtype, **loss_options):
+    """A captured minibatch step whose forward + loss is ``LossFunction(**loss_options)`` trains a copy of
+    ``model`` to the weights (and metrics) the plain eager step trains (``dtype``: None or "bf16" autocast);
+    returns that LossFunction."""
     from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
     from warp_drive.training.algorithms.actor_critic.update import update_policy
+    from warp_drive.training.algorithms.compiled import LossFunction
 
     autocast = torch.bfloat16 if dtype else None
-    model, algorithm, batch = _setup()
     twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
     before = [p.detach().clone() for p in model.parameters()]
     opt, twin_opt = (torch.optim.Adam(m.parameters(), lr=1e-3) for m in (model, twin))
     match_device_form(opt)
-    loss_fn = LossFunction(twin, twin_algorithm, autocast, compile=True)
-    assert loss_fn.compiled
+    loss_fn = LossFunction(twin, twin_algorithm, autocast, **loss_options)
     graphed = GraphedUpdate(twin, twin_opt, twin_algorithm, batch, num_minibatches=4, max_grad_norm=0.5,
                             autocast_dtype=autocast, loss_fn=loss_fn)
     eager = update_policy(model, opt, algorithm, batch, timestep=0, num_epochs=2, num_minibatches=4, max_grad_norm=0.5,
@@ -41,6 +41,14 @@ def test_compiled_graphed_step_trains_the_eager_weights(no_tf32, dtype):
     assert moved > 1e-4  # the weights did move
     for key in eager:
         torch.testing.assert_close(replayed[key], eager[key].float(), rtol=0.05, atol=0.02, msg=key)
+    return loss_fn
+
+
+@pytest.mark.parametrize("dtype", [None, "bf16"])
+def test_compiled_graphed_step_trains_the_eager_weights(no_tf32, dtype):
+    model, algorithm, batch = _setup()
+    loss_fn = assert_graphed_step_trains_the_eager_weights(model, algorithm, batch, dtype, compile=True)
+    assert loss_fn.compiled
 
 
 def test_trainer_trains_compiled_with_a_bf16_rollout(tmp_path):

@@ -109,37 +109,15 @@ def test_the_update_kernels_give_the_model_outputs_and_gradients(precision, tol)
 
 @pytest.mark.parametrize("dtype", [None, "bf16"])
 def test_a_fused_graphed_step_trains_the_eager_weights(no_tf32, dtype):
-    import copy
-
+    from tests.gpu.test_compiled_learner_gpu import assert_graphed_step_trains_the_eager_weights
     from tests.gpu.test_graphed_update_gpu import _setup
-    from warp_drive.training.algorithms.compiled import LossFunction
-    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
-    from warp_drive.training.algorithms.actor_critic.update import update_policy
     from warp_drive.training.models.fully_connected import FullyConnected
 
-    autocast = torch.bfloat16 if dtype else None
     _, algorithm, batch = _setup()
     torch.manual_seed(1)
-    model = FullyConnected(23, [4, 3], fc_dims=(64, 64)).cuda()
-    twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
-    before = [p.detach().clone() for p in model.parameters()]
-    opt, twin_opt = (torch.optim.Adam(m.parameters(), lr=1e-3) for m in (model, twin))
-    match_device_form(opt)
-    loss_fn = LossFunction(twin, twin_algorithm, autocast, compile=False, fused=True)
+    model = FullyConnected(23, [4, 3], fc_dims=(64, 64)).cuda()  # no normalize_obs: the fused kernels take it
+    loss_fn = assert_graphed_step_trains_the_eager_weights(model, algorithm, batch, dtype, compile=False, fused=True)
     assert loss_fn.fused is not None
-    graphed = GraphedUpdate(twin, twin_opt, twin_algorithm, batch, num_minibatches=4, max_grad_norm=0.5,
-                            autocast_dtype=autocast, loss_fn=loss_fn)
-    eager = update_policy(model, opt, algorithm, batch, timestep=0, num_epochs=2, num_minibatches=4, max_grad_norm=0.5,
-                          generator=torch.Generator("cuda").manual_seed(3), autocast_dtype=autocast)
-    replayed = graphed.run(timestep=0, num_epochs=2, generator=torch.Generator("cuda").manual_seed(3))
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype is None else dict(rtol=0.05, atol=2e-3)
-    moved = 0.0
-    for (name, a), b, start in zip(model.named_parameters(), twin.parameters(), before):
-        torch.testing.assert_close(b, a, **tol, msg=name)
-        moved = max(moved, float((a - start).abs().max()))
-    assert moved > 1e-4
-    for key in eager:
-        torch.testing.assert_close(replayed[key], eager[key].float(), rtol=0.05, atol=0.02, msg=key)
 
 
 @pytest.mark.parametrize("overrides", [[], ["trainer.rollout_precision=bf16", "trainer.update_precision=bf16"],

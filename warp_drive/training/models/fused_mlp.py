@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from typing import Any
 
 import torch
 from torch import nn
 
+from warp_drive.training.models.fused_limits import MAX_HEADS, MAX_OUTPUTS, MAX_WIDTH
+
 Tensor = torch.Tensor
 logger = logging.getLogger(__name__)
-
-#: limits of the kernel (the same numbers as in triton_policy_forward, which is imported only when used)
-MAX_HEADS, MAX_WIDTH, MAX_OUTPUTS = 4, 256, 128
 
 
 def unsupported_reason(model: nn.Module, device: torch.device) -> str | None:

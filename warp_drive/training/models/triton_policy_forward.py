@@ -23,13 +23,10 @@ import torch
 import triton
 import triton.language as tl
 
+from warp_drive.training.models.fused_limits import MAX_HEADS
+
 Tensor = torch.Tensor
 
-#: heads one launch takes (each head's softmax is one masked pass over the logits tile)
-MAX_HEADS = 4
-#: widest hidden layer and widest logits tile (heads + value) the kernel keeps in registers
-MAX_WIDTH = 256
-MAX_OUTPUTS = 128
 #: features of the observations read per chunk of the first layer
 BLOCK_K = 32
 #: the rollout kernel's rows per tile and warps per program, its software-pipeline stages and its programs per SM
