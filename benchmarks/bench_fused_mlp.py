@@ -7,8 +7,11 @@ For each precision (TF32 float32 products, bfloat16), times (CUDA events, median
   config) to per-head probabilities and values: the model's PyTorch forward (+ softmax) and the fused kernel
   (:mod:`warp_drive.training.models.triton_policy_forward`) at each launch shape;
 * ``update``: forward, a loss on the probabilities and values, and backward to every weight, over ``--update-rows``
-  rows: PyTorch autograd and the fused op (:mod:`warp_drive.training.models.triton_mlp_train`) at each launch
-  shape.
+  rows: PyTorch autograd (``--compile``: also compiled by Inductor) and the fused op
+  (:mod:`warp_drive.training.models.triton_mlp_train`) at each launch shape.
+
+The PyTorch rows are timed with the CUDA layers' feature padding (:data:`~warp_drive.training.models.fused_linear.ALIGN`)
+on (``pytorch``) and off (``pytorch_unaligned``).
 
 Prints TFLOP/s (from the layers' shapes: 2 x in x out per row per layer, x3 for forward + backward) and the
 fraction of the dense bf16 peak; writes ``fused_mlp_<GPU>.json``. Usage (GPU machine):
@@ -37,7 +40,7 @@ def _time(fn: Any, repeats: int) -> float:
 
 
 def main() -> None:
-    from warp_drive.training.models import triton_mlp_train, triton_policy_forward
+    from warp_drive.training.models import fused_linear, triton_mlp_train, triton_policy_forward
     from warp_drive.training.models.fully_connected import FullyConnected
     from warp_drive.training.models.fused_mlp import FusedActing, FusedTraining
 
@@ -45,6 +48,8 @@ def main() -> None:
     ap.add_argument("--rollout-rows", type=int, default=2_000_000)
     ap.add_argument("--update-rows", type=int, default=4_000_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile of the PyTorch update")
+    ap.add_argument("--skip-fused", action="store_true", help="time the PyTorch paths only")
     args = ap.parse_args()
     env = environment()
     peak, _ = peaks(env.get("cuda_device") or "")
@@ -70,9 +75,13 @@ def main() -> None:
             def plain() -> Any:
                 with torch.autocast("cuda", torch.bfloat16, enabled=bf16):
                     return model(obs)
-            report("rollout", precision, "pytorch", None, _time(plain, args.repeats), flops)
+            for align in (True, False):
+                fused_linear.ALIGN = align
+                report("rollout", precision, "pytorch" if align else "pytorch_unaligned", None,
+                       _time(plain, args.repeats), flops)
+            fused_linear.ALIGN = True
             fused = FusedActing(model, bf16)
-            for shape in SHAPES:
+            for shape in [] if args.skip_fused else SHAPES:
                 triton_policy_forward.LAUNCH["forward"] = shape
                 try:
                     report("rollout", precision, "fused", shape, _time(lambda: fused(obs), args.repeats), flops)
@@ -97,9 +106,18 @@ def main() -> None:
             with torch.autocast("cuda", torch.bfloat16, enabled=bf16):
                 probs, values = model(o)
             return [p.float() for p in probs], values.float()
-        report("update", precision, "pytorch", None, _time(step(plain), args.repeats), flops)
+        for align in (True, False):
+            fused_linear.ALIGN = align
+            report("update", precision, "pytorch" if align else "pytorch_unaligned", None,
+                   _time(step(plain), args.repeats), flops)
+        fused_linear.ALIGN = True
+        if args.compile:
+            try:
+                report("update", precision, "compiled", None, _time(torch.compile(step(plain)), args.repeats), flops)
+            except Exception as e:  # noqa: BLE001 - say so, go on
+                print(f"update {precision} compiled: {type(e).__name__}: {str(e)[:200]}")
         fused = FusedTraining(model, bf16)
-        for fwd, bwd in itertools.product(SHAPES, SHAPES):
+        for fwd, bwd in [] if args.skip_fused else itertools.product(SHAPES, SHAPES):
             triton_mlp_train.LAUNCH["forward"], triton_mlp_train.LAUNCH["backward"] = fwd, bwd
             try:
                 report("update", precision, "fused", [fwd, bwd], _time(step(fused), args.repeats), flops)

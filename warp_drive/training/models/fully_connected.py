@@ -17,7 +17,7 @@ from warp_drive.training.models.distributions import HeadOutput
 from warp_drive.training.models.obs_normalizer import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 from warp_drive.training.models.actor_critic import init_linear_layers
-from warp_drive.training.models.fused_linear import linear_relu
+from warp_drive.training.models.fused_linear import linear_relu, padded_linear
 
 Tensor = torch.Tensor
 
@@ -248,7 +248,7 @@ class FullyConnected(nn.Module):
             weight, bias = self._head_weights
         else:
             weight, bias = self._concat_head_weights()
-        out = torch.nn.functional.linear(h, weight, bias)
+        out = padded_linear(h, weight, bias)
         sizes = [m.out_features for m in linears]
         *outputs, values = torch.split(out, sizes, dim=-1)
         return list(outputs), values.squeeze(-1)
