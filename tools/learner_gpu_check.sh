@@ -17,17 +17,20 @@ export WARP_DRIVE_CACHE_DIR="${WARP_DRIVE_CACHE_DIR:-/tmp/warp_drive_kernels}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 start=$(date +%s)
 # step SECONDS LOG CMD...: run CMD under a time limit, output to $OUT/LOG, its tail to stdout
-step() { local limit=$1 log="$OUT/$2"; shift 2; timeout "$limit" "$@" > "$log" 2>&1; local r=$?
+step() { local limit=$1 log="$OUT/$2"; shift 2; timeout -k 5 "$limit" "$@" > "$log" 2>&1; local r=$?
   tail -25 "$log"; echo "== exit $r after $(( $(date +%s) - start )) s: $*"; }
-step "${TEST_LIMIT:-170}" gpu-tests.log python3 -m pytest -m gpu -q -rs --durations=10 --junitxml="$OUT/gpu-junit.xml" \
-  tests/gpu/test_fused_linear_gpu.py tests/gpu/test_fused_mlp_gpu.py tests/gpu/test_compiled_learner_gpu.py \
-  tests/gpu/test_graphed_update_gpu.py
-(cd benchmarks && step "${KERNEL_LIMIT:-150}" bench_fused_mlp.log python3 bench_fused_mlp.py --compile --repeats 5)
+tests="${LEARNER_TESTS:-tests/gpu/test_fused_linear_gpu.py tests/gpu/test_fused_mlp_gpu.py tests/gpu/test_compiled_learner_gpu.py
+  tests/gpu/test_graphed_update_gpu.py}"
+# the tests last: a hung test (faulthandler dumps its stack after 100 s) must not cost the benchmarks
+(cd benchmarks && step "${KERNEL_LIMIT:-150}" bench_fused_mlp.log python3 bench_fused_mlp.py --repeats 5 \
+  ${KERNEL_ARGS:-})
 if [ -d "$prev/warp_drive" ]; then
   WARP_DRIVE_COMMIT="${PREV_COMMIT:-prev}" PYTHONPATH="$PWD/$prev:${PYTHONPATH:-}" step "${PREV_LIMIT:-60}" learner_prev.log \
     python3 benchmarks/bench_learner.py --name learner_prev --configs $configs --variants default --iters 3 --repeats 3
 fi
 step "${LEARNER_LIMIT:-240}" learner.log python3 benchmarks/bench_learner.py --name learner --configs $configs \
   --variants $variants --iters 3 --repeats 3
+step "${TEST_LIMIT:-170}" gpu-tests.log python3 -m pytest -m gpu -v -rs --tb=short --durations=10 \
+  -o faulthandler_timeout=100 --junitxml="$OUT/gpu-junit.xml" $tests
 cp benchmarks/results/fused_mlp_*.json benchmarks/results/learner_*.json "$OUT/" 2>/dev/null
 echo "learner GPU check done in $(( $(date +%s) - start )) s"
