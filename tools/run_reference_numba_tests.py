@@ -21,7 +21,7 @@ numba-cuda, same machine). On the GPU machine, from the repository root::
 
 Result: ``$OUT/reference_numba_tests_<GPU>.json`` (per target: per-file and total passed / failed /
 error / skipped / not run, per-file wall time, GPU, numba versions) and the same file under
-``--results-dir`` (default ``benchmarks/results``); logs in ``$OUT/reference_numba_tests/``.
+``--results-dir`` (default ``benchmarks/results``); logs in ``$OUT/reference_numba_tests/<target>.log``.
 """
 
 from __future__ import annotations
@@ -84,12 +84,18 @@ def run_target(label: str, package_root: Path, scratch: Path, logs: Path, window
         tests = expected_tests(scratch, folder)[name]
         out, seconds, finished, _ = run_window([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
                                                 "--rootdir", ".", name], scratch, env, window)
-        (logs / f"{label}_{index:02d}_{filename.removesuffix('.py')}.log").write_text(out)
+        with open(logs / f"{label}.log", "a") as log:  # one log per target: the GPU machine returns few files
+            log.write(f"===== {index:02d} {name}\n{out}\n")
         outcomes, broken = parse_outcomes(out)
         files[name] = file_result(name, tests, outcomes, broken) | {"seconds": round(seconds, 1),
                                                                      "within_window": finished}
         print(f"[{label}] {name}: {files[name]['passed']}/{len(tests)} passed, {seconds:.1f} s"
               f"{'' if finished else ' (KILLED)'}", flush=True)
+        if files[name]["passed"] < len(tests):  # say which test failed and why, in the job's own output
+            failed = [t for t, status in files[name]["per_test"].items() if status != "passed"]
+            reasons = [line for line in out.splitlines() if line.startswith("E ")][:6]
+            print(f"    not passed: {', '.join(failed)}", *(f"    {line[:160]}" for line in reasons), sep="\n",
+                  flush=True)
     statuses = [s for f in files.values() for s in f["per_test"].values()]
     total = count(statuses) | {"files": len(files), "files_all_passed": sum(f["all_passed"] for f in files.values())}
     return {"package": str(package_root) if label == "anchor" else "this checkout", "total": total, "files": files}
