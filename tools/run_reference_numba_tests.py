@@ -91,6 +91,8 @@ def run_target(label: str, package_root: Path, scratch: Path, logs: Path, window
                                                                      "within_window": finished}
         print(f"[{label}] {name}: {files[name]['passed']}/{len(tests)} passed, {seconds:.1f} s"
               f"{'' if finished else ' (KILLED)'}", flush=True)
+        # the results so far, after every file: a job cut short by its time limit still returns them
+        (logs / f"{label}_partial.json").write_text(json.dumps(files, indent=1) + "\n")
         if files[name]["passed"] < len(tests):  # say which test failed and why, in the job's own output
             failed = [t for t, status in files[name]["per_test"].items() if status != "passed"]
             reasons = [line for line in out.splitlines() if line.startswith("E ")][:6]
