@@ -6,7 +6,9 @@
 # benchmark (benchmarks/bench_fused_mlp.py, PyTorch with and without feature padding, compiled, fused Triton);
 # the learner benchmark at the paper's scale and the bundled Tag config on PREV_TREE (a tree holding an earlier
 # commit's warp_drive/ and example_envs/, e.g. from `git archive <commit> warp_drive example_envs | tar -x -C .prev`)
-# and on this tree, side by side in this job.
+# and on this tree, side by side in this job. Environment: LEARNER_CONFIGS, LEARNER_VARIANTS, LEARNER_PROFILE=1 (the top
+# GPU kernels of one iteration), LEARNER_TESTS, KERNEL_ARGS, and each step's limit in seconds (KERNEL_LIMIT,
+# PREV_LIMIT, LEARNER_LIMIT, TEST_LIMIT; 1 skips a step in effect).
 set -uo pipefail
 OUT="${OUT:-$PWD/learner_results}"
 mkdir -p "$OUT"
@@ -29,7 +31,7 @@ if [ -d "$prev/warp_drive" ]; then
     python3 benchmarks/bench_learner.py --name learner_prev --configs $configs --variants default --iters 3 --repeats 3
 fi
 step "${LEARNER_LIMIT:-240}" learner.log python3 benchmarks/bench_learner.py --name learner --configs $configs \
-  --variants $variants --iters 3 --repeats 3
+  --variants $variants --iters 3 --repeats 3 ${LEARNER_PROFILE:+--profile}
 step "${TEST_LIMIT:-170}" gpu-tests.log python3 -m pytest -m gpu -v -rs --tb=short --durations=10 \
   -o faulthandler_timeout=100 --junitxml="$OUT/gpu-junit.xml" $tests
 cp benchmarks/results/fused_mlp_*.json benchmarks/results/learner_*.json "$OUT/" 2>/dev/null
