@@ -1,0 +1,204 @@
+"""What a network sees (``policy.<tag>.actor_input`` / ``critic_input``, issue 38 items 1a and 2): the inputs
+against a NumPy composition for every mode, the record, the separate-critic model, checkpoints, config
+errors, and MAPPO learning on simple_spread (cpu backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from example_envs import get_example_env_class
+from tests.helpers.threads import torch_threads
+from tests.helpers.toy_env import ToyLine
+from warp_drive.config import load_run_config
+from warp_drive.env.env_wrapper import EnvWrapper
+from warp_drive.errors import CheckpointError, ConfigError, DataShapeError
+from warp_drive.training.models import ActionSpec, ModelFactory
+from warp_drive.training.models.separate_critic import FullyConnectedSeparateCritic
+from warp_drive.training.trainer import Trainer
+from warp_drive.vocab.constants import Constants
+
+N, E, STEPS = 3, 4, 10
+#: policy "team" covers agents 0 and 2 (a gather), "solo" agent 1
+TEAMS = {"team": [0, 2], "solo": [1]}
+
+
+def _policy(**kw) -> dict:
+    return {"to_train": True, "algorithm": "PPO", "lr": 0.003, "num_minibatches": 2, "model": {"fc_dims": [16]}, **kw}
+
+
+def _spread(tmp_path: Path, policies: dict, policy_map: dict | None = None, envs: int = E, steps: int = STEPS,
+            seed: int = 1, episodes: int = 1000) -> Trainer:
+    env = get_example_env_class("mpe_simple_spread")(num_agents=N, seed=seed)
+    cfg = {"name": "spread", "trainer": {"num_envs": envs, "train_batch_size": envs * steps, "num_episodes": episodes,
+                                         "env_backend": "cpu", "seed": seed, "bootstrap_at_time_limit": False},
+           "policy": policies, "saving": {"metrics_log_freq": 10**6, "model_params_save_freq": 10**6,
+                                          "basedir": str(tmp_path)}}
+    pmap = policy_map or {tag: list(range(N)) for tag in policies}
+    t = Trainer(EnvWrapper(env, num_envs=envs, env_backend="cpu"), cfg, pmap, verbose=False,
+                results_dir=str(tmp_path / "run"))
+    t.env_wrapper.reset_all_envs()
+    return t
+
+
+def _expected(mode: str, obs: np.ndarray, state: np.ndarray, ids: list[int]) -> np.ndarray:
+    """The NumPy composition of one input (module docstring of warp_drive.training.network_inputs)."""
+    own = obs[:, ids]
+    e, a = own.shape[:2]
+    if mode == "local":
+        return own
+    if mode == "obs_agent_id":
+        return np.concatenate([own.reshape(e, a, -1), np.broadcast_to(np.eye(a, dtype=np.float32), (e, a, a))], -1)
+    whole = obs.reshape(e, 1, -1) if mode == "all_obs" else state.reshape(e, 1, -1)
+    return np.broadcast_to(whole, (e, a, whole.shape[-1]))
+
+
+@pytest.mark.parametrize("actor", ["local", "obs_agent_id"])
+@pytest.mark.parametrize("critic", ["local", "obs_agent_id", "all_obs", "global_state"])
+def test_inputs_match_numpy_for_every_mode(tmp_path, actor, critic):
+    t = _spread(tmp_path, {tag: _policy(actor_input=actor, critic_input=critic) for tag in TEAMS}, TEAMS)
+    t.train(1)  # the store now holds mid-episode observations and states
+    dm = t.env_wrapper.cuda_data_manager
+    host = dm.host_view()
+    obs, state = np.array(host[Constants.OBSERVATIONS]), np.array(host["state"])
+    for tag, ids in TEAMS.items():
+        p = t.policies[tag]
+        seen = p.observe(dm, [Constants.OBSERVATIONS])
+        want_actor, want_critic = _expected(actor, obs, state, ids), _expected(critic, obs, state, ids)
+        if actor == critic:
+            assert not isinstance(seen, dict) and type(p.model).__name__ == "FullyConnected"
+            np.testing.assert_array_equal(seen.numpy(), want_actor)
+        else:
+            assert set(seen) == {"actor", "critic"} and isinstance(p.model, FullyConnectedSeparateCritic)
+            np.testing.assert_array_equal(seen["actor"].numpy(), want_actor)
+            np.testing.assert_array_equal(seen["critic"].numpy(), want_critic)
+        assert p.state_dict()["network_inputs"] == {"actor": actor, "critic": critic}
+
+
+@pytest.mark.parametrize("critic", ["global_state", "all_obs"])
+def test_the_record_holds_what_the_critic_saw_at_every_step(tmp_path, critic):
+    """Over a rollout with resets: the stored global state is the stored agents' positions and velocities
+    (spread_state's layout), and the stored all-obs rows are the stored own observations of every agent."""
+    t = _spread(tmp_path, {"a": _policy(algorithm="MAPPO", critic_input=critic)}, steps=30)
+    t.generate_rollout()
+    own, seen = t.policies["a"].buffers.obs["actor"], t.policies["a"].buffers.obs["critic"]  # (B, E, N, ...)
+    assert t.rollout.shared.done.any()  # episodes ended inside the rollout
+    if critic == "all_obs":
+        torch.testing.assert_close(seen, own.reshape(30, E, 1, -1).expand(-1, -1, N, -1), rtol=0, atol=0)
+        return
+    for i in range(N):
+        torch.testing.assert_close(seen[..., 2 * i: 2 * i + 2], own[..., i: i + 1, 2:4].expand(-1, -1, N, -1),
+                                   rtol=0, atol=0)  # every agent's critic sees agent i's position
+        torch.testing.assert_close(seen[..., 2 * N + 2 * i: 2 * N + 2 * i + 2],
+                                   own[..., i: i + 1, 0:2].expand(-1, -1, N, -1), rtol=0, atol=0)  # and velocity
+
+
+def test_separate_critic_model_shapes_and_gradients():
+    model = FullyConnectedSeparateCritic((6,), ActionSpec(categorical=(5, 2)), (8, 8), critic_dims=(11,),
+                                         init_method="orthogonal", activation="tanh")
+    obs = {"actor": torch.randn(4, 3, 6), "critic": torch.randn(4, 3, 11)}
+    heads, values = model(obs)
+    assert [h.shape for h in heads] == [(4, 3, 5), (4, 3, 2)] and values.shape == (4, 3)
+    values.sum().backward()  # the value reaches the critic only
+    assert all(p.grad is None for p in [*model.trunk.parameters(), *model.policy_heads.parameters()])
+    assert all(p.grad is not None for p in [*model.critic_trunk.parameters(), *model.value_head.parameters()])
+    with pytest.raises(DataShapeError, match="'actor'.*'critic'"):
+        model(obs["actor"])
+
+
+def test_a_model_without_a_critic_input_is_refused_by_name():
+    class OwnModel(torch.nn.Module):
+        def __init__(self, obs_dims, action_spec):
+            super().__init__()
+            self.action_spec = action_spec
+
+    factory = ModelFactory()
+    factory.add("own", OwnModel)
+    cfg = SimpleNamespace(type="own", kwargs={})
+    with pytest.raises(ConfigError, match="'own'.*takes no separate critic input.*critic_dims"):
+        factory.build(cfg, (4,), ActionSpec(categorical=(2,)), "policy.shared.model", critic_dims=(8,))
+
+
+def _write(tmp_path: Path, section: dict) -> Path:
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"name": "mpe_simple_spread", "trainer": {"num_envs": 2, "train_batch_size": 20,
+                                                                               "num_episodes": 4},
+                                    "policy": {"shared": {"to_train": True, **section}}}))
+    return path
+
+
+@pytest.mark.parametrize("key, value, fix", [("critic_input", "globl_state", "global_state"),
+                                             ("critic_input", "all_observations", "all_obs"),
+                                             ("actor_input", "all_obs", "")])
+def test_a_yaml_typo_names_the_value_and_the_fix(tmp_path, key, value, fix):
+    with pytest.raises(ConfigError) as err:
+        load_run_config(str(_write(tmp_path, {"algorithm": "MAPPO", key: value})))
+    message = str(err.value)
+    assert f"policy.shared.{key}" in message and repr(value) in message
+    if fix:
+        assert f"did you mean `policy.shared.{key}: {fix}`" in message
+    else:  # an actor sees only what its agent may see
+        assert "expected one of local, obs_agent_id" in message
+
+
+def test_global_state_of_an_env_without_one_names_the_fix(tmp_path):
+    cfg = {"name": "toy", "trainer": {"num_envs": 2, "train_batch_size": 10, "num_episodes": 4, "env_backend": "cpu"},
+           "policy": {"a": _policy(algorithm="MAPPO", critic_input="global_state")}, "saving": {"basedir": str(tmp_path)}}
+    wrapper = EnvWrapper(ToyLine(num_agents=2, episode_length=5), num_envs=2, env_backend="cpu")
+    with pytest.raises(ConfigError, match=r"global_state reads the env's `state` array.*ToyLine.*critic_input: all_obs"):
+        Trainer(wrapper, cfg, {"a": [0, 1]}, verbose=False, results_dir=str(tmp_path / "run"))
+
+
+def _weights(t: Trainer) -> dict[str, torch.Tensor]:
+    return {f"{tag}.{k}": v.clone() for tag, p in t.policies.items() for k, v in p.model.state_dict().items()}
+
+
+def test_checkpoint_round_trip_and_a_mismatch_is_a_typed_error(tmp_path):
+    mappo = {"shared": _policy(algorithm="MAPPO", critic_input="global_state")}
+    t = _spread(tmp_path / "a", mappo)
+    t.train(2)
+    state = t.policies["shared"].state_dict()
+    fresh = _spread(tmp_path / "b", mappo)
+    fresh.policies["shared"].load_state_dict(state)
+    for k, v in _weights(t).items():
+        torch.testing.assert_close(_weights(fresh)[k], v, rtol=0, atol=0)
+    assert fresh.policies["shared"].algorithm.value_normalizer.count == t.policies["shared"].algorithm.value_normalizer.count
+    for critic in ("all_obs", "local"):
+        other = _spread(tmp_path / critic, {"shared": _policy(algorithm="MAPPO", critic_input=critic)})
+        with pytest.raises(CheckpointError, match=r"critic_input=global_state; this run has .*critic_input=" + critic):
+            other.policies["shared"].load_state_dict(state)
+        with pytest.raises(CheckpointError, match="do not fit the model|has shape"):  # a weight file (no names)
+            other.policies["shared"].load_weights("", state["model"])
+
+
+def test_mappo_defaults_and_local_runs_the_shared_trunk(tmp_path):
+    t = _spread(tmp_path, {"m": {"to_train": True, "algorithm": "MAPPO"}, "p": {"to_train": True, "algorithm": "PPO"}},
+                {"m": [0, 1], "p": [2]})
+    m, p = t.policies["m"], t.policies["p"]
+    assert (m.config.critic_input, m.config.normalize_return, m.config.num_epochs) == ("all_obs", True, 4)
+    assert m.algorithm.value_normalizer is not None and type(m.algorithm).__name__ == "PPO"
+    assert p.inputs is None and type(p.model).__name__ == "FullyConnected" and not isinstance(p.buffers.obs, dict)
+
+
+def test_mappo_learns_simple_spread_on_the_cpu(tmp_path):
+    """MAPPO (critic_input global_state, value normalisation) on simple_spread, 16 envs x 100 steps, 40 updates
+    (12-16 s on 2 cores): the mean episode return (per agent, 25 steps) of the last 5 updates' rollouts is
+    clearly above the first rollout's. Measured over seeds 1-4: first -25.9 to -27.4, last 5 -21.4 to -22.6, a gain
+    of 4.4 to 6.0 (an untrained policy: about -26)."""
+    policy = {"to_train": True, "algorithm": "MAPPO", "critic_input": "global_state", "lr": 0.001, "num_minibatches": 4,
+              "entropy_coeff": 0.01, "vf_loss_coeff": 0.5, "normalize_advantage": True,
+              "model": {"fc_dims": [64, 64], "init_method": "orthogonal", "kwargs": {"activation": "tanh"}}}
+    with torch_threads(2):
+        t = _spread(tmp_path, {"shared": policy}, envs=16, steps=100, seed=1, episodes=10**6)
+        p, returns = t.policies["shared"], []
+        for _ in range(40):
+            last = t.generate_rollout()
+            returns.append(float(p.buffers.rewards.sum(0).mean()) / 4)  # 4 episodes of 25 steps per env
+            t.update(last)
+    first, late = returns[0], float(np.mean(returns[-5:]))
+    assert late - first > 2.5 and late > -23.5, (first, late, returns)
