@@ -4,6 +4,12 @@ errors, and MAPPO learning on simple_spread (cpu backend)."""
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -202,3 +208,69 @@ def test_mappo_learns_simple_spread_on_the_cpu(tmp_path):
             t.update(last)
     first, late = returns[0], float(np.mean(returns[-5:]))
     assert late - first > 2.5 and late > -23.5, (first, late, returns)
+
+
+#: main before the hook: the last commit whose rollout read observations without Policy.observe
+BEFORE = "b0c3149"
+ROOT = Path(__file__).resolve().parents[3]
+#: a short run of two local policies (one a gather of agents 0 and 2) on simple_spread; saves its results
+RUN = r"""
+import sys, torch
+from example_envs import get_example_env_class
+from warp_drive.env.env_wrapper import EnvWrapper
+from warp_drive.training.trainer import Trainer
+pol = lambda algorithm: {"to_train": True, "algorithm": algorithm, "lr": 0.003, "num_minibatches": 2,
+                         "normalize_return": True, "model": {"fc_dims": [16], "kwargs": {"normalize_obs": True}}}
+cfg = {"name": "spread", "trainer": {"num_envs": 4, "train_batch_size": 4 * 30, "num_episodes": 1000, "env_backend": "cpu",
+       "seed": 3}, "policy": {"team": pol("PPO"), "solo": pol("A2C")},
+       "saving": {"metrics_log_freq": 10**6, "model_params_save_freq": 10**6, "basedir": sys.argv[2]}}
+env = get_example_env_class("mpe_simple_spread")(num_agents=3, seed=3)
+t = Trainer(EnvWrapper(env, num_envs=4, env_backend="cpu"), cfg, {"team": [0, 2], "solo": [1]}, verbose=False,
+            results_dir=sys.argv[2] + "/run")
+t.train(3)
+out = {f"{tag}.{k}": v for tag, p in t.policies.items() for k, v in p.model.state_dict().items()}
+out.update({f"{tag}.{k}": getattr(p.buffers, k) for tag, p in t.policies.items()
+            for k in ("obs", "actions", "rewards", "values", "advantages", "returns", "log_probs")})
+torch.save(out, sys.argv[1])
+"""
+
+
+def test_local_inputs_train_what_the_code_before_the_hook_trained(tmp_path):
+    """``local`` (the default) is bit-identical to the code before the hook: the same short run (two policies,
+    one a gather, return and observation normalizers, the cpu pipeline's env parts) with commit BEFORE's
+    ``warp_drive`` and ``example_envs`` and with this tree's, in two processes on this machine."""
+    git = shutil.which("git")
+    if git is None or subprocess.run([git, "cat-file", "-e", f"{BEFORE}^{{commit}}"], cwd=ROOT,
+                                     capture_output=True).returncode != 0:
+        pytest.skip(f"commit {BEFORE} is not in this checkout")
+    before = tmp_path / "before"
+    before.mkdir()
+    archive = subprocess.run([git, "archive", BEFORE, "warp_drive", "example_envs"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    tarfile.open(fileobj=io.BytesIO(archive)).extractall(before, filter="data")
+    results = {}
+    for name, tree in (("before", before), ("after", ROOT)):
+        out = tmp_path / f"{name}.pt"
+        subprocess.run([sys.executable, "-c", RUN, str(out), str(tmp_path / f"runs_{name}")], cwd=tree, check=True,
+                       env={**os.environ, "PYTHONPATH": str(tree), "WARP_DRIVE_NUM_THREADS": "2"}, timeout=300)
+        results[name] = torch.load(out)
+    assert results["before"].keys() == results["after"].keys()
+    for key, value in results["before"].items():
+        assert torch.equal(value, results["after"][key]), key
+
+
+def test_host_rollouts_compose_the_inputs_as_one_env(tmp_path):
+    """numpy_policy (the render callbacks' host rollouts): the greedy actions of the model on the inputs the
+    rollout composes for env 0; a policy reading the env's state is refused by name."""
+    from warp_drive.training.lightning.callbacks import numpy_policy
+
+    t = _spread(tmp_path / "a", {"shared": _policy(algorithm="MAPPO", actor_input="obs_agent_id")})
+    t.train(1)
+    p, dm = t.policies["shared"], t.env_wrapper.cuda_data_manager
+    obs = dm.data_on_device_via_torch(Constants.OBSERVATIONS)[0].numpy()
+    with torch.no_grad():
+        heads, _ = p.model(p.observe(dm, [Constants.OBSERVATIONS]))
+    np.testing.assert_array_equal(numpy_policy(t)(obs, 0)[:, 0], heads[0][0].argmax(-1).numpy())
+    state = _spread(tmp_path / "b", {"shared": _policy(critic_input="global_state")})
+    with pytest.raises(ConfigError, match="policy 'shared' reads the env's state.*critic_input all_obs"):
+        numpy_policy(state)
