@@ -54,7 +54,7 @@ CRITIC_INPUTS: dict[str, str] = {
 #: ``policy.<tag>.actor_input`` values: the actor sees only what its agent may see when acting
 ACTOR_INPUTS = (LOCAL, OBS_AGENT_ID)
 #: the data store array ``global_state`` reads: (E, *S) float32, per env
-STATE = "state"
+STATE = Constants.STATE
 
 
 def parse_input(value: Any, key: str, allowed: tuple[str, ...] | list[str]) -> str:

@@ -25,7 +25,7 @@ from warp_drive.env import Constants
 
 F32 = np.float32
 #: the data store array of the world state per env (what ``critic_input: global_state`` reads)
-STATE = "state"
+STATE = Constants.STATE
 
 
 def spread_rewards(agent_pos: np.ndarray, landmark_pos: np.ndarray, local_ratio: np.float32,

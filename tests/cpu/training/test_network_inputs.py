@@ -26,6 +26,7 @@ from warp_drive.env.env_wrapper import EnvWrapper
 from warp_drive.errors import CheckpointError, ConfigError, DataShapeError
 from warp_drive.training.models import ActionSpec, ModelFactory
 from warp_drive.training.models.separate_critic import FullyConnectedSeparateCritic
+from warp_drive.training.checkpoint_files import load_policy_weights
 from warp_drive.training.trainer import Trainer
 from warp_drive.vocab.constants import Constants
 
@@ -178,8 +179,14 @@ def test_checkpoint_round_trip_and_a_mismatch_is_a_typed_error(tmp_path):
         other = _spread(tmp_path / critic, {"shared": _policy(algorithm="MAPPO", critic_input=critic)})
         with pytest.raises(CheckpointError, match=r"critic_input=global_state; this run has .*critic_input=" + critic):
             other.policies["shared"].load_state_dict(state)
-        with pytest.raises(CheckpointError, match="do not fit the model|has shape"):  # a weight file (no names)
-            other.policies["shared"].load_weights("", state["model"])
+        path = tmp_path / f"shared_{critic}.state_dict"
+        torch.save(state["model"], path)
+        with pytest.raises(ConfigError, match=f"(?s){path} does not fit policy 'shared'.*critic_trunk"):  # a weight file
+            load_policy_weights(other.policies, {"shared": str(path)})
+    bigger = _spread(tmp_path / "fc", {"shared": _policy(algorithm="MAPPO", critic_input="global_state",
+                                                         model={"fc_dims": [32]})})
+    with pytest.raises(CheckpointError, match=r"'trunk.0.weight' has shape \(16, 18\), the model \(32, 18\) \(6 weights differ\)"):
+        bigger.policies["shared"].load_state_dict(state)
 
 
 def test_mappo_defaults_and_local_runs_the_shared_trunk(tmp_path):

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from warp_drive.errors import CheckpointError, ConfigError, PolicyContractError
+from warp_drive.errors import ConfigError, PolicyContractError
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.network_inputs import NetworkInputs, own_observations
 from warp_drive.training.policy_state import EpisodeStats, agent_index
@@ -284,36 +284,10 @@ class Policy:
         """Loads a weight file of :meth:`weight_files`'s ``role`` (targets follow their networks).
 
         Raises:
-            CheckpointError: the weights do not fit (a name or shape differs).
+            RuntimeError: the weights do not fit (torch's message).
         """
-        module = unwrap(self.weight_files()[role])
-        check_weights_fit(module, state, f"policy '{self.tag}'" + (f" ({role})" if role else ""))
-        module.load_state_dict(state)
-
-
-def check_weights_fit(module: nn.Module, state: Mapping[str, Any], what: str) -> None:
-    """Raises :class:`~warp_drive.errors.CheckpointError` unless ``state`` has ``module``'s parameter names and
-    shapes (2.7.1's names, which a model maps itself, pass when the parameter count and shapes agree).
-
-    A different ``actor_input`` / ``critic_input`` (:mod:`warp_drive.training.network_inputs`), env size or
-    ``fc_dims`` changes the shapes; the message names the first difference and the fix.
-    """
-    own = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-    saved = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, Tensor)}
-    if set(saved) != set(own):
-        if sorted(saved.values()) == sorted(own.values()):
-            return  # other names, same shapes: the model's own loader maps them (2.7.1's names) or says why not
-        extra, missing = sorted(set(saved) - set(own)), sorted(set(own) - set(saved))
-        raise CheckpointError(f"{what}: the saved weights do not fit the model: the file has {extra[:3] or 'no other'} "
-                              f"keys, the model {missing[:3] or 'no other'} (a separate critic's keys are critic_trunk.*: "
-                              "the run's critic_input differs from the checkpoint's). Use the checkpoint's policy section "
-                              "(model, actor_input, critic_input), or start from fresh weights.")
-    for key, shape in own.items():
-        if saved[key] != shape:
-            raise CheckpointError(f"{what}: the saved weight {key!r} has shape {saved[key]}, the model {shape}: the "
-                                  "network's input or layer sizes differ from the checkpoint's (actor_input, critic_input, "
-                                  "the env's observation or state size, or model.fc_dims). Use the checkpoint's settings, "
-                                  "or start from fresh weights.")
+        module = self.weight_files()[role]
+        unwrap(module).load_state_dict(state)
 
 
 #: what ``Policy.__init__(ctx)`` sets; OWN_FIELDS: what a subclass sets (the rollout and engine read them all)

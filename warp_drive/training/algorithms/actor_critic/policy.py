@@ -21,7 +21,7 @@ import torch
 from warp_drive.vocab.constants import Constants
 from warp_drive.training.algorithms.actor_critic.a2c import A2C
 from warp_drive.errors import CheckpointError
-from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext, check_weights_fit
+from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
 from warp_drive.training.algorithms.actor_critic.update import update_policy
@@ -151,7 +151,16 @@ class ActorCriticPolicy(Policy):
                 f"{saved.get('critic')}; this run has actor_input={self.network_input_names()['actor']}, critic_input="
                 f"{self.network_input_names()['critic']}. Set `policy.{self.tag}.actor_input` / `critic_input` to the "
                 "checkpoint's values, or start from fresh weights.")
-        check_weights_fit(unwrap(self.model), state["model"], f"policy '{self.tag}'")
+        own = {k: tuple(v.shape) for k, v in unwrap(self.model).state_dict().items()}
+        saved = {k: tuple(v.shape) for k, v in state["model"].items()}
+        differ = [k for k in own if own[k] != saved.get(k)] + [k for k in saved if k not in own]
+        if differ:
+            k = differ[0]
+            raise CheckpointError(
+                f"policy '{self.tag}': the checkpoint's weight {k!r} has shape {saved.get(k, 'none')}, the model "
+                f"{own.get(k, 'none')} ({len(differ)} weights differ): the network's input or layer sizes differ from the "
+                "checkpoint's (the env's observation or state size, or model.fc_dims). Use the checkpoint's settings, "
+                "or start from fresh weights.")
         unwrap(self.model).load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.graphed = None  # new optimizer state tensors: the next update captures its step again
