@@ -149,7 +149,7 @@ class NetworkInputs:
         return x.expand(E, A, x.shape[-1])
 
 
-def network_inputs(config: Any, ctx: Any) -> NetworkInputs | None:
+def build_network_inputs(config: Any, ctx: Any) -> NetworkInputs | None:
     """The :class:`NetworkInputs` of a policy section (``actor_input`` / ``critic_input``; None when
     both are ``local``), checked against the env of build context ``ctx``.
 

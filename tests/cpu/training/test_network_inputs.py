@@ -281,3 +281,30 @@ def test_host_rollouts_compose_the_inputs_as_one_env(tmp_path):
     state = _spread(tmp_path / "b", {"shared": _policy(critic_input="global_state")})
     with pytest.raises(ConfigError, match="policy 'shared' reads the env's state.*critic_input all_obs"):
         numpy_policy(state)
+
+
+def test_a_centralized_critic_algorithm_and_model_from_outside_touch_no_library_file(tmp_path, monkeypatch):
+    """The file counts of docs/architecture.md: an algorithm registered from outside the package reuses A2C/PPO's
+    section (its `critic_input` included) and a model type of its own takes the critic input (`critic_dims`)."""
+    from warp_drive.config import algorithms as registry
+    from warp_drive.training.algorithms import AlgorithmEntry, register_algorithm
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    ppo = registry.algorithm_entry("PPO")
+    register_algorithm(AlgorithmEntry("MYCTDE", section=ppo.section, policy=ppo.policy))
+
+    class MyModel(FullyConnectedSeparateCritic):
+        """A model of the user's (here: the built-in one, registered under another name)."""
+
+    factory = ModelFactory()
+    factory.add("my_model", MyModel)
+    env = get_example_env_class("mpe_simple_spread")(num_agents=N, seed=1)
+    cfg = {"name": "spread", "trainer": {"num_envs": E, "train_batch_size": E * STEPS, "num_episodes": 100,
+                                         "env_backend": "cpu", "seed": 1},
+           "policy": {"shared": _policy(algorithm="MYCTDE", critic_input="all_obs", model={"type": "my_model"})},
+           "saving": {"basedir": str(tmp_path)}}
+    t = Trainer(EnvWrapper(env, num_envs=E, env_backend="cpu"), cfg, verbose=False, results_dir=str(tmp_path / "run"),
+                model_factory=factory)
+    t.train(2)
+    p = t.policies["shared"]
+    assert type(p.model) is MyModel and p.model.critic_shape == (N * 18,) and p.buffers.obs["critic"].shape[-1] == N * 18

@@ -181,7 +181,7 @@ class Policy:
     model: nn.Module
     obs_agents_last: bool
     #: what the networks see besides each agent's own observation (``policy.<tag>.actor_input`` /
-    #: ``critic_input``, :func:`~warp_drive.training.network_inputs.network_inputs`); None: only that
+    #: ``critic_input``, :func:`~warp_drive.training.network_inputs.build_network_inputs`); None: only that
     inputs: NetworkInputs | None = None
 
     def __init__(self, ctx: BuildContext) -> None:

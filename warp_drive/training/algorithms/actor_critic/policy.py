@@ -28,7 +28,7 @@ from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
-from warp_drive.training.network_inputs import NetworkInputs, network_inputs, state_shape
+from warp_drive.training.network_inputs import NetworkInputs, build_network_inputs, state_shape
 from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
@@ -193,7 +193,7 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     """
     dm, pc = ctx.data_manager, ctx.config
     action_spec = action_heads_from_space(ctx.action_space())
-    obs_dims, critic_dims, inputs = obs_dims_from_space(ctx.observation_space()), None, network_inputs(pc, ctx)
+    obs_dims, critic_dims, inputs = obs_dims_from_space(ctx.observation_space()), None, build_network_inputs(pc, ctx)
     if inputs is not None:
         obs_dims, critic_dims = inputs.dims(obs_dims, ctx.num_agents, state_shape(dm))
     model = ctx.model_factory.build(pc.model, obs_dims, action_spec, f"policy.{ctx.tag}.model",
