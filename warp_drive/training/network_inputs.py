@@ -1,4 +1,5 @@
-"""What a policy's networks see: the rollout hook :meth:`Policy.observe <warp_drive.training.algorithms.base.Policy.observe>`.
+"""What a policy's networks see: the rollout hook
+:meth:`Policy.observe <warp_drive.training.algorithms.base.Policy.observe>`.
 
 Every step the rollout asks each policy what its networks see; the answer is recorded in the policy's
 rollout record and is what the update trains on. By default that is each agent's own observation. A
@@ -53,7 +54,7 @@ CRITIC_INPUTS: dict[str, str] = {
 }
 #: ``policy.<tag>.actor_input`` values: the actor sees only what its agent may see when acting
 ACTOR_INPUTS = (LOCAL, OBS_AGENT_ID)
-#: the data store array ``global_state`` reads: (E, *S) float32, per env
+#: the data store array ``global_state`` reads: ``(E, *S)`` float32, per env
 STATE = Constants.STATE
 
 
@@ -126,7 +127,7 @@ class NetworkInputs:
         return shape(self.actor), shape(self.critic) if self.separate else None
 
     def compose(self, own: Tensor, dm: Any, at_reset: bool, obs_agents_last: bool) -> Any:
-        """What the networks see, from the agents' own observations ``own`` (E, A, *obs) and the data
+        """What the networks see, from the agents' own observations ``own`` ``(E, A, *obs)`` and the data
         store ``dm``: one tensor, or ``{"actor": ..., "critic": ...}`` when :attr:`separate`."""
         actor = self._input(self.actor, own, dm, at_reset, obs_agents_last)
         if not self.separate:

@@ -1,6 +1,6 @@
-"""Acting on the env's placeholders: what a policy's networks see (:meth:`Policy.observe`), its forward (in env chunks on the
-cpu backend), and the small helpers both the rollout (:mod:`warp_drive.training.rollout`) and its
-cpu twin (:mod:`warp_drive.training.cpu_pipeline`) step with.
+"""Acting on the env's placeholders: what a policy's networks see (:meth:`Policy.observe`), its forward
+(in env chunks on the cpu backend), and the small helpers both the rollout
+(:mod:`warp_drive.training.rollout`) and its cpu twin (:mod:`warp_drive.training.cpu_pipeline`) step with.
 
 Observations are read from the placeholders as ``(E, A, ...)`` (envs, the policy's agents,
 features) and recorded through :mod:`warp_drive.training.buffers`.

@@ -152,12 +152,12 @@ class ActorCriticPolicy(Policy):
                 f"{self.network_input_names()['critic']}. Set `policy.{self.tag}.actor_input` / `critic_input` to the "
                 "checkpoint's values, or start from fresh weights.")
         own = {k: tuple(v.shape) for k, v in unwrap(self.model).state_dict().items()}
-        saved = {k: tuple(v.shape) for k, v in state["model"].items()}
-        differ = [k for k in own if own[k] != saved.get(k)] + [k for k in saved if k not in own]
+        shapes = {k: tuple(v.shape) for k, v in state["model"].items()}
+        differ = [k for k in own if own[k] != shapes.get(k)] + [k for k in shapes if k not in own]
         if differ:
             k = differ[0]
             raise CheckpointError(
-                f"policy '{self.tag}': the checkpoint's weight {k!r} has shape {saved.get(k, 'none')}, the model "
+                f"policy '{self.tag}': the checkpoint's weight {k!r} has shape {shapes.get(k, 'none')}, the model "
                 f"{own.get(k, 'none')} ({len(differ)} weights differ): the network's input or layer sizes differ from the "
                 "checkpoint's (the env's observation or state size, or model.fc_dims). Use the checkpoint's settings, "
                 "or start from fresh weights.")
