@@ -51,6 +51,12 @@ def spread_obs_dim(num_agents: int) -> int:
     return 2 * DIM_P + DIM_P * num_agents + (DIM_P + SPREAD_DIM_C) * (num_agents - 1)
 
 
+def spread_state_dim(num_agents: int) -> int:
+    """The env's ``state`` (one row per env, for a centralized critic): every agent's position (2 N),
+    every agent's velocity (2 N), every landmark's position (2 N): 18 for N = 3."""
+    return 3 * DIM_P * num_agents
+
+
 # ----------------------------------------------------------------------------- simple_speaker_listener_v4
 SPEAKER: Final[int] = 0
 LISTENER: Final[int] = 1

@@ -35,12 +35,14 @@ def test_a_new_algorithm_reusing_the_actor_critic_section_parses(clean_registry)
 
 
 def test_each_section_is_parsed_by_its_entry():
-    for name, cls_name in (("A2C", "ActorCriticConfig"), ("PPO", "ActorCriticConfig"),
+    for name, cls_name in (("A2C", "ActorCriticConfig"), ("PPO", "ActorCriticConfig"), ("MAPPO", "MAPPOConfig"),
                            ("DDPG", "DDPGPolicyConfig"), ("SAC", "SACPolicyConfig")):
-        section = RunConfig.from_dict(_run(name)).policy["shared"]
+        cfg = RunConfig.from_dict(_run(name))
+        section = cfg.policy["shared"]
         assert type(section).__name__ == cls_name and section.algorithm == name
+        assert RunConfig.from_dict(cfg.to_dict()) == cfg
 
 
 def test_an_unknown_algorithm_names_the_registered_ones():
-    with pytest.raises(ConfigError, match="A2C, PPO, DDPG, SAC"):
+    with pytest.raises(ConfigError, match="A2C, PPO, MAPPO, DDPG, SAC"):
         RunConfig.from_dict(_run("PPQ"))

@@ -66,6 +66,8 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
     (r"bash benchmarks/learner_call\.sh", "gpu:test_learner_benchmark_command_runs"),
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
+    (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
+     "test_simple_spread_commands_run"),
 ]
 
 
@@ -249,6 +251,20 @@ def test_config_reference_commands_run(tmp_path):
         assert (tmp_path / f"run{i}" / "checkpoint_latest.pt").is_file()
     lr = json.loads((tmp_path / "run1" / "run_config.json").read_text().splitlines()[-1])["policy"]["shared"]["lr"]
     assert lr == [[0, 0.001], [1000000, 0.0001]]
+
+
+def test_simple_spread_commands_run(tmp_path):
+    """docs/results.md's MAPPO and IPPO runs on simple_spread (the cpu backend of their configs), shortened to
+    2 iterations: MAPPO's critic sees the env's state, IPPO's the agent's own observation."""
+    commands = commands_for("test_simple_spread_commands_run")
+    assert len(commands) == 2
+    for i, command in enumerate(commands):
+        run = tmp_path / f"run{i}"
+        run_ok(python_argv(command) + ["--quiet", "trainer.num_episodes=100", "--results_dir", str(run)], cwd=ROOT)
+        assert (run / "checkpoint_latest.pt").is_file()
+        policy = json.loads((run / "run_config.json").read_text().splitlines()[-1])["policy"]["shared"]
+        expected = ("MAPPO", "global_state") if "mappo" in command else ("PPO", "local")
+        assert (policy["algorithm"], policy["critic_input"]) == expected
 
 
 def test_console_script_command_runs(tmp_path):

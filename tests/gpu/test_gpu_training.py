@@ -75,6 +75,26 @@ def test_cuda_graphs_train_the_eager_weights(tmp_path):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("inputs", [["policy.shared.algorithm=MAPPO", "policy.shared.critic_input=global_state"],
+                                    ["policy.shared.critic_input=all_obs", "policy.shared.actor_input=obs_agent_id"]],
+                         ids=["mappo_global_state", "all_obs_agent_id"])
+def test_cuda_graphs_train_the_eager_weights_with_a_separate_critic(tmp_path, inputs):
+    """What a network sees (critic_input, actor_input) is composed inside the captured rollout and read by the
+    captured update: the graphed run trains the eager run's weights (simple_spread, its `state` array)."""
+    runs = {}
+    for graph in (False, True):
+        t = _trainer("mpe_simple_spread", ["trainer.num_envs=8", "trainer.train_batch_size=400", "trainer.seed=4",
+                                           "policy.shared.num_minibatches=2", f"trainer.use_cuda_graph={graph}", *inputs],
+                     tmp_path / str(graph))
+        t.train(4)
+        assert (t.graphed_rollout is not None and t.graphed_rollout.captured) == graph
+        assert all((p.graphed is not None) == graph for p in t.policies.values())
+        assert type(t.policies["shared"].model).__name__ == "FullyConnectedSeparateCritic"
+        runs[graph] = [q.detach().clone() for p in t.policies.values() for q in p.model.parameters()]
+    for a, b in zip(runs[False], runs[True]):
+        assert torch.equal(a, b)
+
+
 def test_engine_calls_train_what_trainer_train_trains(tmp_path):
     """collect -> update_policies -> end_iteration (the calls the Lightning module makes) with CUDA
     graphs train the weights Trainer.train trains."""

@@ -11,16 +11,21 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation="relu"):
+def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation="relu", model_class=None):
+    """``model_class`` FullyConnectedSeparateCritic: a critic input of 3 * obs values ({"actor", "critic"} obs)."""
     from warp_drive.training.algorithms.actor_critic.ppo import PPO
     from warp_drive.training.buffers import RolloutBatch
     from warp_drive.training.models.fully_connected import FullyConnected
 
     g = torch.Generator().manual_seed(seed)
-    model = FullyConnected(obs, list(heads), fc_dims=(64, 64), normalize_obs=True, activation=activation).cuda()
+    separate = model_class is not None
+    extra = {"critic_dims": (3 * obs,)} if separate else {}
+    model = (model_class or FullyConnected)(obs, list(heads), fc_dims=(64, 64), normalize_obs=True, activation=activation,
+                                            **extra).cuda()
     cols = [torch.randint(0, n, (steps, envs, agents, 1), generator=g) for n in heads]
+    own = torch.randn(steps, envs, agents, obs, generator=g).cuda()
     batch = RolloutBatch(
-        obs=torch.randn(steps, envs, agents, obs, generator=g).cuda(),
+        obs={"actor": own, "critic": torch.randn(steps, envs, agents, 3 * obs, generator=g).cuda()} if separate else own,
         actions=torch.cat(cols, -1).int().cuda(),
         advantages=torch.randn(steps, envs, agents, generator=g).cuda(),
         returns=torch.randn(steps, envs, agents, generator=g).cuda(),
@@ -32,12 +37,12 @@ def _setup(seed=0, steps=8, envs=16, agents=5, obs=23, heads=(4, 3), activation=
     return model, algorithm, batch
 
 
-def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4, activation="relu"):
+def _eager_and_graphed(autocast_dtype=None, epochs=3, minibatches=4, activation="relu", model_class=None):
     from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
     from warp_drive.training.algorithms.actor_critic.update import update_policy
     from warp_drive.training.utils.param_scheduler import set_optimizer_lr
 
-    model, algorithm, batch = _setup(activation=activation)
+    model, algorithm, batch = _setup(activation=activation, model_class=model_class)
     twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
@@ -82,6 +87,19 @@ def test_graphed_step_trains_the_eager_weights_bf16(no_tf32):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     for eager, replayed in metrics:
         torch.testing.assert_close(replayed["loss"], eager["loss"], rtol=1e-4, atol=1e-5)
+
+
+def test_graphed_step_with_a_separate_critic_trains_the_eager_weights(no_tf32):
+    """A two-network input ({"actor", "critic"}: critic_input other than the actor's) through the captured step."""
+    from warp_drive.training.models.separate_critic import FullyConnectedSeparateCritic
+
+    model, twin, metrics = _eager_and_graphed(model_class=FullyConnectedSeparateCritic)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(model.buffers(), twin.buffers()):  # both inputs' statistics
+        torch.testing.assert_close(a, b)
+    for eager, replayed in metrics:
+        torch.testing.assert_close(replayed["loss"], eager["loss"].float(), rtol=1e-5, atol=1e-6)
 
 
 def test_graphed_step_one_minibatch_a2c(no_tf32):

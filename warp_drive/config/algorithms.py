@@ -101,6 +101,8 @@ BUILTIN: tuple[AlgorithmEntry, ...] = (
                    summary="advantage actor-critic (on-policy, one epoch)"),
     AlgorithmEntry("PPO", f"{_AC}.config:ActorCriticConfig", f"{_AC}:build_ppo",
                    summary="proximal policy optimization (on-policy, clipped ratio)"),
+    AlgorithmEntry("MAPPO", f"{_ALG}.mappo.config:MAPPOConfig", f"{_ALG}.mappo:build_mappo",
+                   summary="PPO with a centralized critic (critic_input, default all_obs) and value normalisation"),
     AlgorithmEntry("DDPG", f"{_ALG}.ddpg.config:DDPGPolicyConfig", f"{_ALG}.ddpg:build_policy",
                    sampler_params=("damping", "stddev", "scale"), sampler_parser=f"{_ALG}.ddpg.config:parse_ou_params",
                    trainer_params=("n_step",), trainer_parser=f"{_ALG}.ddpg.config:parse_trainer_params",

@@ -151,9 +151,9 @@ def checkpoint_error(message: str, reason: str, path: Path | None = None) -> Che
 def policy_file_state(model: torch.nn.Module) -> dict:
     """What a ``<tag>_<timestep>.state_dict`` file holds: 2.7.1's parameter names for our fully
     connected categorical policies (so 2.7.1 loads them too), the model's own names otherwise
-    (Gaussian heads and observation normalizers have no 2.7.1 counterpart)."""
+    (Gaussian heads, observation normalizers and separate critics have no 2.7.1 counterpart)."""
     model = unwrap(model)
-    if isinstance(model, FullyConnected) and not model.action_spec.is_gaussian and model.obs_normalizer is None:
+    if type(model) is FullyConnected and not model.action_spec.is_gaussian and model.obs_normalizer is None:
         return to_reference_state_dict(model)
     return model.state_dict()
 

@@ -12,6 +12,9 @@ class Constants:
     DONE_FLAGS = "done_flags"
     PROCESSED_OBSERVATIONS = "processed_observations"
     ACTION_MASK = "action_mask"
+    #: ``(E, *S)`` float32, optional: the env's global state per env, declared in its data feed; what a critic sees
+    #: with ``critic_input: global_state`` (warp_drive/training/network_inputs.py)
+    STATE = "state"
 
     DONE = "_done_"
     TIMESTEP = "_timestep_"

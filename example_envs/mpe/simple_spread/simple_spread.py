@@ -19,10 +19,13 @@ from gymnasium import spaces
 from example_envs import check_float, check_int, reject_unknown_kwargs
 from example_envs.mpe import constants as C
 from example_envs.mpe.base import MAX_AGENTS, WORLD_STATE, MpeEnv
+from warp_drive.env import DataFeed
 from example_envs.mpe.physics import distance
 from warp_drive.env import Constants
 
 F32 = np.float32
+#: the data store array of the world state per env (what ``critic_input: global_state`` reads)
+STATE = Constants.STATE
 
 
 def spread_rewards(agent_pos: np.ndarray, landmark_pos: np.ndarray, local_ratio: np.float32,
@@ -58,6 +61,15 @@ def spread_observations(agent_pos: np.ndarray, agent_vel: np.ndarray, landmark_p
     ).astype(F32)
 
 
+def spread_state(agent_pos: np.ndarray, agent_vel: np.ndarray, landmark_pos: np.ndarray) -> np.ndarray:
+    """(E, 6 N) float32, the env's ``state`` for a centralized critic (``critic_input: global_state``): every
+    agent's position, every agent's velocity, every landmark's position, in order. CUDA twin:
+    ``MpeSpreadWriteState``."""
+    e = agent_pos.shape[0]
+    return np.concatenate([agent_pos.reshape(e, -1), agent_vel.reshape(e, -1), landmark_pos.reshape(e, -1)],
+                          axis=-1).astype(F32)
+
+
 class MpeSimpleSpreadEnv(MpeEnv):
     """``simple_spread_v3`` with discrete actions (defaults: ``constants.SPREAD_DEFAULTS``).
 
@@ -83,9 +95,9 @@ class MpeSimpleSpreadEnv(MpeEnv):
     agent_size = C.SPREAD_AGENT_SIZE
     step_kernel_args = (
         "agent_pos", "agent_vel", "landmark_pos", Constants.ACTIONS, Constants.OBSERVATIONS, Constants.REWARDS,
-        Constants.DONE, Constants.TRUNCATED, Constants.TIMESTEP, "local_ratio", ("episode_length", "meta"),
+        STATE, Constants.DONE, Constants.TRUNCATED, Constants.TIMESTEP, "local_ratio", ("episode_length", "meta"),
     )
-    start_state_args = (*WORLD_STATE, Constants.OBSERVATIONS)
+    start_state_args = (*WORLD_STATE, Constants.OBSERVATIONS, STATE)
 
     def __init__(
         self,
@@ -106,6 +118,28 @@ class MpeSimpleSpreadEnv(MpeEnv):
         self.obs_dim = C.spread_obs_dim(self.num_agents)
         self.action_space = {i: spaces.Discrete(C.NUM_MOVE_ACTIONS) for i in range(self.num_agents)}
         self._init_common(episode_length, seed, fresh_start_states, env_backend)
+
+    def get_data_dictionary(self) -> DataFeed:
+        """The world state, ``local_ratio`` and the ``state`` row of every env (:func:`spread_state`)."""
+        feed = super().get_data_dictionary()
+        world = {k: v[None] for k, v in self._host_state.items()}
+        feed.add_data(STATE, spread_state(world["agent_pos"], world["agent_vel"], world["landmark_pos"])[0],
+                      save_copy_and_apply_at_reset=True)
+        return feed
+
+    def cuda_constants(self) -> dict[str, Any]:
+        """The MPE constants and ``kStateDim``."""
+        return {**super().cuda_constants(), "kStateDim": C.spread_state_dim(self.num_agents)}
+
+    def numpy_step(self, data: Mapping[str, Any]) -> None:
+        """:meth:`MpeEnv.numpy_step`, then the ``state`` of the new world."""
+        super().numpy_step(data)
+        data[STATE][...] = spread_state(data["agent_pos"], data["agent_vel"], data["landmark_pos"])
+
+    def numpy_start_state(self, data: Mapping[str, Any], rows: np.ndarray, key: Any) -> None:
+        """:meth:`MpeEnv.numpy_start_state`, then the ``state`` of the drawn world."""
+        super().numpy_start_state(data, rows, key)
+        data[STATE][rows] = spread_state(data["agent_pos"][rows], data["agent_vel"][rows], data["landmark_pos"][rows])
 
     def scalar_data(self) -> dict[str, float]:
         """``local_ratio``, passed to the kernel by value."""

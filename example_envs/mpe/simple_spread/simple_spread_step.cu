@@ -49,14 +49,25 @@ __host__ __device__ inline void MpeSpreadObserve(const float* pos, const float* 
   while (k < kObsDim) obs[k++] = 0.0f;  // the silent agents' communication channels
 }
 
+// Mirrors simple_spread.spread_state for agent `agent`'s share of env `env`'s state row (kStateDim values):
+// its position at 2a, its velocity at 2N + 2a, landmark a's position at 4N + 2a (one landmark per agent).
+__host__ __device__ inline void MpeSpreadWriteState(const float* pos, const float* vel, const float* lm, int agent,
+                                                    float* state) {
+  for (int d = 0; d < kDimP; ++d) {
+    state[agent * kDimP + d] = pos[agent * kDimP + d];
+    state[(wkNumberAgents + agent) * kDimP + d] = vel[agent * kDimP + d];
+    state[(2 * wkNumberAgents + agent) * kDimP + d] = lm[agent * kDimP + d];
+  }
+}
+
 // Phase `phase` (mpe.cuh: kMpeNumPhases) of agent `agent`'s step in env `env`; `force` (2 values)
 // carries the agent's force from phase 0 to phase 1. Arguments after `force`: the step kernel's.
 __host__ __device__ inline void MpeSimpleSpreadAgentPhase(int phase, int env, int agent, float* force,
                                                           float* agent_pos_arr, float* agent_vel_arr,
                                                           const float* landmark_pos_arr, const int* sampled_actions_arr,
-                                                          float* observations_arr, float* rewards_arr, int* done_arr,
-                                                          int* truncated_arr, int* timestep_arr, float local_ratio,
-                                                          int episode_length) {
+                                                          float* observations_arr, float* rewards_arr, float* state_arr,
+                                                          int* done_arr, int* truncated_arr, int* timestep_arr,
+                                                          float local_ratio, int episode_length) {
   const long long row = static_cast<long long>(env) * wkNumberAgents + agent;
   float* pos = agent_pos_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
   float* vel = agent_vel_arr + static_cast<long long>(env) * wkNumberAgents * kDimP;
@@ -68,34 +79,35 @@ __host__ __device__ inline void MpeSimpleSpreadAgentPhase(int phase, int env, in
   } else {
     rewards_arr[row] = MpeSpreadReward(pos, lm, agent, local_ratio);
     MpeSpreadObserve(pos, vel, lm, agent, observations_arr + row * kObsDim);
+    MpeSpreadWriteState(pos, vel, lm, agent, state_arr + static_cast<long long>(env) * kStateDim);
     if (agent == 0) MpeEndStep(env, done_arr, truncated_arr, timestep_arr, episode_length);
   }
 }
 
 // agent_pos, agent_vel (E, N, 2), landmark_pos (E, N, 2), sampled_actions (E, N, 1),
-// observations (E, N, kObsDim), rewards (E, N), _done_, _truncated_, _timestep_ (E,).
+// observations (E, N, kObsDim), rewards (E, N), state (E, kStateDim), _done_, _truncated_, _timestep_ (E,).
 // One block per env (MpeEnv refuses blocks_per_env > 1): the barriers order the phases.
 extern "C" __global__ void CudaMpeSimpleSpreadStep(float* agent_pos_arr, float* agent_vel_arr,
                                                    const float* landmark_pos_arr, const int* sampled_actions_arr,
-                                                   float* observations_arr, float* rewards_arr, int* done_arr,
-                                                   int* truncated_arr, int* timestep_arr, const float local_ratio,
-                                                   const int episode_length) {
+                                                   float* observations_arr, float* rewards_arr, float* state_arr,
+                                                   int* done_arr, int* truncated_arr, int* timestep_arr,
+                                                   const float local_ratio, const int episode_length) {
   const bool is_agent = wkIsValidAgent();
   float force[2] = {0.0f, 0.0f};
   for (int phase = 0; phase < kMpeNumPhases; ++phase) {
     if (is_agent) {
       MpeSimpleSpreadAgentPhase(phase, wkEnvId(), wkAgentId(), force, agent_pos_arr, agent_vel_arr, landmark_pos_arr,
-                                sampled_actions_arr, observations_arr, rewards_arr, done_arr, truncated_arr,
-                                timestep_arr, local_ratio, episode_length);
+                                sampled_actions_arr, observations_arr, rewards_arr, state_arr, done_arr,
+                                truncated_arr, timestep_arr, local_ratio, episode_length);
     }
     __syncthreads();  // phase 0 reads every position before phase 1 moves; phase 2 reads the moved state
   }
 }
 
 // Start-state hook (fresh_start_states): agents and landmarks uniform in [-1, 1)^2, then the
-// observations at rest. Mirrors MpeEnv.numpy_start_state.
+// observations at rest and the state. Mirrors MpeSimpleSpreadEnv.numpy_start_state.
 __device__ void MpeSimpleSpreadStartState(WkStartKey start, float* agent_pos_arr, float* agent_vel_arr,
-                                          float* landmark_pos_arr, float* observations_arr) {
+                                          float* landmark_pos_arr, float* observations_arr, float* state_arr) {
   MpeDrawStartPositions(start, agent_pos_arr, landmark_pos_arr);
   __syncthreads();  // every position is drawn before any observation reads it
   const long long env = static_cast<long long>(start.env);
@@ -104,5 +116,6 @@ __device__ void MpeSimpleSpreadStartState(WkStartKey start, float* agent_pos_arr
   const float* lm = landmark_pos_arr + env * kNumLandmarks * kDimP;
   for (int a = threadIdx.x; a < wkNumberAgents; a += blockDim.x) {
     MpeSpreadObserve(pos, vel, lm, a, observations_arr + (env * wkNumberAgents + a) * kObsDim);
+    MpeSpreadWriteState(pos, vel, lm, a, state_arr + env * kStateDim);
   }
 }

@@ -42,7 +42,8 @@ MIN_BIT_IDENTICAL = 0.99
 
 # stdin: the float bits of agent_pos, agent_vel, landmark_pos, speaker_comm (E rows each), the
 # goals, then one line of E * N actions per step. stdout per step: the bits of observations,
-# rewards, agent_pos, agent_vel, then done, truncated and timestep of every env.
+# rewards, agent_pos, agent_vel, the state rows (simple_spread's; zeros for the other env), then done,
+# truncated and timestep of every env.
 HOST_MAIN = r"""
 #include <cstdio>
 #include <cstring>
@@ -54,6 +55,7 @@ static void WriteFloats(const float* x, int n) { for (int i = 0; i < n; ++i) std
 
 constexpr int E = wkNumberEnvs, N = wkNumberAgents, L = kNumLandmarks;
 static float pos[E * N * 2], vel[E * N * 2], lm[E * L * 2], comm[E * 3], obs[E * N * kObsDim], rew[E * N];
+static float state[E * STATE_DIM];
 static int goal[E], actions[E * N], done[E], truncated[E], timestep[E];
 static float force[E * N][2];
 
@@ -71,6 +73,7 @@ int main() {
           @CALL@;
         }
     WriteFloats(obs, E * N * kObsDim); WriteFloats(rew, E * N); WriteFloats(pos, E * N * 2); WriteFloats(vel, E * N * 2);
+    WriteFloats(state, E * STATE_DIM);
     for (int e = 0; e < E; ++e) std::printf("%d %d %d ", done[e], truncated[e], timestep[e]);
     std::printf("\n");
   }
@@ -79,8 +82,8 @@ int main() {
 """
 
 CALLS = {
-    "mpe_simple_spread": "MpeSimpleSpreadAgentPhase(phase, e, a, f, pos, vel, lm, actions, obs, rew, done, truncated, "
-                         "timestep, local_ratio, episode_length)",
+    "mpe_simple_spread": "MpeSimpleSpreadAgentPhase(phase, e, a, f, pos, vel, lm, actions, obs, rew, state, done, "
+                         "truncated, timestep, local_ratio, episode_length)",
     "mpe_simple_speaker_listener": "MpeSimpleSpeakerListenerAgentPhase(phase, e, a, f, pos, vel, lm, goal, comm, "
                                    "actions, obs, rew, done, truncated, timestep, episode_length)",
 }
@@ -114,11 +117,17 @@ def test_env_refuses_several_blocks_per_env(name):
         EnvWrapper(get_example_env_class(name)(), num_envs=2, env_backend="cpu", blocks_per_env=2)
 
 
+def _state_dim(env) -> int:
+    """Values of the env's ``state`` row (simple_spread's), 1 for an env without one."""
+    return int(env.cuda_constants().get("kStateDim", 1))
+
+
 def _compile(name: str, env, tmp: Path) -> tuple[Path, str]:
     source = render_source(NUM_ENVS, env.num_agents, 1, env_source=env.cuda_source, constants=env.cuda_constants())
     if name == "mpe_simple_spread":  # the scalar argument of the call, as the kernel receives it
         source += f"\nconstexpr float local_ratio = {float(np.float32(env.local_ratio))!r}f;\n"
     source += f"constexpr int episode_length = {env.episode_length};\n"
+    source += f"#define STATE_DIM {_state_dim(env)}\n"
     program = tmp / f"{name}_host.cu"
     program.write_text(source + HOST_MAIN.replace("@CALL@", CALLS[name]))
     exe = tmp / f"{name}_host"
@@ -158,8 +167,8 @@ def test_host_run_phase_functions_match_numpy_step(name, tmp_path):
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rows = out.stdout.split("\n")
-    sizes = [NUM_ENVS * n * env.obs_dim, NUM_ENVS * n, NUM_ENVS * n * 2, NUM_ENVS * n * 2]
-    names = (Constants.OBSERVATIONS, Constants.REWARDS, "agent_pos", "agent_vel")
+    sizes = [NUM_ENVS * n * env.obs_dim, NUM_ENVS * n, NUM_ENVS * n * 2, NUM_ENVS * n * 2, NUM_ENVS * _state_dim(env)]
+    names = (Constants.OBSERVATIONS, Constants.REWARDS, "agent_pos", "agent_vel", "state")
     same = total = contacts = 0
     for t in range(t_max):
         env.step(actions[t][..., None])
@@ -169,6 +178,8 @@ def test_host_run_phase_functions_match_numpy_step(name, tmp_path):
         words = rows[t].split()
         for what, size in zip(names, sizes):
             host, words = _floats(words[:size]), words[size:]
+            if what not in data:  # the other env keeps no state: the host program's rows stay zero
+                continue
             ours = data[what].ravel()
             np.testing.assert_allclose(host, ours, rtol=TOL, atol=TOL, err_msg=f"{name} step {t + 1}: {what}")
             same += int(np.sum(host.view(np.uint32) == ours.view(np.uint32)))

@@ -81,7 +81,7 @@ def test_obs_agent_axis_last_is_checked_against_the_placeholder(tmp_path):
 
 
 def test_policy_obs_reads_agent_last_placeholders_agent_first():
-    from warp_drive.training.engine.acting import policy_obs
+    from warp_drive.training.network_inputs import own_observations as policy_obs  # Policy.observe's default
 
     obs = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)  # (E, features, N)
     dm = SimpleNamespace(data_on_device_via_torch=lambda name: obs)

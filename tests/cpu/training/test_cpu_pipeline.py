@@ -26,6 +26,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
+from example_envs.mpe.simple_spread.simple_spread import MpeSimpleSpreadEnv
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
@@ -110,6 +111,10 @@ ENVS = {
     "pool": (PooledLine, dict(num_agents=5, episode_length=4), {"a": _policy(), "b": _policy(to_train=False)}),
     "gaussian": (DriftLine, dict(num_agents=4, episode_length=5), {"a": _policy(), "b": _policy()}),
     "episode index": (WindyLine, dict(num_agents=5, episode_length=4), {"a": _policy(), "b": _policy()}),
+    # what a network sees (issue 38): the env's `state` (sliced per part), every agent's obs, agent IDs
+    "network inputs": (MpeSimpleSpreadEnv, dict(num_agents=4, episode_length=4, seed=3),
+                       {"a": _policy(critic_input="global_state"),
+                        "b": _policy(algorithm="MAPPO", actor_input="obs_agent_id")}),
 }
 
 

@@ -293,3 +293,33 @@ def test_sac_trains_through_lightning_and_resumes_exactly(tmp_path):
     resumed = WarpDriveModule(_sac_engine(tmp_path / "b"), iterations_per_epoch=1)
     _fit(resumed, tmp_path / "b", max_epochs=3, ckpt_path=str(tmp_path / "ckpt" / "epoch=1.ckpt"), checkpoint=False)
     _assert_same(_all_state(full.engine), _all_state(resumed.engine))
+
+
+def _mappo_engine(tmp_path) -> Trainer:
+    """MAPPO with the env's `state` as the critic input (issue 38), on simple_spread; every reset restores the
+    host layout, so Lightning's forced reset at the start of a fit is the reset the rollout did last."""
+    from example_envs.mpe.simple_spread.simple_spread import MpeSimpleSpreadEnv
+
+    cfg = {"name": "mpe_simple_spread", "env": {"episode_length": STEPS},
+           "trainer": {"num_envs": ENVS, "train_batch_size": ENVS * STEPS, "num_episodes": 4 * ENVS, "env_backend": "cpu",
+                       "seed": 1},
+           "policy": {"shared": {"to_train": True, "algorithm": "MAPPO", "critic_input": "global_state",
+                                 "actor_input": "obs_agent_id", "num_minibatches": 2, "model": {"fc_dims": [16]}}},
+           "saving": {"metrics_log_freq": 10**6, "model_params_save_freq": 10**6, "basedir": str(tmp_path)}}
+    env = MpeSimpleSpreadEnv(episode_length=STEPS, fresh_start_states=False, seed=1)
+    return Trainer(EnvWrapper(env, num_envs=ENVS, env_backend="cpu"), cfg, verbose=False, results_dir=str(tmp_path / "engine"))
+
+
+def test_mappo_trains_through_lightning_and_resumes_exactly(tmp_path):
+    """A separate critic on the env's state: Lightning trains the Trainer's weights (and value normalizer), and a
+    Lightning checkpoint resumes exactly."""
+    plain = _mappo_engine(tmp_path / "plain")
+    plain.train(3)
+    every = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, every_n_epochs=1, filename="{epoch}")
+    full = WarpDriveModule(_mappo_engine(tmp_path / "a"), iterations_per_epoch=1)
+    assert type(full.engine.policies["shared"].model).__name__ == "FullyConnectedSeparateCritic"
+    _fit(full, tmp_path / "a", max_epochs=3, checkpoint=every)
+    _assert_same(_all_state(plain), _all_state(full.engine))
+    resumed = WarpDriveModule(_mappo_engine(tmp_path / "b"), iterations_per_epoch=1)
+    _fit(resumed, tmp_path / "b", max_epochs=3, ckpt_path=str(tmp_path / "ckpt" / "epoch=1.ckpt"), checkpoint=False)
+    _assert_same(_all_state(full.engine), _all_state(resumed.engine))

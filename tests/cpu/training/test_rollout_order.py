@@ -24,6 +24,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from example_envs.mpe.simple_spread.simple_spread import MpeSimpleSpreadEnv
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.cpu.training.test_cpu_pipeline import DriftLine, PooledLine, _policy, _separable
 from tests.helpers.threads import torch_threads
@@ -66,6 +67,11 @@ ENVS = {
     "pool_obs": (PooledObsLine, dict(num_agents=6, episode_length=5), {"a": _policy(), "b": _policy(algorithm="PPO")}),
     "gaussian": (DriftLine, dict(num_agents=4, episode_length=5), {"a": _policy(), "b": _policy()}),
     "one_policy": (ToyLine, dict(num_agents=4, episode_length=4), {"shared": _policy(algorithm="PPO")}),
+    # what a network sees (issue 38): inputs composed from the reset copies (`state`, all agents' obs) in the
+    # bootstrap order, from the live arrays after the reset in the reset-first order
+    "network_inputs": (MpeSimpleSpreadEnv, dict(num_agents=4, episode_length=4, seed=3, fresh_start_states=False),
+                       {"a": _policy(critic_input="global_state"),
+                        "b": _policy(algorithm="MAPPO", actor_input="obs_agent_id")}),
 }
 
 
@@ -150,7 +156,7 @@ def test_reset_first_order_equals_the_bootstrap_order_bit_for_bit(tmp_path, name
     assert done.any() and (done == 0).any()  # the rollouts did reset envs
 
 
-@pytest.mark.parametrize("name", ["tag", "pool_obs", "gaussian"])
+@pytest.mark.parametrize("name", ["tag", "pool_obs", "gaussian", "network_inputs"])
 def test_reset_first_rollout_in_env_parts_equals_the_plain_loop(tmp_path, monkeypatch, name):
     parts, plain = _trainer(tmp_path / "parts", name, parts=True), _trainer(tmp_path / "plain", name)
     seen = []

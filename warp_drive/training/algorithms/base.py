@@ -7,6 +7,7 @@ drive every policy through the hooks below and never ask which algorithm it is.
 
 Per iteration, for every policy ``p``::
 
+    obs = p.observe(store, obs_names)         # what its networks see (network_inputs.py), recorded
     outputs = p.model(obs)                    # no grad, every env at once (the rollout, each step)
     p.act(outputs, greedy) -> (E, A, d)       # unless p.samples_in_kernel: the sampler kernels do it
     p.record_next_obs(step, obs)              # if p.records_next_obs: after the env step, before resets
@@ -35,6 +36,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError, PolicyContractError
 from warp_drive.training.distributed import unwrap
+from warp_drive.training.network_inputs import NetworkInputs, own_observations
 from warp_drive.training.policy_state import EpisodeStats, agent_index
 
 Tensor = torch.Tensor
@@ -56,8 +58,8 @@ class BuildContext:
         model_factory: where model types are looked up.
         obs_agents_last: observation placeholders are ``(E, *features, N)``.
         wrap_model: ``wrap_model(module)`` -> the module that takes gradient steps (DDP across ranks).
-        observe: ``observe(policy)`` -> the policy's current observations, ``(E, A, *obs)`` (or a dict
-            of those): what its buffers' rows hold (needs the policy's agent fields set).
+        observe: ``observe(policy)`` -> what the policy's networks see now (:meth:`Policy.observe`):
+            what its buffers' rows hold (needs the policy's agent fields and ``inputs`` set).
     """
 
     tag: str
@@ -178,6 +180,9 @@ class Policy:
     timestep: int
     model: nn.Module
     obs_agents_last: bool
+    #: what the networks see besides each agent's own observation (``policy.<tag>.actor_input`` /
+    #: ``critic_input``, :func:`~warp_drive.training.network_inputs.build_network_inputs`); None: only that
+    inputs: NetworkInputs | None = None
 
     def __init__(self, ctx: BuildContext) -> None:
         for name, value in self.common_state(ctx).items():
@@ -207,6 +212,19 @@ class Policy:
         return x if self.contiguous_all else x.index_select(1, self.agent_index)
 
     # ------------------------------------------------------------------ acting
+    def observe(self, dm: Any, obs_names: list[str], at_reset: bool = False) -> Any:
+        """The hook "what a network sees": the networks' input for every env now, ``(E, A, ...)``, read from
+        the data store ``dm`` (the placeholders ``obs_names``, their reset copies with ``at_reset``).
+
+        Default: the agents' own observations (a dict for Dict observations), or, with :attr:`inputs`,
+        what :meth:`NetworkInputs.compose <warp_drive.training.network_inputs.NetworkInputs.compose>`
+        builds from them (one tensor, or ``{"actor": ..., "critic": ...}``). The rollout records it and runs
+        the model on it; it must use fixed-shape torch ops and no host syncs (the CUDA-graph rollout
+        captures it).
+        """
+        own = own_observations(dm, self, obs_names, at_reset)
+        return own if self.inputs is None else self.inputs.compose(own, dm, at_reset, self.obs_agents_last)
+
     def act(self, outputs: Any, greedy: bool) -> Tensor:
         """Actions (E, A, columns) from the model's outputs on the current observations; ``greedy``: no exploration."""
         raise NotImplementedError(f"{type(self).__name__} samples in the kernel; the rollout calls act() "

@@ -1,6 +1,6 @@
-"""Acting on the env's placeholders: a policy's observations, its forward (in env chunks on the
-cpu backend), and the small helpers both the rollout (:mod:`warp_drive.training.rollout`) and its
-cpu twin (:mod:`warp_drive.training.cpu_pipeline`) step with.
+"""Acting on the env's placeholders: what a policy's networks see (:meth:`Policy.observe`), its forward
+(in env chunks on the cpu backend), and the small helpers both the rollout
+(:mod:`warp_drive.training.rollout`) and its cpu twin (:mod:`warp_drive.training.cpu_pipeline`) step with.
 
 Observations are read from the placeholders as ``(E, A, ...)`` (envs, the policy's agents,
 features) and recorded through :mod:`warp_drive.training.buffers`.
@@ -23,20 +23,9 @@ Tensor = torch.Tensor
 
 
 def policy_obs(dm: Any, policy: Policy, obs_names: list[str], at_reset: bool = False) -> Any:
-    """The policy's observations (E, A, ...) from the placeholders (a dict for Dict obs).
-
-    Placeholders laid out ``(E, *features, N)`` (``obs_agents_last``) are seen agent-first (a view).
-    """
-    suffix = Constants.AT_RESET_SUFFIX if at_reset else ""
-
-    def view(name: str) -> Tensor:
-        x = dm.data_on_device_via_torch(name + suffix)
-        return policy.select(x.movedim(-1, 1) if policy.obs_agents_last else x)
-
-    if obs_names == [Constants.OBSERVATIONS]:
-        return view(Constants.OBSERVATIONS)
-    prefix = Constants.OBSERVATIONS + "_"
-    return {n[len(prefix):]: view(n) for n in obs_names}
+    """What the policy's networks see now (:meth:`Policy.observe`): by default its agents' own
+    observations ``(E, A, ...)`` from the placeholders (a dict for Dict obs)."""
+    return policy.observe(dm, obs_names, at_reset)
 
 
 def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
@@ -48,7 +37,8 @@ def record_policy_obs(dm: Any, policy: Policy, obs_names: list[str], step: int,
     Returns the observations to run the policy on, what :func:`policy_obs` gives (same values,
     layout and shape): the buffer rows themselves after the one gather, else that view.
     """
-    if obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last:
+    if (obs_names == [Constants.OBSERVATIONS] and not policy.contiguous_all and not policy.obs_agents_last
+            and policy.inputs is None):
         src, dst = dm.data_on_device_via_torch(Constants.OBSERVATIONS), obs_row(policy.buffers, step, rows)
         if src.dtype == dst.dtype and dst.is_contiguous():
             torch.index_select(src, 1, policy.agent_index, out=dst)

@@ -120,9 +120,11 @@ def _stateful_layer(model: torch.nn.Module) -> str | None:
 
 
 def _env_axis_names(dm: Any, spec: Any) -> set[str]:
-    """The per-env arrays a part slices: the placeholders and flags the rollout reads, and the reset arrays."""
+    """The per-env arrays a part slices: the placeholders, flags and network inputs (``state``) the rollout reads,
+    and the reset arrays."""
     names = {Constants.DONE, Constants.TIMESTEP, Constants.REWARDS, Constants.ACTIONS, *spec.obs_names}
     names.update(p.action_name for p in spec.policies.values())
+    names.update(n for p in spec.policies.values() if p.inputs is not None for n in p.inputs.store_names)
     names.update(n for n in (Constants.TRUNCATED, Constants.EPISODE) if dm.is_data_on_device(n))
     names.update(dm.reset_data_list)
     names.update(dm.reset_target_to_pool)

@@ -14,12 +14,15 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
 
 from warp_drive.errors import ConfigError
+from warp_drive.training.utils.minibatch import map_tensors
+from warp_drive.vocab.constants import Constants
 from warp_drive.training.engine import Engine
 from warp_drive.training.run.evaluation import evaluate
 
@@ -282,13 +285,21 @@ class EpisodeReturnLoggerBase:
 def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> Callable[[np.ndarray, int], np.ndarray]:
     """The engine's policies as ``policy(obs (N, obs_dim), t) -> actions (N, heads)`` for host rollouts.
 
+    A policy whose networks see more than their own observations (``actor_input`` / ``critic_input``) gets them
+    composed from ``obs`` as one env (:meth:`NetworkInputs.compose <warp_drive.training.network_inputs.NetworkInputs.compose>`).
+
     Raises:
-        ConfigError: A policy has a Gaussian (Box) action head; host rollouts here are categorical.
+        ConfigError: A policy has a Gaussian (Box) action head (host rollouts here are categorical), or reads the
+            env's ``state`` (``global_state``: host rollouts see only observations).
     """
     policies = list(engine.policies.values())
     for p in policies:
         if p.action_spec.is_gaussian:
             raise ConfigError(f"policy '{p.tag}' has continuous actions; numpy_policy supports categorical heads only")
+        if p.inputs is not None and p.inputs.store_names:
+            raise ConfigError(f"policy '{p.tag}' reads the env's {', '.join(p.inputs.store_names)} (critic_input "
+                              "global_state); numpy_policy's host rollouts see only observations: render a policy "
+                              "trained with critic_input all_obs (or local) instead")
     heads = max(len(p.action_spec.categorical) for p in policies)
     num_agents = engine.env_wrapper.n_agents
     device = torch.device(engine.device)
@@ -300,7 +311,11 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
         x = torch.as_tensor(np.asarray(obs, np.float32), device=device)
         for p in policies:
             ids = torch.as_tensor(p.agent_ids, device=device)
-            head_outputs, _ = p.model(x.index_select(0, ids))
+            own = x.index_select(0, ids)
+            if p.inputs is not None:  # as one env: (1, A, ...), whose store holds its observations
+                store = SimpleNamespace(data_on_device_via_torch={Constants.OBSERVATIONS: x[None]}.__getitem__)
+                own = map_tensors(lambda t: t[0], p.inputs.compose(own[None], store, False, False))
+            head_outputs, _ = p.model(own)
             cols = [probs.argmax(-1) if deterministic else torch.multinomial(probs, 1, generator=generator).squeeze(-1)
                     for probs in head_outputs]
             out[p.agent_ids, : len(cols)] = torch.stack(cols, -1).cpu().numpy()

@@ -27,6 +27,14 @@ calls it on ``(E, A)`` during rollouts and on ``(B, E, A)`` or ``(M, A)`` miniba
 
 The model must not write to trainer buffers or keep per-step state. It needs an ``action_spec`` attribute.
 
+Critic input (the rollout hook "what a network sees", :mod:`warp_drive.training.network_inputs`): when a
+policy's ``critic_input`` differs from its ``actor_input``, the factory passes the critic input's feature
+shape as the keyword ``critic_dims`` (to ``from_config``, else the constructor; a model that takes none is
+refused), ``obs_dims`` is then the actor input's, and ``obs`` is ``{"actor": (*lead, *obs_dims), "critic":
+(*lead, *critic_dims)}``; ``values`` come from the critic input. ``fully_connected`` builds
+:class:`~warp_drive.training.models.separate_critic.FullyConnectedSeparateCritic` then. When both see the
+same (``local``: the agent's own observation), ``obs`` is that one input and one network may share a trunk.
+
 A model's parts live here too, so models import no algorithm: the head outputs and their log-probabilities
 (:mod:`.distributions`, ``HeadOutput``) and the observation normalizer (:mod:`.obs_normalizer`, ``ObsNormalizer``).
 """

@@ -26,6 +26,17 @@ Tensor = torch.Tensor
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
 
+def hidden_layers(width: int, fc_dims: Sequence[int], activation: str) -> tuple[nn.Sequential, int]:
+    """``Linear -> activation`` per ``fc_dims`` entry over ``width`` inputs; returns them and the last width."""
+    layers: list[nn.Module] = []
+    for i, hidden in enumerate(fc_dims):
+        if int(hidden) < 1:
+            raise DataShapeError(f"fc_dims[{i}]={hidden} must be >= 1.")
+        layers += [nn.Linear(width, int(hidden)), ACTIVATIONS[activation]()]
+        width = int(hidden)
+    return nn.Sequential(*layers), width
+
+
 class FullyConnected(nn.Module):
     """Actor-critic MLP: ``Linear -> ReLU`` (or ``Tanh``) per ``fc_dims`` entry, then policy and value heads.
 
@@ -113,14 +124,7 @@ class FullyConnected(nn.Module):
         self.obs_size = sum(math.prod(s) for s in self.obs_shapes.values())
         self.obs_normalizer = ObsNormalizer(self.obs_size) if normalize_obs else None
 
-        layers: list[nn.Module] = []
-        width = self.obs_size
-        for i, hidden in enumerate(fc_dims):
-            if int(hidden) < 1:
-                raise DataShapeError(f"fc_dims[{i}]={hidden} must be >= 1.")
-            layers += [nn.Linear(width, int(hidden)), ACTIVATIONS[activation]()]
-            width = int(hidden)
-        self.trunk = nn.Sequential(*layers)
+        self.trunk, width = hidden_layers(self.obs_size, fc_dims, activation)
         if action_spec.is_gaussian:
             self.policy_heads = nn.ModuleList([nn.Linear(width, action_spec.gaussian_dim)])
             self.log_std: nn.Parameter | None = nn.Parameter(
@@ -138,15 +142,14 @@ class FullyConnected(nn.Module):
         cls, model_config: Any, obs_dims: ObsDims, action_spec: ActionSpec
     ) -> FullyConnected:
         """Builds the model from a :class:`~warp_drive.config.ModelConfig`."""
-        return cls(
-            obs_dims,
-            action_spec,
-            model_config.fc_dims,
-            init_method=model_config.init_method,
-            action_scale=getattr(model_config, "output_w", None),
-            action_bias=getattr(model_config, "output_b", None),
-            **dict(model_config.kwargs),
-        )
+        return cls(obs_dims, action_spec, **cls.config_kwargs(model_config))
+
+    @staticmethod
+    def config_kwargs(model_config: Any) -> dict[str, Any]:
+        """The constructor's keywords from a :class:`~warp_drive.config.ModelConfig`."""
+        return {"fc_dims": model_config.fc_dims, "init_method": model_config.init_method,
+                "action_scale": getattr(model_config, "output_w", None),
+                "action_bias": getattr(model_config, "output_b", None), **dict(model_config.kwargs)}
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """``nn.Module.load_state_dict``, also accepting 2.7.1's parameter names (mapped exactly)."""
@@ -189,15 +192,19 @@ class FullyConnected(nn.Module):
         x, obs_mask = self.flatten_obs(obs)
         if self.obs_normalizer is not None:
             x = self.obs_normalizer(x)
-        mask = action_mask if action_mask is not None else obs_mask
         outputs, values = self._heads(self._trunk(x))
+        return self.head_outputs(outputs, action_mask if action_mask is not None else obs_mask), values
+
+    def head_outputs(self, outputs: list[Tensor], mask: Tensor | None) -> list[HeadOutput]:
+        """The policy heads' raw outputs as the contract's head outputs: a Gaussian's ``(mean, std)``, or per
+        categorical head its probabilities (logits where ``mask`` is 0 set to the dtype's minimum)."""
         if self.log_std is not None:
             if mask is not None:
                 raise DataShapeError("an action mask was given for a Gaussian (Box) action head.")
             mean = outputs[0]
             if self.bounded_mean:
                 mean = self.action_bias + self.action_scale * torch.tanh(mean)
-            return [(mean, self.log_std.exp().expand_as(mean))], values
+            return [(mean, self.log_std.exp().expand_as(mean))]
         if mask is not None:
             if mask.shape[-1] != self.action_spec.num_logits:
                 raise DataShapeError(
@@ -206,7 +213,7 @@ class FullyConnected(nn.Module):
                 )
             masks = torch.split(mask, list(self.action_spec.categorical), dim=-1)
             outputs = [logits.masked_fill(m == 0, torch.finfo(logits.dtype).min) for logits, m in zip(outputs, masks)]
-        return [torch.softmax(logits, dim=-1) for logits in outputs], values
+        return [torch.softmax(logits, dim=-1) for logits in outputs]
 
     @torch.no_grad()
     def update_obs_normalizer(self, obs: Tensor | Mapping[str, Tensor]) -> None:
@@ -215,12 +222,13 @@ class FullyConnected(nn.Module):
         if self.obs_normalizer is not None:
             self.obs_normalizer.update(self.flatten_obs(obs)[0])
 
-    def _trunk(self, x: Tensor) -> Tensor:
-        """``self.trunk(x)``; with ReLU each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
+    def _trunk(self, x: Tensor, trunk: nn.Sequential | None = None) -> Tensor:
+        """``trunk(x)`` (default ``self.trunk``); with ReLU each ``Linear -> ReLU`` pair as one fused GEMM on CUDA
         (:func:`~warp_drive.training.models.fused_linear.linear_relu`)."""
+        trunk = self.trunk if trunk is None else trunk
         if self.activation != "relu":
-            return self.trunk(x)
-        layers = list(self.trunk)
+            return trunk(x)
+        layers = list(trunk)
         for i in range(0, len(layers), 2):
             x = linear_relu(x, layers[i])
         return x

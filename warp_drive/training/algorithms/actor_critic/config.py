@@ -17,6 +17,7 @@ from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
 from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.config.model import ModelConfig
+from warp_drive.training.network_inputs import ACTOR_INPUTS, CRITIC_INPUTS, parse_input
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,8 @@ class ActorCriticConfig(chk.PlainDict):
     """One A2C/PPO ``policy.<tag>`` section. See ``defaults.yaml`` for the meaning of each key.
 
     ``lr``, ``vf_loss_coeff`` and ``entropy_coeff`` are a float or a schedule: a tuple of
-    ``(timestep, value)`` pairs (see ``warp_drive.training.utils.param_scheduler``).
+    ``(timestep, value)`` pairs (see ``warp_drive.training.utils.param_scheduler``). ``actor_input`` and
+    ``critic_input``: what each network sees (:mod:`warp_drive.training.network_inputs`).
     """
 
     to_train: bool
@@ -51,10 +53,22 @@ class ActorCriticConfig(chk.PlainDict):
     num_epochs: int
     num_minibatches: int
     model: ModelConfig
+    actor_input: str = "local"
+    critic_input: str = "local"
 
     #: advice when the run config sets a ``trainer`` key that other algorithms read (``_check_run_settings``)
     INSTEAD_OF: ClassVar[dict[str, str]] = {
         "n_step": "A2C and PPO bootstrap GAE over the whole rollout: tune `policy.<tag>.gae_lambda` instead"}
+
+    @classmethod
+    def default_num_epochs(cls, algorithm: str) -> int:
+        """``num_epochs`` when the section leaves it null (:data:`DEFAULT_NUM_EPOCHS`, else 1)."""
+        return DEFAULT_NUM_EPOCHS.get(algorithm, 1)
+
+    @classmethod
+    def clips_ratio(cls, algorithm: str) -> bool:
+        """The algorithm's loss clips the probability ratio (PPO's): one gradient step per batch is then A2C."""
+        return algorithm == "PPO"
 
     @classmethod
     def from_dict(cls, section: Mapping[str, Any] | None, prefix: str = "policy") -> Any:
@@ -77,13 +91,13 @@ class ActorCriticConfig(chk.PlainDict):
                                    "usual for PPO)", include_zero=True)
         clip_param = chk.as_positive(d["clip_param"], key("clip_param"))
         vf_clip = None if d["vf_clip_param"] is None else chk.as_positive(d["vf_clip_param"], key("vf_clip_param"))
-        epochs, minibatches = chk.as_update_steps(DEFAULT_NUM_EPOCHS.get(algorithm, 1) if d["num_epochs"] is None
+        epochs, minibatches = chk.as_update_steps(cls.default_num_epochs(algorithm) if d["num_epochs"] is None
                                                   else d["num_epochs"], d["num_minibatches"], prefix)
-        if algorithm == "PPO" and epochs * minibatches == 1:
+        if cls.clips_ratio(algorithm) and epochs * minibatches == 1:
             logger.warning(
-                "%s: PPO with num_epochs=1 and num_minibatches=1 makes one gradient step per "
+                "%s: %s with num_epochs=1 and num_minibatches=1 makes one gradient step per "
                 "batch; the probability ratio is then 1 and the clip never binds (A2C).",
-                prefix,
+                prefix, algorithm,
             )
         return cls(
             **{k: chk.as_bool(d[k], key(k)) for k in ("to_train", "clip_grad_norm", "normalize_advantage",
@@ -100,5 +114,7 @@ class ActorCriticConfig(chk.PlainDict):
             num_epochs=epochs,
             num_minibatches=minibatches,
             model=ModelConfig.from_dict(d["model"], key("model")),
+            actor_input=parse_input(d["actor_input"], key("actor_input"), ACTOR_INPUTS),
+            critic_input=parse_input(d["critic_input"], key("critic_input"), tuple(CRITIC_INPUTS)),
         )
 

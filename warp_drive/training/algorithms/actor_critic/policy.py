@@ -20,6 +20,7 @@ import torch
 
 from warp_drive.vocab.constants import Constants
 from warp_drive.training.algorithms.actor_critic.a2c import A2C
+from warp_drive.errors import CheckpointError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form, portable_optimizer_state
@@ -27,6 +28,7 @@ from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
+from warp_drive.training.network_inputs import NetworkInputs, build_network_inputs, state_shape
 from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
 
@@ -62,6 +64,7 @@ class ActorCriticPolicy(Policy):
     obs_agents_last: bool = False  # observation placeholders are (E, *features, N) (2.7.1's "last")
     graphed: GraphedUpdate | None = None  # the captured minibatch step, once an update replays one
     loss_fn: LossFunction | None = None  # the update's forward + loss (compiled with trainer.compile)
+    inputs: NetworkInputs | None = None  # what the networks see besides the own observations (actor_input, critic_input)
 
     def finalize(self, last_values: Any, bootstrap: bool) -> None:
         """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
@@ -129,11 +132,35 @@ class ActorCriticPolicy(Policy):
         return {OPTIMIZER: self.optimizer}
 
     def state_dict(self) -> dict[str, Any]:
-        """``{model, optimizer, algorithm, timestep, agent_ids}``."""
+        """``{model, optimizer, algorithm, timestep, agent_ids, network_inputs}``."""
         return {"model": unwrap(self.model).state_dict(), "optimizer": portable_optimizer_state(self.optimizer.state_dict()),
-                "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids}
+                "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids,
+                "network_inputs": self.network_input_names()}
+
+    def network_input_names(self) -> dict[str, str]:
+        """``{"actor": actor_input, "critic": critic_input}`` of this policy."""
+        return {"actor": "local", "critic": "local"} if self.inputs is None else self.inputs.as_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Raises :class:`~warp_drive.errors.CheckpointError` when the checkpoint's networks saw other inputs
+        (``actor_input`` / ``critic_input``) or its weights have other shapes."""
+        saved = dict(state.get("network_inputs") or {"actor": "local", "critic": "local"})
+        if saved != self.network_input_names():
+            raise CheckpointError(
+                f"policy '{self.tag}': the checkpoint was trained with actor_input={saved.get('actor')}, critic_input="
+                f"{saved.get('critic')}; this run has actor_input={self.network_input_names()['actor']}, critic_input="
+                f"{self.network_input_names()['critic']}. Set `policy.{self.tag}.actor_input` / `critic_input` to the "
+                "checkpoint's values, or start from fresh weights.")
+        own = {k: tuple(v.shape) for k, v in unwrap(self.model).state_dict().items()}
+        shapes = {k: tuple(v.shape) for k, v in state["model"].items()}
+        differ = [k for k in own if own[k] != shapes.get(k)] + [k for k in shapes if k not in own]
+        if differ:
+            k = differ[0]
+            raise CheckpointError(
+                f"policy '{self.tag}': the checkpoint's weight {k!r} has shape {shapes.get(k, 'none')}, the model "
+                f"{own.get(k, 'none')} ({len(differ)} weights differ): the network's input or layer sizes differ from the "
+                "checkpoint's (the env's observation or state size, or model.fc_dims). Use the checkpoint's settings, "
+                "or start from fresh weights.")
         unwrap(self.model).load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.graphed = None  # new optimizer state tensors: the next update captures its step again
@@ -166,8 +193,11 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     """
     dm, pc = ctx.data_manager, ctx.config
     action_spec = action_heads_from_space(ctx.action_space())
-    model = ctx.model_factory.build(pc.model, obs_dims_from_space(ctx.observation_space()), action_spec,
-                                    f"policy.{ctx.tag}.model").to(ctx.device)
+    obs_dims, critic_dims, inputs = obs_dims_from_space(ctx.observation_space()), None, build_network_inputs(pc, ctx)
+    if inputs is not None:
+        obs_dims, critic_dims = inputs.dims(obs_dims, ctx.num_agents, state_shape(dm))
+    model = ctx.model_factory.build(pc.model, obs_dims, action_spec, f"policy.{ctx.tag}.model",
+                                    critic_dims=critic_dims).to(ctx.device)
     action_name = Constants.ACTIONS
     if not ctx.contiguous:
         action_name = f"{Constants.ACTIONS}_{ctx.tag}"
@@ -178,7 +208,8 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     lr = ParamScheduler(pc.lr, "lr")
     policy = ActorCriticPolicy(
         **Policy.common_state(ctx), model=model, optimizer=torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
-        algorithm=loss.from_config(pc).to(ctx.device), action_spec=action_spec, action_name=action_name, lr_schedule=lr)
+        algorithm=loss.from_config(pc).to(ctx.device), action_spec=action_spec, action_name=action_name, lr_schedule=lr,
+        inputs=inputs)
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
     columns = dm.get_shape(action_name)[2]
