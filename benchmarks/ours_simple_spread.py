@@ -1,0 +1,179 @@
+"""Issue 38 item 4, our half: the bundled simple_spread configs (IPPO, MAPPO) trained for a given number
+of env steps per seed on the CPU, on our return scale and on JaxMARL's (docs/peers/jaxmarl_simple_spread.md).
+
+Each seed trains ``warp_drive/training/run_configs/<algo>_simple_spread.yaml`` as committed (hyperparameters
+unchanged) with ``trainer.seed`` and ``env.seed`` set to the seed and ``trainer.num_episodes`` set so that
+the run is ``--env-steps // train_batch_size`` updates (2e6 steps: 976 updates of 2,048 = 1,998,848 env
+steps, JaxMARL's MAPPO run exactly). It trains one update at a time and records, per update, the
+trainer's logged ``<policy>/episode_return_mean``: the mean over the episodes that ended in that
+update's rollout of the **per-agent mean** episode return (``EpisodeStats`` averages the rewards over
+the policy's agents; the one shared policy holds all 3 agents). Final return: the mean over the last 5%
+of updates, as the peer's.
+
+JaxMARL's scale (the peer's ``returned_episode_returns``): the **sum over the 3 agents** of the episode
+returns, episodes **26 steps** long. Converted here as ``3 x ours`` (``peer_scale_25``) and, for the extra
+26th step, ``3 x ours x 26 / 25`` (``peer_scale_26``: the extra step's reward taken as the episode's mean
+per-step reward; at the end of training the last step of an episode is, if anything, less negative than
+the mean, since the agents have moved onto the landmarks, so this slightly overstates the penalty).
+
+Usage::
+
+    python benchmarks/ours_simple_spread.py --algo ippo --seeds 1 2 3 --env-steps 2000000
+    python benchmarks/ours_simple_spread.py --algo mappo --seeds 1 2 3 --env-steps 2000000
+    python benchmarks/ours_simple_spread.py --merge benchmarks/results/ours_{ippo,mappo}_simple_spread_cpu.json
+
+Results: ``benchmarks/results/ours_<algo>_simple_spread_cpu.json`` per algo; ``--merge`` writes
+``benchmarks/results/ours_simple_spread_cpu.json`` (both algos, with the peer's finals for comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import commit, cpu_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ENV = "mpe_simple_spread"
+NUM_AGENTS = 3
+PEER_EPISODE_STEPS, OUR_EPISODE_STEPS = 26, 25
+PEER_FILES = {"ippo": "jaxmarl_ippo_ff_simple_spread_cpu.json", "mappo": "jaxmarl_mappo_rnn_simple_spread_cpu.json"}
+
+
+def to_peer(ours: float, steps26: bool = False) -> float:
+    """Our per-agent mean episode return (25 steps) on JaxMARL's scale (sum over the 3 agents; ``steps26``:
+    plus one more step at the episode's mean per-step reward)."""
+    return ours * NUM_AGENTS * (PEER_EPISODE_STEPS / OUR_EPISODE_STEPS if steps26 else 1.0)
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def train_seed(algo: str, seed: int, env_steps: int, basedir: str) -> dict[str, Any]:
+    from warp_drive.cli.setup_and_train import run_config_path
+    from warp_drive.config import load_run_config
+    from warp_drive.training.run.build import build_trainer
+    from warp_drive.training.setup_and_train import env_class_for
+
+    probe = load_run_config(run_config_path(f"{algo}_simple_spread"))
+    batch = probe.trainer.train_batch_size
+    length = probe.env["episode_length"]
+    updates = env_steps // batch
+    episodes = -(-updates * batch // length)  # enough episodes for `updates` iterations
+    config = load_run_config(run_config_path(f"{algo}_simple_spread"), [
+        f"trainer.seed={seed}", f"env.seed={seed}", "trainer.env_backend=cpu", f"trainer.num_episodes={episodes}",
+        f"saving.basedir={basedir}", "saving.metrics_log_freq=1", "saving.model_params_save_freq=100000000",
+        "saving.checkpoint_every_seconds=0"])
+    trainer = build_trainer(config, env_class_for(ENV), backend="cpu", results_dir=f"{basedir}/{algo}_{seed}",
+                            verbose=False)
+    tag = next(iter(config.policy))
+    returns: list[float] = []
+    lengths: list[float] = []
+    start = time.perf_counter()
+    for i in range(updates):
+        m = trainer.train(1)
+        returns.append(float(m[f"{tag}/episode_return_mean"]))
+        lengths.append(float(m.get(f"{tag}/episode_length_mean", float("nan"))))
+        if (i + 1) % 100 == 0:
+            print(f"{algo} seed {seed}: update {i + 1}/{updates}, {time.perf_counter() - start:.0f} s, "
+                  f"return {np.nanmean(returns[-20:]):.2f}", flush=True)
+    seconds = time.perf_counter() - start
+    trainer.close() if hasattr(trainer, "close") else None
+    r = np.asarray(returns)
+    tail = max(1, int(round(0.05 * updates)))
+    final = float(np.nanmean(r[-tail:]))
+    bins = np.array_split(np.arange(updates), min(200, updates))  # at most 200 points, as the peer's JSON
+    curve = [[int((b[-1] + 1) * batch), round(float(np.nanmean(r[b])), 4)] for b in bins]
+    return {"seed": seed, "updates": updates, "env_steps": updates * batch, "seconds": round(seconds, 1),
+            "final_ours": round(final, 3), "final_peer_scale_25": round(to_peer(final), 3),
+            "final_peer_scale_26": round(to_peer(final, True), 3), "final_tail_updates": tail,
+            "episode_length_last": lengths[-1],
+            "curve_ours": curve, "per_update_return_ours": [round(x, 4) for x in returns]}
+
+
+def run(args: argparse.Namespace) -> Path:
+    torch.set_num_threads(args.threads)
+    before = loadavg()
+    began = time.time()
+    seeds = []
+    with tempfile.TemporaryDirectory() as basedir:
+        for seed in args.seeds:
+            seeds.append(train_seed(args.algo, seed, args.env_steps, basedir))
+            s = seeds[-1]
+            print(f"{args.algo} seed {seed}: final {s['final_ours']:.3f} (peer scale {s['final_peer_scale_25']:.2f} / "
+                  f"{s['final_peer_scale_26']:.2f}), {s['seconds']} s", flush=True)
+    finals = [s["final_ours"] for s in seeds]
+    doc = {
+        "benchmark": "ours_simple_spread", "algo": args.algo, "env": ENV,
+        "config": f"warp_drive/training/run_configs/{args.algo}_simple_spread.yaml (as committed; seeds, "
+                  f"num_episodes and logging overridden)",
+        "commit": commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began)),
+        "machine": {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "torch_threads": args.threads,
+                    "torch": torch.__version__, "python": platform.python_version(),
+                    "loadavg_before": before, "loadavg_after": loadavg()},
+        "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
+        "env_steps_requested": args.env_steps,
+        "return_scale": {
+            "ours": "per-agent mean episode return (mean over the 3 agents of the shared policy), 25-step episodes",
+            "peer_scale_25": "3 x ours: sum over the 3 agents, 25 steps",
+            "peer_scale_26": "3 x ours x 26/25: sum over agents, one more step at the mean per-step reward (JaxMARL's 26-step episodes)",
+        },
+        "final": "mean over the last 5% of updates of the per-update episode return",
+        "seeds": seeds,
+        "mean_final_ours": round(float(np.mean(finals)), 3),
+        "mean_final_peer_scale_25": round(to_peer(float(np.mean(finals))), 3),
+        "mean_final_peer_scale_26": round(to_peer(float(np.mean(finals)), True), 3),
+        "seconds_total": round(sum(s["seconds"] for s in seeds), 1),
+    }
+    out = Path(args.out or RESULTS / f"ours_{args.algo}_simple_spread_cpu.json")
+    out.write_text(json.dumps(doc, indent=1))
+    return out
+
+
+def merge(files: list[str], out: str | None) -> Path:
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    rows = []
+    for d in docs:
+        peer = json.loads((RESULTS / PEER_FILES[d["algo"]]).read_text())
+        rows.append({"algo": d["algo"], "file": Path(files[docs.index(d)]).name,
+                     "ours_env_steps": d["seeds"][0]["env_steps"], "ours_mean_final_peer_scale_25": d["mean_final_peer_scale_25"],
+                     "ours_mean_final_peer_scale_26": d["mean_final_peer_scale_26"], "ours_seconds": d["seconds_total"],
+                     "peer_file": PEER_FILES[d["algo"]], "peer_final_mean": peer.get("final_return_mean", peer.get("final_mean"))})
+    doc = {"benchmark": "ours_simple_spread", "comparison": rows, "runs": docs}
+    path = Path(out or RESULTS / "ours_simple_spread_cpu.json")
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algo", choices=("ippo", "mappo"), default="ippo")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p.add_argument("--env-steps", type=float, default=2e6)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: two algos side by side on 2 cores)")
+    p.add_argument("--out")
+    p.add_argument("--merge", nargs="+", metavar="JSON")
+    args = p.parse_args(argv)
+    if args.merge:
+        print(merge(args.merge, args.out))
+        return 0
+    args.env_steps = int(args.env_steps)
+    print(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
