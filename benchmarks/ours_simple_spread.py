@@ -4,7 +4,7 @@ of env steps per seed on the CPU, on our return scale and on JaxMARL's (docs/pee
 Each seed trains ``warp_drive/training/run_configs/<algo>_simple_spread.yaml`` as committed (hyperparameters
 unchanged) with ``trainer.seed`` and ``env.seed`` set to the seed and ``trainer.num_episodes`` set so that
 the run is ``--env-steps // train_batch_size`` updates (2e6 steps: 976 updates of 2,048 = 1,998,848 env
-steps, JaxMARL's MAPPO run exactly). It trains one update at a time and records, per update, the
+steps, JaxMARL's MAPPO run exactly). The configs' learning rate is constant (1e-3, no annealing). It trains one update at a time and records, per update, the
 trainer's logged ``<policy>/episode_return_mean``: the mean over the episodes that ended in that
 update's rollout of the **per-agent mean** episode return (``EpisodeStats`` averages the rewards over
 the policy's agents; the one shared policy holds all 3 agents). Final return: the mean over the last 5%
@@ -13,8 +13,9 @@ of updates, as the peer's.
 JaxMARL's scale (the peer's ``returned_episode_returns``): the **sum over the 3 agents** of the episode
 returns, episodes **26 steps** long. Converted here as ``3 x ours`` (``peer_scale_25``) and, for the extra
 26th step, ``3 x ours x 26 / 25`` (``peer_scale_26``: the extra step's reward taken as the episode's mean
-per-step reward; at the end of training the last step of an episode is, if anything, less negative than
-the mean, since the agents have moved onto the landmarks, so this slightly overstates the penalty).
+per-step reward) or ``3 x (ours + r_25)`` (``peer_scale_26_last_step``: the extra step taken as our 25th
+step's mean reward over the last 5% of updates, from the per-step reward profile recorded there, since
+JaxMARL's 26th step continues the same dynamics one step further).
 
 Usage::
 
@@ -82,18 +83,29 @@ def train_seed(algo: str, seed: int, env_steps: int, basedir: str) -> dict[str, 
     tag = next(iter(config.policy))
     returns: list[float] = []
     lengths: list[float] = []
+    tail = max(1, int(round(0.05 * updates)))
+    profile = np.zeros(length)  # summed reward (mean over envs and agents) per step of the episode, last 5%
+    profile_n = np.zeros(length)
+    rollout_steps = batch // config.trainer.num_envs
     start = time.perf_counter()
     for i in range(updates):
         m = trainer.train(1)
+        if i >= updates - tail:  # episodes are fixed-length and start together: step index = global step mod length
+            shared = trainer.engine.rollout.shared
+            r_t = shared.rewards.float().mean(dim=(1, 2)).cpu().numpy()
+            idx = (i * rollout_steps + np.arange(rollout_steps)) % length
+            done_rows = shared.done.cpu().numpy().astype(bool).all(axis=1)
+            assert np.array_equal(done_rows, idx == length - 1), "episodes not aligned"
+            np.add.at(profile, idx, r_t)
+            np.add.at(profile_n, idx, 1)
         returns.append(float(m[f"{tag}/episode_return_mean"]))
         lengths.append(float(m.get(f"{tag}/episode_length_mean", float("nan"))))
         if (i + 1) % 100 == 0:
             print(f"{algo} seed {seed}: update {i + 1}/{updates}, {time.perf_counter() - start:.0f} s, "
                   f"return {np.nanmean(returns[-20:]):.2f}", flush=True)
     seconds = time.perf_counter() - start
-    trainer.close() if hasattr(trainer, "close") else None
     r = np.asarray(returns)
-    tail = max(1, int(round(0.05 * updates)))
+    per_step = profile / np.maximum(profile_n, 1)
     final = float(np.nanmean(r[-tail:]))
     bins = np.array_split(np.arange(updates), min(200, updates))  # at most 200 points, as the peer's JSON
     curve = [[int((b[-1] + 1) * batch), round(float(np.nanmean(r[b])), 4)] for b in bins]
@@ -101,6 +113,8 @@ def train_seed(algo: str, seed: int, env_steps: int, basedir: str) -> dict[str, 
             "final_ours": round(final, 3), "final_peer_scale_25": round(to_peer(final), 3),
             "final_peer_scale_26": round(to_peer(final, True), 3), "final_tail_updates": tail,
             "episode_length_last": lengths[-1],
+            "per_step_reward_last5pct_ours": [round(float(x), 4) for x in per_step],
+            "final_peer_scale_26_last_step": round(NUM_AGENTS * (final + float(per_step[-1])), 3),
             "curve_ours": curve, "per_update_return_ours": [round(x, 4) for x in returns]}
 
 
