@@ -21,7 +21,7 @@ Usage::
 
     python benchmarks/ours_simple_spread.py --algo ippo --seeds 1 2 3 --env-steps 2000000
     python benchmarks/ours_simple_spread.py --algo mappo --seeds 1 2 3 --env-steps 2000000
-    python benchmarks/ours_simple_spread.py --merge benchmarks/results/ours_{ippo,mappo}_simple_spread_cpu.json
+    python benchmarks/ours_simple_spread.py --merge benchmarks/results/ours_ippo_simple_spread_cpu.json benchmarks/results/ours_mappo_simple_spread_cpu.json
 
 Results: ``benchmarks/results/ours_<algo>_simple_spread_cpu.json`` per algo; ``--merge`` writes
 ``benchmarks/results/ours_simple_spread_cpu.json`` (both algos, with the peer's finals for comparison).
@@ -157,16 +157,49 @@ def run(args: argparse.Namespace) -> Path:
     return out
 
 
+def first_reach(returns: list[float], last_step: float, target: float, window: int, batch: int) -> int | None:
+    """Env steps at the first update where the trailing mean over ``window`` updates, on the peer's scale
+    (``3 x (ours + last_step)``), is at least ``target``; None if never."""
+    r = np.asarray(returns, dtype=np.float64)
+    for i in range(window - 1, len(r)):
+        if NUM_AGENTS * (np.nanmean(r[i - window + 1 : i + 1]) + last_step) >= target:
+            return (i + 1) * batch
+    return None
+
+
 def merge(files: list[str], out: str | None) -> Path:
-    docs = [json.loads(Path(f).read_text()) for f in files]
+    """Both algos' files in one, each beside the peer's committed figures (its ``final_return_mean``)."""
+    runs = [json.loads(Path(f).read_text()) for f in files]
     rows = []
-    for d in docs:
+    for f, d in zip(files, runs):
         peer = json.loads((RESULTS / PEER_FILES[d["algo"]]).read_text())
-        rows.append({"algo": d["algo"], "file": Path(files[docs.index(d)]).name,
-                     "ours_env_steps": d["seeds"][0]["env_steps"], "ours_mean_final_peer_scale_25": d["mean_final_peer_scale_25"],
-                     "ours_mean_final_peer_scale_26": d["mean_final_peer_scale_26"], "ours_seconds": d["seconds_total"],
-                     "peer_file": PEER_FILES[d["algo"]], "peer_final_mean": peer.get("final_return_mean", peer.get("final_mean"))})
-    doc = {"benchmark": "ours_simple_spread", "comparison": rows, "runs": docs}
+        target = float(peer["final_return_mean"])
+        per_seed = []
+        for s in d["seeds"]:
+            batch = s["env_steps"] // s["updates"]
+            last = s["per_step_reward_last5pct_ours"][-1]
+            per_seed.append({"seed": s["seed"], "final_ours": s["final_ours"], "final_peer_scale_25": s["final_peer_scale_25"],
+                             "final_peer_scale_26_last_step": s["final_peer_scale_26_last_step"],
+                             "final_peer_scale_26": s["final_peer_scale_26"], "seconds": s["seconds"],
+                             "env_steps_to_peer_final": first_reach(s["per_update_return_ours"], last, target,
+                                                                    s["final_tail_updates"], batch)})
+        mean = lambda k: round(float(np.mean([x[k] for x in per_seed])), 3)  # noqa: E731
+        s0 = d["seeds"][0]
+        mean_curve = np.mean([s["per_update_return_ours"] for s in d["seeds"]], axis=0).tolist()
+        mean_last = float(np.mean([s["per_step_reward_last5pct_ours"][-1] for s in d["seeds"]]))
+        mean_reach = first_reach(mean_curve, mean_last, target, s0["final_tail_updates"], s0["env_steps"] // s0["updates"])
+        rows.append({"algo": d["algo"], "file": Path(f).name, "ours_env_steps": d["seeds"][0]["env_steps"],
+                     "ours_mean_final_ours": mean("final_ours"), "ours_mean_final_peer_scale_25": mean("final_peer_scale_25"),
+                     "ours_mean_final_peer_scale_26_last_step": mean("final_peer_scale_26_last_step"),
+                     "ours_mean_final_peer_scale_26": mean("final_peer_scale_26"), "ours_seconds": d["seconds_total"],
+                     "ours_per_seed": per_seed, "ours_seed_mean_env_steps_to_peer_final": mean_reach, "peer_file": PEER_FILES[d["algo"]], "peer_script": peer["peer"]["script"],
+                     "peer_env_steps": peer["env_steps"]["total"], "peer_final_per_seed": peer["final_return_per_seed"],
+                     "peer_final_mean": target, "peer_seconds": peer["wall_clock"]["total_s"],
+                     "ours_reaches_peer_final": mean("final_peer_scale_26_last_step") >= target})
+    doc = {"benchmark": "ours_simple_spread", "command": " ".join(["python", *sys.argv]),
+           "env_steps_to_peer_final": "first update where the trailing mean over the last-5% window, on the peer's "
+                                      "scale (3 x (ours + 25th-step reward)), reaches the peer's mean final",
+           "comparison": rows, "runs": runs}
     path = Path(out or RESULTS / "ours_simple_spread_cpu.json")
     path.write_text(json.dumps(doc, indent=1))
     return path

@@ -68,6 +68,8 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
     (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
      "test_simple_spread_commands_run"),
+    (r"python benchmarks/ours_simple_spread\.py (--algo (ippo|mappo) --seeds 1 2 3 --env-steps 2000000|--merge [\w/. ]+)",
+     "test_ours_simple_spread_commands_run"),
 ]
 
 
@@ -265,6 +267,29 @@ def test_simple_spread_commands_run(tmp_path):
         policy = json.loads((run / "run_config.json").read_text().splitlines()[-1])["policy"]["shared"]
         expected = ("MAPPO", "global_state") if "mappo" in command else ("PPO", "local")
         assert (policy["algorithm"], policy["critic_input"]) == expected
+
+
+def test_ours_simple_spread_commands_run(tmp_path):
+    """docs/results.md's simple_spread runs against JaxMARL (issue 38 item 4): each algo's command cut to one
+    seed of 3 updates into a temporary file; the documented ``--merge`` of the committed files into another, and of the
+    two short runs."""
+    commands = commands_for("test_ours_simple_spread_commands_run")
+    runs = [c for c in commands if "--algo" in c]
+    assert sorted(c.split("--algo ")[1].split()[0] for c in set(runs)) == ["ippo", "mappo"]
+    outs = {}
+    for command in sorted(set(runs)):
+        algo = command.split("--algo ")[1].split()[0]
+        outs[algo] = tmp_path / f"ours_{algo}.json"
+        run_ok(python_argv(command) + ["--seeds", "1", "--env-steps", "6144", "--out", str(outs[algo])], cwd=ROOT)
+        seed = json.loads(outs[algo].read_text())["seeds"][0]
+        assert seed["updates"] == 3 and len(seed["per_step_reward_last5pct_ours"]) == 25
+        assert seed["final_peer_scale_25"] == pytest.approx(3 * seed["final_ours"], abs=0.01)
+    (merge,) = {c for c in commands if "--merge" in c}
+    run_ok(python_argv(merge) + ["--out", str(tmp_path / "committed.json")], cwd=ROOT)
+    assert [r["algo"] for r in json.loads((tmp_path / "committed.json").read_text())["comparison"]] == ["ippo", "mappo"]
+    merged = tmp_path / "merged.json"
+    run_ok([*python_argv(merge)[:3], str(outs["ippo"]), str(outs["mappo"]), "--out", str(merged)], cwd=ROOT)
+    assert [r["algo"] for r in json.loads(merged.read_text())["comparison"]] == ["ippo", "mappo"]
 
 
 def test_console_script_command_runs(tmp_path):
