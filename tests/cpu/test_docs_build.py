@@ -19,7 +19,7 @@ from setuptools import find_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-GUIDES = ["architecture", "adding_an_env", "config_reference", "migrating_from_warpdrive", "results"]
+GUIDES = ["architecture", "adding_an_env", "config_reference", "migrating_from_warpdrive", "results", "peers/jaxmarl_simple_spread"]
 
 
 def _apigen():
