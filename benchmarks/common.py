@@ -1,4 +1,7 @@
-"""Shared helpers for the benchmarks: device/commit info, JSON results, config builders."""
+"""Shared helpers for the benchmarks: device/commit info, JSON results, config builders.
+
+torch is imported where it is used, so that drivers run in an interpreter without it (the JAX peer's,
+:mod:`peer_jaxmarl`) share the machine and commit helpers."""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ import platform
 import subprocess
 from pathlib import Path
 from typing import Any
-
-import torch
 
 
 def commit() -> str:
@@ -35,6 +36,8 @@ def cpu_model() -> str:
 
 def environment() -> dict[str, Any]:
     """GPU name, driver, CUDA, torch, commit and date for every results file."""
+    import torch
+
     from warp_drive.cuda.device import device_info
 
     info = device_info() if torch.cuda.is_available() else {"cuda_device": None}
@@ -95,10 +98,11 @@ def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", r
     return Trainer(wrapper, cfg, default_policy_map(env, cfg.policy_tags), verbose=False, results_dir=results_dir)
 
 
-def make_sampler(envs: int, agents: int, actions: int) -> tuple[Any, Any, Any, torch.Tensor]:
+def make_sampler(envs: int, agents: int, actions: int) -> tuple[Any, Any, Any, Any]:
     """A pycuda data store with an ``acts`` placeholder, its function manager, a seeded sampler
     registered for it, and softmax probabilities of shape (envs, agents, actions) on the GPU."""
     import numpy as np
+    import torch
 
     from warp_drive.managers.pycuda_data_manager import PyCUDADataManager
     from warp_drive.managers.pycuda_function_manager import PyCUDAFunctionManager

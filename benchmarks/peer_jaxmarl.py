@@ -62,6 +62,9 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import cpu_model  # noqa: E402  (torch-free: this driver runs in a JAX interpreter)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ENV_NAME = "MPE_simple_spread_v3"
@@ -78,14 +81,6 @@ MAX_POINTS = 200
 
 
 # --------------------------------------------------------------------------- machine / versions
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
-
-
 def cpu_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -18,11 +18,9 @@ import yaml
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.fixture()
-def lsbs(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import learning_side_by_side as mod
-
+def stand_in_published_policies(mod, tmp_path, monkeypatch) -> Path:
+    """Policies of a tiny Tag config written as the published ones (``mod``: learning_side_by_side), with the
+    module on the CPU backend and run from ``tmp_path``; returns the stand-in published folder."""
     env = dict(num_taggers=1, num_runners=3, grid_length=5.0, episode_length=20, max_acceleration=0.1,
                min_acceleration=-0.1, max_turn=2.35, min_turn=-2.35, num_acceleration_levels=10,
                num_turn_levels=10, seed=7, use_full_observation=False, num_other_agents_observed=2,
@@ -43,15 +41,24 @@ def lsbs(tmp_path, monkeypatch):
         (published / name).touch()  # found as the published folder; written below
     monkeypatch.setenv("WARP_DRIVE_PRETRAINED_DIR", str(published))
     monkeypatch.setattr(mod, "BACKEND", "cpu")
-    monkeypatch.setattr(mod, "SIDE", tmp_path / "side")
     monkeypatch.chdir(tmp_path)
     from warp_drive.training.run.checkpoint import policy_file_state
 
     assert mod.pretrained_dir() == published
     trainer = mod.build_trainer(mod.published_config())
     for tag, name in mod.FILES.items():
-        torch.save(policy_file_state(trainer.policies[tag].model), published / name)
+        torch.save(policy_file_state(trainer.engine.policies[tag].model), published / name)
     mod.release(trainer)
+    return published
+
+
+@pytest.fixture()
+def lsbs(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import learning_side_by_side as mod
+
+    monkeypatch.setattr(mod, "SIDE", tmp_path / "side")
+    stand_in_published_policies(mod, tmp_path, monkeypatch)
     yield mod
     sys.modules.pop("learning_side_by_side", None)
 

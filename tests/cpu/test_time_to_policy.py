@@ -141,38 +141,12 @@ def test_each_fast_config_loads_resolves_and_trains_two_iterations_on_the_cpu(na
 def test_the_tag_row_plays_against_published_policies_on_a_tiny_cpu_config(bench, tmp_path, monkeypatch, capsys):
     """The Tag path at a tiny size: stand-in "published" policies of a tiny config (CI has no copy of the real
     ones), our settings trained for a second, scored against them from both sides at each evaluation."""
-    import torch
-    import yaml
+    from tests.cpu.test_learning_side_by_side import stand_in_published_policies
 
     monkeypatch.delenv("OUT", raising=False)
     import learning_side_by_side as lsbs
 
-    env = dict(num_taggers=1, num_runners=3, grid_length=5.0, episode_length=20, max_acceleration=0.1,
-               min_acceleration=-0.1, max_turn=2.35, min_turn=-2.35, num_acceleration_levels=10,
-               num_turn_levels=10, seed=7, use_full_observation=False, num_other_agents_observed=2,
-               runner_exits_game_after_tagged=True, tag_reward_for_tagger=10.0, tag_penalty_for_runner=-10.0,
-               step_penalty_for_tagger=0.0, step_reward_for_runner=0.0, edge_hit_penalty=0.0,
-               end_of_game_reward_for_runner=1.0, tagging_distance=0.5)
-    policy = {"to_train": True, "algorithm": "A2C", "gamma": 0.98, "lr": 0.005,
-              "model": {"type": "fully_connected", "fc_dims": [8, 8], "model_ckpt_filepath": ""}}
-    cfg = {"name": "tag_continuous", "env": env, "trainer": {"num_envs": 4, "train_batch_size": 40, "num_episodes": 10},
-           "policy": {"runner": dict(policy), "tagger": dict(policy)},
-           "saving": {"metrics_log_freq": 100, "model_params_save_freq": 100, "basedir": str(tmp_path),
-                      "name": "tag_continuous", "tag": "t"}}
-    published = tmp_path / "published"
-    published.mkdir()
-    (published / "run_config.yaml").write_text(yaml.safe_dump(cfg))
-    for name in lsbs.FILES.values():
-        (published / name).touch()
-    monkeypatch.setenv("WARP_DRIVE_PRETRAINED_DIR", str(published))
-    monkeypatch.setattr(lsbs, "BACKEND", "cpu")
-    monkeypatch.chdir(tmp_path)
-    from warp_drive.training.run.checkpoint import policy_file_state
-
-    trainer = lsbs.build_trainer(lsbs.published_config())
-    for tag, name in lsbs.FILES.items():
-        torch.save(policy_file_state(trainer.engine.policies[tag].model), published / name)
-    lsbs.release(trainer)
+    stand_in_published_policies(lsbs, tmp_path, monkeypatch)
     monkeypatch.setattr(bench, "TAG_SECONDS", 1.0)
     small = ["trainer.num_envs=4", "trainer.train_batch_size=40", "policy.tagger.model.fc_dims=[8,8]",
              "policy.runner.model.fc_dims=[8,8]", "policy.tagger.num_minibatches=1", "policy.runner.num_minibatches=1"]
