@@ -106,7 +106,10 @@ def _events_ms(fn: Any, repeats: int) -> float:
 
 def env_step_ms(t: Any, repeats: int) -> float:
     """``steps_per_iter`` env steps + resets of every env, captured like the rollout (median ms)."""
-    from warp_drive.training.engine.cuda_graph import GraphedRollout
+    try:
+        from warp_drive.training.engine.cuda_graph import GraphedRollout
+    except ImportError:  # an earlier tree (aeeede7, the issue's baseline) kept it in training/
+        from warp_drive.training.cuda_graph import GraphedRollout
 
     w = t.env_wrapper
 
