@@ -38,7 +38,10 @@ def environment() -> dict[str, Any]:
     """GPU name, driver, CUDA, torch, commit and date for every results file."""
     import torch
 
-    from warp_drive.cuda.device import device_info
+    try:
+        from warp_drive.cuda.device import device_info
+    except ImportError:  # an earlier tree (aeeede7, issue 37's baseline) kept it in utils/
+        from warp_drive.utils.device import device_info
 
     info = device_info() if torch.cuda.is_available() else {"cuda_device": None}
     try:
@@ -86,7 +89,7 @@ def make_trainer(env_name: str, overrides: list[str], backend: str = "pycuda", r
     :data:`TAG_TUTORIAL_A2C` unless ``tutorial`` is False: the bundled config as committed)."""
     from example_envs import get_default_config_path, get_example_env_class
     from warp_drive.config import load_run_config
-    from warp_drive.env.env_wrapper import EnvWrapper
+    from warp_drive.env_wrapper import EnvWrapper  # 2.7.1's path: every tree of ours keeps it
     from warp_drive.training.example_training_script import default_policy_map
     from warp_drive.training.trainer import Trainer
 
