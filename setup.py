@@ -50,9 +50,7 @@ setup(
                 # a third-party trainer run through the Gymnasium adapter in the tests (skrl 2.1 needs Python >= 3.10)
                 "skrl>=2.1; python_version >= '3.10'",
                 # the MPE reference implementation the MPE envs are tested against (mpe2 needs Python >= 3.10)
-                "mpe2>=1.1; python_version >= '3.10'",
-                # the fused rollout kernel (Triton, shipped with CUDA PyTorch) is tested on the CPU in Triton's interpreter
-                "triton>=3.2; platform_system == 'Linux' and platform_machine == 'x86_64'"],
+                "mpe2>=1.1; python_version >= '3.10'"],
     },
     entry_points={"console_scripts": ["warp-drive-train=warp_drive.cli.train:main"]},
     classifiers=[

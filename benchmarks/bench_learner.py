@@ -50,10 +50,6 @@ CONFIGS: dict[str, tuple[str, list[str], bool]] = {
 }
 VARIANTS: dict[str, list[str]] = {
     "default": [],
-    "fused": ["trainer.fused_rollout=true", "trainer.fused_update=true"],
-    "fused_rollout": ["trainer.fused_rollout=true"],
-    "fused_bf16": ["trainer.fused_rollout=true", "trainer.fused_update=true", "trainer.update_precision=bf16",
-                   "trainer.rollout_precision=bf16"],
     "bf16": ["trainer.update_precision=bf16", "trainer.rollout_precision=bf16"],
     "bf16_compile": ["trainer.update_precision=bf16", "trainer.rollout_precision=bf16", "trainer.compile=true"],
     "fp32_compile": ["trainer.update_precision=fp32", "trainer.compile=true"],

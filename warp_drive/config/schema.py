@@ -84,12 +84,6 @@ class TrainerConfig(chk.PlainDict):
             bfloat16 autocast (weights, optimizer state and losses stay float32).
         rollout_precision: ``"fp32"`` or ``"bf16"``: the rollout's policy forward runs under bfloat16
             autocast (the sampled probabilities and values are float32).
-        fused_rollout: On a GPU with Triton, run the rollout's forward of a ReLU ``FullyConnected`` policy with
-            categorical heads as one fused kernel (:mod:`~warp_drive.training.models.fused_mlp`); other
-            models, and False, run the PyTorch forward.
-        fused_update: The same models' update forward and backward as fused Triton kernels
-            (:class:`~warp_drive.training.models.fused_mlp.FusedTraining`) on a GPU, except under distributed
-            training; False runs the PyTorch forward under autograd.
         compile: ``torch.compile`` (Inductor) the policy forward of the rollout and the forward + loss
             of the update on a GPU (:mod:`~warp_drive.training.algorithms.compiled`); ignored on the CPU.
         algorithm_params: The ``trainer`` keys that algorithms read (their registry entries'
@@ -120,8 +114,6 @@ class TrainerConfig(chk.PlainDict):
     update_precision: str = "fp32"
     rollout_precision: str = "fp32"
     compile: bool = False
-    fused_rollout: bool = False
-    fused_update: bool = False
     neg_pos_env_ratio: float = -1.0
     evaluator: bool = False
     eval_every: int = 0
@@ -155,8 +147,7 @@ class TrainerConfig(chk.PlainDict):
             env_backend=backend,
             seed=None if d["seed"] is None else chk.as_int(d["seed"], key("seed"), minimum=0),  # and < 2**31
             **{k: chk.as_bool(d[k], key(k))
-               for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator", "compile",
-                                                                       "fused_rollout", "fused_update")},
+               for k in ("bootstrap_at_time_limit", "use_cuda_graph", "tf32", "evaluator", "compile")},
             update_precision=_precision(d["update_precision"], key("update_precision")),
             rollout_precision=_precision(d["rollout_precision"], key("rollout_precision")),
             neg_pos_env_ratio=chk.as_float(d["neg_pos_env_ratio"], key("neg_pos_env_ratio")),

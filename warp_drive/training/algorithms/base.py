@@ -119,8 +119,6 @@ class UpdateContext:
             (``trainer.use_cuda_graph`` on a CUDA device).
         compile: a policy may compile its forward + loss with ``torch.compile`` (``trainer.compile``;
             :mod:`~warp_drive.training.algorithms.compiled`).
-        fused: a policy may run its model's forward and backward as fused kernels (``trainer.fused_update``;
-            :class:`~warp_drive.training.models.fused_mlp.FusedTraining`).
     """
 
     generator: torch.Generator
@@ -133,7 +131,6 @@ class UpdateContext:
     autocast_dtype: torch.dtype | None = None
     cuda_graph: bool = False
     compile: bool = False
-    fused: bool = False
 
     def optimizer(self, own: Any, name: str) -> Any:
         """The optimizer to step for the policy's optimizer ``name`` (``own`` unless a driver's)."""

@@ -32,7 +32,6 @@ import torch
 from torch import nn
 
 from warp_drive.training.buffers import RolloutBatch
-from warp_drive.training.models.fused_mlp import fused_acting, fused_training
 from warp_drive.training.utils.minibatch import index_tree, map_tensors
 
 Tensor = torch.Tensor
@@ -86,23 +85,16 @@ class ActingForward:
     GEMM plus a separate bias-ReLU kernel measured slower (H100, 2,000 envs x 1,000 agents: 161 ms of rollout
     forward and sampling per iteration compiled, 122 ms not; ``benchmarks/results/learner_*.json``).
 
-    With ``fused`` (``trainer.fused_rollout``), a model the fused kernel takes runs as one Triton kernel instead
-    (:mod:`~warp_drive.training.models.fused_mlp`), in bfloat16 products when ``dtype`` is bfloat16, and is
-    not compiled.
-
     Args:
         model: the policy's model (``forward(obs) -> (head outputs, values)``).
         device: where it runs.
         dtype: autocast dtype (``torch.bfloat16``) or None.
         compile: compile the forward with ``torch.compile``.
-        fused: run the fused kernel where the model allows.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device, dtype: torch.dtype | None, compile: bool,
-                 fused: bool = False) -> None:
+    def __init__(self, model: nn.Module, device: torch.device, dtype: torch.dtype | None, compile: bool) -> None:
         self.model, self.device, self.dtype = model, device, dtype
-        self.fused = fused_acting(model, device, dtype == torch.bfloat16) if fused else None
-        compile = compile and dtype is not None and self.fused is None
+        compile = compile and dtype is not None
         self._fn = _compiled(self._forward, device, compile, "the rollout forward")
         #: the model's no-grad forward may use cached head weights (FullyConnected.cache_head_weights):
         #: not inside a compiled function, whose guards would see a new tensor every rollout
@@ -116,8 +108,6 @@ class ActingForward:
         return float32(out)
 
     def __call__(self, obs: Any) -> Any:
-        if self.fused is not None and isinstance(obs, Tensor) and not torch.is_grad_enabled():
-            return self.fused(obs)
         return self._fn(obs)
 
 
@@ -126,24 +116,16 @@ class LossFunction:
     values)``, as :func:`~warp_drive.training.algorithms.update.minibatch_loss` computes it, optionally
     on the rows ``index`` of a flat batch (the gather then fuses into the compiled forward).
 
-    With ``fused`` (``trainer.fused_update``), a model the fused kernels take runs its forward and backward through
-    them (:class:`~warp_drive.training.models.fused_mlp.FusedTraining`, bfloat16 when ``dtype`` is) instead of
-    under autocast; the loss is the same code.
-
     Args:
         model: the model (possibly wrapped for distributed training).
         algorithm: its :class:`~warp_drive.training.algorithms.a2c.A2C` or PPO.
         dtype: the forward's autocast dtype, or None.
         compile: compile with ``torch.compile``.
-        fused: run the fused kernels where the model allows.
     """
 
-    def __init__(self, model: nn.Module, algorithm: Any, dtype: torch.dtype | None, compile: bool,
-                 fused: bool = False) -> None:
+    def __init__(self, model: nn.Module, algorithm: Any, dtype: torch.dtype | None, compile: bool) -> None:
         self.model, self.algorithm, self.dtype = model, algorithm, dtype
         self.device = next(model.parameters()).device
-        self.fused_requested = bool(fused)
-        self.fused = fused_training(model, self.device, dtype == torch.bfloat16) if fused else None
         self.requested = bool(compile)
         self.compiled = self.requested and can_compile(self.device)
         self._fn = _compiled(self._loss, self.device, self.compiled, "the update's loss")
@@ -151,13 +133,10 @@ class LossFunction:
     def _loss(self, batch: dict[str, Any], index: Tensor | None, c_vf: Tensor | float, c_ent: Tensor | float,
               stats: tuple[Tensor, Tensor] | None) -> tuple[Tensor, dict[str, Tensor], Tensor]:
         rows = RolloutBatch.of(batch if index is None else index_tree(batch, index))
-        if self.fused is not None and isinstance(rows.obs, Tensor):
-            head_outputs, values = self.fused(rows.obs)
-        else:
-            with autocast(self.device, self.dtype):
-                head_outputs, values = self.model(rows.obs)
-            if self.dtype is not None:
-                head_outputs, values = float32(head_outputs), float32(values)
+        with autocast(self.device, self.dtype):
+            head_outputs, values = self.model(rows.obs)
+        if self.dtype is not None:
+            head_outputs, values = float32(head_outputs), float32(values)
         loss, metrics = self.algorithm.compute_loss(
             head_outputs, values, rows.actions, rows.advantages, rows.returns, timestep=0,
             old_log_probs=rows.old_log_probs, old_values=rows.old_values, coefficients=(c_vf, c_ent),

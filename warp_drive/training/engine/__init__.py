@@ -174,8 +174,7 @@ class Engine:
         tc = self.config.trainer
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
                                            self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows,
-                                           torch.bfloat16 if tc.rollout_precision == "bf16" else None, tc.compile,
-                                           tc.fused_rollout),
+                                           torch.bfloat16 if tc.rollout_precision == "bf16" else None, tc.compile),
                                greedy=self.config.sampler.use_argmax)
         self._collected = False
         self.graphed_rollout: GraphedRollout | None = None
@@ -326,7 +325,7 @@ class Engine:
                     backward=backward, clip_gradients=clip_gradients, track_grad_norm=track_grad_norm,
                     chunk_rows=self.update_chunk_rows(p), autocast_dtype=self.update_autocast_dtype,
                     cuda_graph=self.config.trainer.use_cuda_graph and self.device.type == "cuda",
-                    compile=self.config.trainer.compile, fused=self.config.trainer.fused_update)
+                    compile=self.config.trainer.compile)
                 out[p.tag] = p.update(batches[p.tag], context)
             if timer is not None:
                 timer.stop()

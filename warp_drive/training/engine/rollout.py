@@ -55,7 +55,7 @@ Tensor = torch.Tensor
 class RolloutSpec:
     """What a :class:`Rollout` reads of its engine: a read-only view, built once (``cpu_chunk_rows(num_agents)``:
     the envs per policy forward on the cpu backend, None on a GPU; ``forward_dtype`` and ``compile``: the
-    policy forward's autocast dtype and ``torch.compile``, ``fused``: the fused kernel where it fits, :class:`~warp_drive.training.algorithms.compiled.ActingForward`)."""
+    policy forward's autocast dtype and ``torch.compile``, :class:`~warp_drive.training.algorithms.compiled.ActingForward`)."""
 
     env_wrapper: Any
     policies: Mapping[str, Policy]
@@ -67,7 +67,6 @@ class RolloutSpec:
     cpu_chunk_rows: Callable[[int], int | None] | None = None
     forward_dtype: torch.dtype | None = None
     compile: bool = False
-    fused: bool = False
 
 
 class Rollout:
@@ -102,7 +101,7 @@ class Rollout:
         self._streams: list[Any] = []  # side streams of forward_policies
         self._fits_heads: dict[str, bool] = {}  # per policy: one sampler launch for all heads (_one_launch)
         #: per sampled policy: its forward in the rollout's precision, compiled with ``compile``
-        self._forwards = {p.tag: ActingForward(p.model, self.dm.device, spec.forward_dtype, spec.compile, spec.fused)
+        self._forwards = {p.tag: ActingForward(p.model, self.dm.device, spec.forward_dtype, spec.compile)
                           for p in spec.policies.values() if p.samples_in_kernel}
         own_placeholders = any(p.action_name != Constants.ACTIONS for p in spec.policies.values())
         self.shared = SharedBuffers(spec.steps_per_iter, self.dm, time_limits=spec.bootstrap_at_time_limit,

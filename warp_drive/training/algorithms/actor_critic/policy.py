@@ -107,9 +107,8 @@ class ActorCriticPolicy(Policy):
         """The update's forward + loss for this context's model, precision and compile flag (built once)."""
         fn = self.loss_fn
         if (fn is None or fn.model is not self.train_model or fn.dtype != context.autocast_dtype
-                or fn.requested != context.compile or fn.fused_requested != context.fused):
-            fn = self.loss_fn = LossFunction(self.train_model, self.algorithm, context.autocast_dtype, context.compile,
-                                             context.fused)
+                or fn.requested != context.compile):
+            fn = self.loss_fn = LossFunction(self.train_model, self.algorithm, context.autocast_dtype, context.compile)
         return fn
 
     def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:

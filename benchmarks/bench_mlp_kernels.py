@@ -1,35 +1,31 @@
-"""The fused MLP kernels alone against PyTorch: the rollout forward and the update's forward + backward of a Tag
-policy (71 -> 256 -> 256 -> 21 + 21 + 1) at the paper's scale, with the kernels' launch shapes swept.
+"""The policy MLP's kernels alone: the rollout forward and the update's forward + backward of a Tag policy
+(71 -> 256 -> 256 -> 21 + 21 + 1) at the paper's scale, in PyTorch as the trainer runs them.
 
 For each precision (TF32 float32 products, bfloat16), times (CUDA events, median of ``--repeats``):
 
 * ``rollout``: a no-grad forward of ``--rollout-rows`` rows (2,000 envs x 1,000 agents: one env step of the paper's
-  config) to per-head probabilities and values: the model's PyTorch forward (+ softmax) and the fused kernel
-  (:mod:`warp_drive.training.models.triton_policy_forward`) at each launch shape;
+  config) to per-head probabilities and values;
 * ``update``: forward, a loss on the probabilities and values, and backward to every weight, over ``--update-rows``
-  rows: PyTorch autograd (``--compile``: also compiled by Inductor) and the fused op
-  (:mod:`warp_drive.training.models.triton_mlp_train`) at each launch shape.
+  rows (``--compile``: also compiled by Inductor).
 
-The PyTorch rows are timed with the CUDA layers' feature padding (:data:`~warp_drive.training.models.fused_linear.ALIGN`)
-on (``pytorch``) and off (``pytorch_unaligned``).
+Each is timed with the CUDA layers' feature padding (:data:`~warp_drive.training.models.fused_linear.ALIGN`) on
+(``pytorch``) and off (``pytorch_unaligned``). Prints TFLOP/s (from the layers' shapes: 2 x in x out per row per
+layer, x3 for forward + backward) and the fraction of the dense bf16 peak; writes ``mlp_kernels_<GPU>.json``.
+Usage (GPU machine): ``python benchmarks/bench_mlp_kernels.py [--rollout-rows 2000000] [--update-rows 4000000]``.
 
-Prints TFLOP/s (from the layers' shapes: 2 x in x out per row per layer, x3 for forward + backward) and the
-fraction of the dense bf16 peak; writes ``fused_mlp_<GPU>.json``. Usage (GPU machine):
-``python benchmarks/bench_fused_mlp.py [--rollout-rows 2000000] [--update-rows 4000000]``.
+(Hand-written Triton kernels for the whole MLP, rollout and update, were timed here in session 19 and removed:
+2.5x and 2x slower than these PyTorch paths; ``results/fused_mlp_triton_removed_NVIDIA_H100_80GB_HBM3.json``.)
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 from typing import Any
 
 import torch
 
 from bench_learner import _events_ms, peaks
 from common import environment, write_results
-
-SHAPES = [(64, 8), (128, 8)]
 
 
 def _time(fn: Any, repeats: int) -> float:
@@ -40,16 +36,14 @@ def _time(fn: Any, repeats: int) -> float:
 
 
 def main() -> None:
-    from warp_drive.training.models import fused_linear, triton_mlp_train, triton_policy_forward
+    from warp_drive.training.models import fused_linear
     from warp_drive.training.models.fully_connected import FullyConnected
-    from warp_drive.training.models.fused_mlp import FusedActing, FusedTraining
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rollout-rows", type=int, default=2_000_000)
     ap.add_argument("--update-rows", type=int, default=4_000_000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile of the PyTorch update")
-    ap.add_argument("--skip-fused", action="store_true", help="time the PyTorch paths only")
     args = ap.parse_args()
     env = environment()
     peak, _ = peaks(env.get("cuda_device") or "")
@@ -58,12 +52,12 @@ def main() -> None:
     flops_row = sum(2 * m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear))
     rows_out: list[dict[str, Any]] = []
 
-    def report(phase: str, precision: str, impl: str, shape: Any, ms: float, flops: float) -> None:
+    def report(phase: str, precision: str, impl: str, ms: float, flops: float) -> None:
         tf = flops / ms / 1e9
-        row = {"phase": phase, "precision": precision, "impl": impl, "launch": shape, "ms": round(ms, 3),
+        row = {"phase": phase, "precision": precision, "impl": impl, "ms": round(ms, 3),
                "tflops": round(tf, 1), "bf16_peak_fraction": round(tf / peak, 4) if peak else None}
         rows_out.append(row)
-        print(f"{phase:8s} {precision:5s} {impl:8s} {str(shape):16s} {ms:9.3f} ms {tf:7.1f} TFLOP/s"
+        print(f"{phase:8s} {precision:5s} {impl:17s} {ms:9.3f} ms {tf:7.1f} TFLOP/s"
               + (f" ({100 * tf / peak:4.1f}% of bf16 peak)" if peak else ""), flush=True)
 
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -77,16 +71,9 @@ def main() -> None:
                     return model(obs)
             for align in (True, False):
                 fused_linear.ALIGN = align
-                report("rollout", precision, "pytorch" if align else "pytorch_unaligned", None,
+                report("rollout", precision, "pytorch" if align else "pytorch_unaligned",
                        _time(plain, args.repeats), flops)
             fused_linear.ALIGN = True
-            fused = FusedActing(model, bf16)
-            for shape in [] if args.skip_fused else SHAPES:
-                triton_policy_forward.LAUNCH["forward"] = shape
-                try:
-                    report("rollout", precision, "fused", shape, _time(lambda: fused(obs), args.repeats), flops)
-                except Exception as e:  # noqa: BLE001 - a launch shape out of the GPU's resources: say so, go on
-                    print(f"rollout {precision} {shape}: {type(e).__name__}: {str(e)[:120]}")
     del obs
     obs = torch.randn(args.update_rows, 71, device="cuda")
     weights = [torch.randn(args.update_rows, n, device="cuda") for n in (21, 21)]
@@ -108,22 +95,15 @@ def main() -> None:
             return [p.float() for p in probs], values.float()
         for align in (True, False):
             fused_linear.ALIGN = align
-            report("update", precision, "pytorch" if align else "pytorch_unaligned", None,
+            report("update", precision, "pytorch" if align else "pytorch_unaligned",
                    _time(step(plain), args.repeats), flops)
         fused_linear.ALIGN = True
         if args.compile:
             try:
-                report("update", precision, "compiled", None, _time(torch.compile(step(plain)), args.repeats), flops)
+                report("update", precision, "compiled", _time(torch.compile(step(plain)), args.repeats), flops)
             except Exception as e:  # noqa: BLE001 - say so, go on
                 print(f"update {precision} compiled: {type(e).__name__}: {str(e)[:200]}")
-        fused = FusedTraining(model, bf16)
-        for fwd, bwd in [] if args.skip_fused else itertools.product(SHAPES, SHAPES):
-            triton_mlp_train.LAUNCH["forward"], triton_mlp_train.LAUNCH["backward"] = fwd, bwd
-            try:
-                report("update", precision, "fused", [fwd, bwd], _time(step(fused), args.repeats), flops)
-            except Exception as e:  # noqa: BLE001
-                print(f"update {precision} {fwd} {bwd}: {type(e).__name__}: {str(e)[:120]}")
-    print(f"-> {write_results('fused_mlp', {'rollout_rows': args.rollout_rows, 'update_rows': args.update_rows, 'rows': rows_out})}")
+    print(f"-> {write_results('mlp_kernels', {'rollout_rows': args.rollout_rows, 'update_rows': args.update_rows, 'rows': rows_out})}")
 
 
 if __name__ == "__main__":
