@@ -16,13 +16,48 @@ def test_activation_bytes_count_every_linear_input_and_output():
     assert update_memory.activation_bytes_per_sample(nn.ReLU()) is None
 
 
-def test_auto_chunk_samples_takes_a_fraction_of_free_memory(monkeypatch):
+def _memory(monkeypatch, free: int, reserved: int = 0, allocated: int = 0) -> None:
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free, 80_000_000))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: reserved)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: allocated)
+
+
+def test_auto_chunk_samples_takes_a_power_of_two_within_a_fraction_of_free_memory(monkeypatch):
     model = nn.Linear(100, 100)  # 800 bytes per sample
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10_000_000, 80_000_000))
-    assert update_memory.auto_chunk_samples(model, torch.device("cuda", 0)) == int(10_000_000 * 0.6) // 800
-    assert update_memory.auto_chunk_samples(model, torch.device("cuda", 0), fraction=0.1) == 1_000_000 // 800
+    _memory(monkeypatch, 10_000_000)
+    assert int(10_000_000 * 0.6) // 800 == 7500
+    assert update_memory.auto_chunk_samples(model, torch.device("cuda", 0)) == 4096
+    assert update_memory.auto_chunk_samples(model, torch.device("cuda", 0), fraction=0.1) == 1024  # 1250 -> 1024
     assert update_memory.auto_chunk_samples(model, torch.device("cpu")) is None
     assert update_memory.auto_chunk_samples(nn.ReLU(), torch.device("cuda", 0)) is None
+
+
+def test_memory_the_caching_allocator_holds_unused_counts_as_available(monkeypatch):
+    """The driver reports the allocator's cached blocks as taken: counted alone, the chunks would shrink once the
+    cache has grown (the 6.5 s iterations of session 19)."""
+    model = nn.Linear(100, 100)
+    _memory(monkeypatch, free=1_000_000, reserved=50_000_000, allocated=41_000_000)
+    assert update_memory.available_bytes(torch.device("cuda", 0)) == 10_000_000
+    assert update_memory.auto_chunk_samples(model, torch.device("cuda", 0)) == 4096
+    _memory(monkeypatch, free=1_000_000, reserved=5_000_000, allocated=6_000_000)  # never negative
+    assert update_memory.available_bytes(torch.device("cuda", 0)) == 1_000_000
+
+
+def test_a_gpu_engine_sizes_each_policys_chunks_once(monkeypatch, cpu_trainer):
+    """Later updates keep the first size whatever the memory reads then, so the shapes (graphs, compiled code)
+    stay the same."""
+    engine = cpu_trainer.engine if hasattr(cpu_trainer, "engine") else cpu_trainer
+    runner = cpu_trainer.policies["runner"]
+    monkeypatch.setattr(engine, "device", torch.device("cuda", 0))
+    _memory(monkeypatch, 10_000_000)
+    first = engine.update_chunk_rows(runner)
+    _memory(monkeypatch, 100_000)
+    assert engine.update_chunk_rows(runner) == first
+    per_sample = update_memory.activation_bytes_per_sample(runner.model)
+    samples = int(10_000_000 * 0.6) // per_sample
+    assert first == (1 << (samples.bit_length() - 1)) // runner.num_agents
+    engine.update_chunk_samples = 30  # set by hand: used as given
+    assert engine.update_chunk_rows(runner) == 30 // runner.num_agents
 
 
 @pytest.fixture()

@@ -171,6 +171,7 @@ class Engine:
         self.policies = {tag: self._build_policy(tag, ids, factory) for tag, ids in self.policy_tag_to_agent_id_map.items()}
         self.cpu_chunk_samples = CPU_CHUNK_SAMPLES
         self.update_chunk_samples: int | None = None  # GPU update chunks; None: sized automatically
+        self._auto_chunk_samples: dict[str, int | None] = {}  # per policy, at its first update (update_chunk_rows)
         tc = self.config.trainer
         self.rollout = Rollout(RolloutSpec(self.env_wrapper, self.policies, self.sampler, self.obs_names, self.steps_per_iter,
                                            self.reset_obs_known, self.bootstrap_at_time_limit, self.cpu_chunk_rows,
@@ -343,13 +344,16 @@ class Engine:
 
     def update_chunk_rows(self, p: Any) -> int | None:
         """Rows per forward + backward chunk of policy ``p``'s update: the cpu chunks, or on a GPU
-        ``update_chunk_samples`` agent-samples (None: sized from the model and the free memory by
-        :func:`~warp_drive.training.engine.update_memory.auto_chunk_samples`; a minibatch that fits runs whole)."""
+        ``update_chunk_samples`` agent-samples (None: sized from the model and the available memory by
+        :func:`~warp_drive.training.engine.update_memory.auto_chunk_samples` at the policy's first update, then
+        kept; a minibatch that fits runs whole)."""
         if self.device.type == "cpu":
             return self.cpu_chunk_rows(p.num_agents)
         samples = self.update_chunk_samples
-        if samples is None:
-            samples = auto_chunk_samples(unwrap(p.model), self.device)
+        if samples is None:  # sized once per policy: the same shapes every iteration
+            if p.tag not in self._auto_chunk_samples:
+                self._auto_chunk_samples[p.tag] = auto_chunk_samples(unwrap(p.model), self.device)
+            samples = self._auto_chunk_samples[p.tag]
         return None if samples is None else max(1, int(samples) // max(1, p.num_agents))
 
     def use_local_gradients(self) -> None:
