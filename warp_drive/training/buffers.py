@@ -92,6 +92,9 @@ class RolloutBuffers:
     truncated: Tensor
     advantages: Tensor
     returns: Tensor
+    #: (B, E, A) bool, each agent's active flag right after each step (before resets), for a policy that masks
+    #: inactive agents (warp_drive/training/agent_masks.py; :meth:`SharedBuffers.finalize` fills it); else None
+    active_after: Tensor | None = None
 
     @classmethod
     def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
@@ -229,6 +232,10 @@ class SharedBuffers:
         self.truncated = torch.zeros_like(self.done) if writes_truncated else None
         self.rewards = torch.zeros((steps, *rewards.shape), dtype=rewards.dtype, device=rewards.device)
         self.actions: Tensor | None = None
+        #: (B, E, N) bool: the env's ``active`` flags right after each step, where it declares them
+        self.active = (torch.zeros(self.rewards.shape, dtype=torch.bool, device=rewards.device)
+                       if dm.is_data_on_device(Constants.ACTIVE) and dm.get_shape(Constants.ACTIVE) == tuple(rewards.shape)
+                       else None)
         if joint_actions:
             actions = dm.data_on_device_via_torch(Constants.ACTIONS)
             self.actions = torch.zeros((steps, *actions.shape), dtype=actions.dtype, device=actions.device)
@@ -251,6 +258,8 @@ class SharedBuffers:
         if self.truncated is not None:
             self.truncated[step].copy_(dm.data_on_device_via_torch(Constants.TRUNCATED))
         self.rewards[step].copy_(dm.data_on_device_via_torch(Constants.REWARDS))
+        if self.active is not None:
+            self.active[step].copy_(dm.data_on_device_via_torch(Constants.ACTIVE))  # nonzero -> True
         return done
 
     def record_actions(self, step: int, dm: Any) -> None:
@@ -276,6 +285,8 @@ class SharedBuffers:
                 torch.index_select(self.actions, 2, p.agent_index, out=b.actions)
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
+            if getattr(b, "active_after", None) is not None and self.active is not None:
+                torch.index_select(self.active, 2, p.agent_index, out=b.active_after)
             p.stats.update_from_batch(b.rewards, done)
             if p.to_train:
                 p.finalize(last_values[p.tag], bootstrap)

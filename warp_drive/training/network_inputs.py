@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from warp_drive.errors import ConfigError
+from warp_drive.training.agent_masks import AgentMasks, build_agent_masks
 from warp_drive.training.models.separate_critic import ACTOR, CRITIC
 from warp_drive.utils import checks as chk
 from warp_drive.vocab.constants import Constants
@@ -96,11 +97,15 @@ class NetworkInputs:
         actor, critic: values of :data:`ACTOR_INPUTS` / :data:`CRITIC_INPUTS`.
         num_policy_agents: A, the policy's agents (the one-hot's width).
         device: where the one-hot lives.
+        masks: the env's action masks and active flags the policy reads, added to what its networks see
+            (:mod:`warp_drive.training.agent_masks`), or None.
     """
 
-    def __init__(self, actor: str, critic: str, num_policy_agents: int, device: torch.device | str) -> None:
+    def __init__(self, actor: str, critic: str, num_policy_agents: int, device: torch.device | str,
+                 masks: AgentMasks | None = None) -> None:
         self.actor, self.critic = actor, critic
         self.agent_id = torch.eye(num_policy_agents, dtype=torch.float32, device=device)
+        self.masks = masks
 
     @property
     def separate(self) -> bool:
@@ -114,7 +119,8 @@ class NetworkInputs:
     @property
     def store_names(self) -> tuple[str, ...]:
         """Data store arrays read besides the observation placeholders."""
-        return (STATE,) if GLOBAL_STATE in (self.actor, self.critic) else ()
+        masks = () if self.masks is None else self.masks.store_names
+        return ((STATE,) if GLOBAL_STATE in (self.actor, self.critic) else ()) + masks
 
     def dims(self, obs_shape: tuple[int, ...], num_env_agents: int, state_shape: tuple[int, ...] | None
              ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
@@ -128,11 +134,12 @@ class NetworkInputs:
 
     def compose(self, own: Tensor, dm: Any, at_reset: bool, obs_agents_last: bool) -> Any:
         """What the networks see, from the agents' own observations ``own`` ``(E, A, *obs)`` and the data
-        store ``dm``: one tensor, or ``{"actor": ..., "critic": ...}`` when :attr:`separate`."""
-        actor = self._input(self.actor, own, dm, at_reset, obs_agents_last)
-        if not self.separate:
-            return actor
-        return {ACTOR: actor, CRITIC: self._input(self.critic, own, dm, at_reset, obs_agents_last)}
+        store ``dm``: one tensor, or ``{"actor": ..., "critic": ...}`` when :attr:`separate`; with :attr:`masks`,
+        that with the agents' masks (a masked input, :mod:`warp_drive.training.models.masked_input`)."""
+        seen = self._input(self.actor, own, dm, at_reset, obs_agents_last)
+        if self.separate:
+            seen = {ACTOR: seen, CRITIC: self._input(self.critic, own, dm, at_reset, obs_agents_last)}
+        return seen if self.masks is None else self.masks.compose(seen, dm, at_reset)
 
     def _input(self, mode: str, own: Tensor, dm: Any, at_reset: bool, obs_agents_last: bool) -> Tensor:
         if mode == LOCAL:
@@ -151,23 +158,25 @@ class NetworkInputs:
 
 
 def build_network_inputs(config: Any, ctx: Any) -> NetworkInputs | None:
-    """The :class:`NetworkInputs` of a policy section (``actor_input`` / ``critic_input``; None when
-    both are ``local``), checked against the env of build context ``ctx``.
+    """The :class:`NetworkInputs` of a policy section (``actor_input`` / ``critic_input``, and the masks of
+    ``action_mask`` / ``mask_inactive``: :func:`~warp_drive.training.agent_masks.build_agent_masks`; None when
+    both inputs are ``local`` and no mask is read), checked against the env of build context ``ctx``.
 
     Raises:
         ConfigError: Dict observations with a non-local input, or ``global_state`` where the env
-            declares no ``state`` array with an env axis.
+            declares no ``state`` array with an env axis; a mask the env cannot give.
     """
     actor, critic = getattr(config, "actor_input", LOCAL), getattr(config, "critic_input", LOCAL)
+    masks = build_agent_masks(config, ctx)
     if actor == critic == LOCAL:
-        return None
+        return None if masks is None else NetworkInputs(actor, critic, len(ctx.agent_ids), ctx.device, masks)
     where = f"policy.{ctx.tag}"
     if ctx.obs_names != [Constants.OBSERVATIONS]:
         raise ConfigError(f"`{where}.critic_input`={critic} / `actor_input`={actor}: inputs other than `local` "
                           f"take one Box observation per agent; this env has Dict observations ({ctx.obs_names}). "
                           "Use `local`, or concatenate the keys into one `observations` array in the env.")
-    inputs = NetworkInputs(actor, critic, len(ctx.agent_ids), ctx.device)
-    if inputs.store_names:
+    inputs = NetworkInputs(actor, critic, len(ctx.agent_ids), ctx.device, masks)
+    if STATE in inputs.store_names:
         dm = ctx.data_manager
         if not dm.is_data_on_device(STATE) or dm.get_shape(STATE)[0] != ctx.num_envs:
             raise ConfigError(f"`{where}.critic_input`=global_state reads the env's `{STATE}` array, but "

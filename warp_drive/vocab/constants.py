@@ -11,7 +11,14 @@ class Constants:
     REWARDS = "rewards"
     DONE_FLAGS = "done_flags"
     PROCESSED_OBSERVATIONS = "processed_observations"
+    #: ``(E, N, L)`` int32 or float32, optional: per agent, nonzero where an action is legal (L: the sum of the
+    #: policy's categorical head sizes, heads concatenated); declared in the env's data feed, written by its step.
+    #: A policy's categorical heads then never sample an illegal action (warp_drive/training/agent_masks.py)
     ACTION_MASK = "action_mask"
+    #: ``(E, N)`` int32 or float32, optional: nonzero while an agent is in the game, 0 once it left (dead,
+    #: finished); declared in the env's data feed, written by its step. Samples of inactive agents are left out of
+    #: the losses, the advantage statistics and the metrics (warp_drive/training/agent_masks.py)
+    ACTIVE = "active"
     #: ``(E, *S)`` float32, optional: the env's global state per env, declared in its data feed; what a critic sees
     #: with ``critic_input: global_state`` (warp_drive/training/network_inputs.py)
     STATE = "state"

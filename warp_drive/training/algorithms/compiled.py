@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from warp_drive.training.buffers import RolloutBatch
+from warp_drive.training.models.masked_input import active_of
 from warp_drive.training.utils.minibatch import index_tree, map_tensors
 
 Tensor = torch.Tensor
@@ -137,10 +138,12 @@ class LossFunction:
             head_outputs, values = self.model(rows.obs)
         if self.dtype is not None:
             head_outputs, values = float32(head_outputs), float32(values)
+        active = active_of(rows.obs)  # agents in the game (agent_masks.py); None: every sample counts
         loss, metrics = self.algorithm.compute_loss(
             head_outputs, values, rows.actions, rows.advantages, rows.returns, timestep=0,
             old_log_probs=rows.old_log_probs, old_values=rows.old_values, coefficients=(c_vf, c_ent),
-            **({} if stats is None else {"advantage_stats": stats}))
+            **({} if stats is None else {"advantage_stats": stats}),
+            **({} if active is None else {"sample_mask": active}))
         return loss, metrics, values
 
     def __call__(self, batch: RolloutBatch | dict[str, Any], coefficients: tuple[Any, Any], *,

@@ -10,16 +10,16 @@ import torch
 from torch import nn
 
 from warp_drive.training.algorithms.actor_critic.returns import flags_like
+from warp_drive.training.algorithms.sample_mask import masked_moments
 from warp_drive.training.models.obs_normalizer import ObsNormalizer, RunningMoments
 
 Tensor = torch.Tensor
 
 
-def moments(x: Tensor) -> tuple[Tensor, Tensor]:
-    """Mean and population std over all elements of ``x`` (std 0 for a single element), as 0-d tensors."""
-    mean = x.mean()
-    std = x.std(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean)
-    return mean, std
+def moments(x: Tensor, sample_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Mean and population std over all elements of ``x`` (std 0 for a single element), as 0-d tensors; with
+    ``sample_mask``, over the elements where it is set (:func:`~.sample_mask.masked_moments`)."""
+    return masked_moments(x, sample_mask)
 
 
 def standardize(x: Tensor, eps: float = 1e-8, stats: tuple[Tensor, Tensor] | None = None) -> Tensor:
@@ -55,9 +55,15 @@ class ValueNormalizer(RunningMoments):
         self.eps = eps
 
     @torch.no_grad()
-    def update(self, x: Tensor) -> None:
-        """Merges the statistics of all elements of ``x`` into the running ones."""
+    def update(self, x: Tensor, sample_mask: Tensor | None = None) -> None:
+        """Merges the statistics of all elements of ``x`` into the running ones; with ``sample_mask`` (like
+        ``x``), of the elements where it is set only (no host sync)."""
         x = x.detach().to(device=self.mean.device, dtype=torch.float64)
+        if sample_mask is not None:
+            mask = sample_mask.to(device=x.device).expand_as(x)
+            mean, std = masked_moments(x, mask)
+            self._merge(mask.to(torch.float64).sum(), mean, std.pow(2))
+            return
         mean = x.mean()
         self._merge(float(x.numel()), mean, x.var(unbiased=False) if x.numel() > 1 else torch.zeros_like(mean))
 
@@ -108,8 +114,10 @@ class RewardNormalizer(nn.Module):
         self.returns: Tensor | None = None
 
     @torch.no_grad()
-    def forward(self, rewards: Tensor, terminated: Tensor, truncated: Tensor | None = None) -> Tensor:
-        """Updates the running returns and their variance with the rollout, and returns its scaled rewards."""
+    def forward(self, rewards: Tensor, terminated: Tensor, truncated: Tensor | None = None,
+                sample_mask: Tensor | None = None) -> Tensor:
+        """Updates the running returns and their variance with the rollout, and returns its scaled rewards;
+        ``sample_mask`` (like ``rewards``): only those samples' running returns enter the variance."""
         ended = flags_like(terminated, rewards, "terminated")
         if truncated is not None:
             ended = ended | flags_like(truncated, rewards, "truncated")
@@ -122,7 +130,7 @@ class RewardNormalizer(nn.Module):
             torch.add(rewards[t], ret, alpha=self.gamma, out=running[t])
             ret = running[t] * keep[t]
         self.returns.copy_(ret)
-        self.return_stats.update(running)
+        self.return_stats.update(running, sample_mask)
         std = torch.sqrt(self.return_stats.var + self.eps).to(rewards.dtype)
         return (rewards / std).clamp(-self.clip, self.clip)
 

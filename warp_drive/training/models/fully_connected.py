@@ -18,6 +18,7 @@ from warp_drive.training.models.obs_normalizer import ObsNormalizer
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 from warp_drive.training.models.actor_critic import init_linear_layers
 from warp_drive.training.models.fused_linear import linear_relu, padded_linear
+from warp_drive.training.models.masked_input import mask_logits, split_masks
 
 Tensor = torch.Tensor
 
@@ -37,13 +38,22 @@ def hidden_layers(width: int, fc_dims: Sequence[int], activation: str) -> tuple[
     return nn.Sequential(*layers), width
 
 
+def first_mask(*masks: Tensor | None) -> Tensor | None:
+    """The first of ``masks`` that is not None (a forward's ``action_mask`` argument, then a masked input's, then
+    a Dict observation's ``action_mask`` key), or None."""
+    return next((m for m in masks if m is not None), None)
+
+
 class FullyConnected(nn.Module):
     """Actor-critic MLP: ``Linear -> ReLU`` (or ``Tanh``) per ``fc_dims`` entry, then policy and value heads.
 
     Observations may be one tensor or a dict of tensors. Dict keys are flattened and
     concatenated in sorted key order, except ``action_mask``: a 0/1 tensor over all categorical
     logits (sum of head sizes) that sets masked logits to the dtype's minimum, so those actions
-    get probability 0. A mask can also be passed as ``forward(obs, action_mask=...)``.
+    get probability 0. A mask can also be passed as ``forward(obs, action_mask=...)``, or come in a masked
+    input (:mod:`~warp_drive.training.models.masked_input`: the env's ``action_mask`` and ``active`` arrays),
+    which this model takes (``takes_agent_masks``); its observation normalizer then merges the statistics of
+    active agents' observations only.
 
     Heads: one ``Linear(fc_last, n_h)`` + softmax per categorical head, or for a Gaussian
     action spec a ``Linear(fc_last, d)`` mean and a state-independent learnable ``log_std``.
@@ -74,6 +84,9 @@ class FullyConnected(nn.Module):
         forward -> ([ (*lead, n_h) probabilities per head ] or [((*lead, d) mean, (*lead, d) std)],
         (*lead,) values).
     """
+
+    #: the forward reads a masked input (:mod:`~warp_drive.training.models.masked_input`)
+    takes_agent_masks = True
 
     def __init__(
         self,
@@ -189,11 +202,12 @@ class FullyConnected(nn.Module):
         self, obs: Tensor | Mapping[str, Tensor], action_mask: Tensor | None = None
     ) -> tuple[list[HeadOutput], Tensor]:
         """Policy head outputs and state values (``forward`` in the class docstring's Shapes)."""
+        obs, input_mask, _ = split_masks(obs)
         x, obs_mask = self.flatten_obs(obs)
         if self.obs_normalizer is not None:
             x = self.obs_normalizer(x)
         outputs, values = self._heads(self._trunk(x))
-        return self.head_outputs(outputs, action_mask if action_mask is not None else obs_mask), values
+        return self.head_outputs(outputs, first_mask(action_mask, input_mask, obs_mask)), values
 
     def head_outputs(self, outputs: list[Tensor], mask: Tensor | None) -> list[HeadOutput]:
         """The policy heads' raw outputs as the contract's head outputs: a Gaussian's ``(mean, std)``, or per
@@ -211,16 +225,17 @@ class FullyConnected(nn.Module):
                     f"action mask has {mask.shape[-1]} entries; expected "
                     f"{self.action_spec.num_logits} (sum of head sizes)."
                 )
-            masks = torch.split(mask, list(self.action_spec.categorical), dim=-1)
-            outputs = [logits.masked_fill(m == 0, torch.finfo(logits.dtype).min) for logits, m in zip(outputs, masks)]
+            outputs = mask_logits(outputs, mask, self.action_spec.categorical)
         return [torch.softmax(logits, dim=-1) for logits in outputs]
 
     @torch.no_grad()
     def update_obs_normalizer(self, obs: Tensor | Mapping[str, Tensor]) -> None:
         """Merges ``obs`` (any leading shape) into the running observation statistics; a no-op
-        without ``normalize_obs``. Called by the policy update after its gradient steps."""
+        without ``normalize_obs``. Called by the policy update after its gradient steps. In a masked input only
+        the active agents' observations count."""
         if self.obs_normalizer is not None:
-            self.obs_normalizer.update(self.flatten_obs(obs)[0])
+            obs, _, active = split_masks(obs)
+            self.obs_normalizer.update(self.flatten_obs(obs)[0], active)
 
     def _trunk(self, x: Tensor, trunk: nn.Sequential | None = None) -> Tensor:
         """``trunk(x)`` (default ``self.trunk``); with ReLU each ``Linear -> ReLU`` pair as one fused GEMM on CUDA

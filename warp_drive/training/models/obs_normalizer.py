@@ -23,7 +23,7 @@ class RunningMoments(nn.Module):
         self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
         self.register_buffer("count", torch.full((), 1e-4, dtype=torch.float64))
 
-    def _merge(self, batch_count: float, batch_mean: Tensor, batch_var: Tensor) -> None:
+    def _merge(self, batch_count: float | Tensor, batch_mean: Tensor, batch_var: Tensor) -> None:
         total = self.count + batch_count
         delta = batch_mean - self.mean
         m2 = self.var * self.count + batch_var * batch_count + delta.pow(2) * self.count * batch_count / total
@@ -63,7 +63,14 @@ class ObsNormalizer(RunningMoments):
         return ((x - mean) / std).clamp(-self.clip, self.clip)
 
     @torch.no_grad()
-    def update(self, x: Tensor) -> None:
-        """Merges the per-feature statistics of ``x`` (all leading dims pooled) into the running ones."""
+    def update(self, x: Tensor, weights: Tensor | None = None) -> None:
+        """Merges the per-feature statistics of ``x`` (all leading dims pooled) into the running ones; with
+        ``weights`` (``x``'s leading shape, bool or 0/1) only the rows where they are set count (no host sync)."""
         x = x.detach().reshape(-1, self.mean.shape[0]).to(device=self.mean.device, dtype=torch.float64)
-        self._merge(float(x.shape[0]), x.mean(0), x.var(0, unbiased=False))
+        if weights is None:
+            self._merge(float(x.shape[0]), x.mean(0), x.var(0, unbiased=False))
+            return
+        w = weights.detach().reshape(-1, 1).to(device=x.device, dtype=torch.float64)
+        count = w.sum()
+        mean = (x * w).sum(0) / count.clamp_min(1.0)
+        self._merge(count, mean, ((x - mean).pow(2) * w).sum(0) / count.clamp_min(1.0))

@@ -19,7 +19,8 @@ from warp_drive.errors import DataShapeError
 from warp_drive.training.models.action_spec import ActionSpec, ObsDims, feature_shape
 from warp_drive.training.models.actor_critic import init_linear_layers
 from warp_drive.training.models.distributions import HeadOutput
-from warp_drive.training.models.fully_connected import FullyConnected, hidden_layers
+from warp_drive.training.models.fully_connected import FullyConnected, first_mask, hidden_layers
+from warp_drive.training.models.masked_input import split_masks
 from warp_drive.training.models.obs_normalizer import ObsNormalizer
 
 Tensor = torch.Tensor
@@ -78,13 +79,14 @@ class FullyConnectedSeparateCritic(FullyConnected):
         return cls(obs_dims, action_spec, critic_dims=critic_dims, **cls.config_kwargs(model_config))
 
     def forward(self, obs: Any, action_mask: Tensor | None = None) -> tuple[list[HeadOutput], Tensor]:
+        obs, input_mask, _ = split_masks(obs)
         actor, critic = split_inputs(obs)
         x, obs_mask = self.flatten_obs(actor)
         if self.obs_normalizer is not None:
             x = self.obs_normalizer(x)
         outputs, _ = self._heads(self._trunk(x))
         values = self.value_head(self._trunk(self._critic_features(critic), self.critic_trunk)).squeeze(-1)
-        return self.head_outputs(outputs, action_mask if action_mask is not None else obs_mask), values
+        return self.head_outputs(outputs, first_mask(action_mask, input_mask, obs_mask)), values
 
     def _critic_features(self, critic: Tensor) -> Tensor:
         shape = self.critic_shape
@@ -110,10 +112,12 @@ class FullyConnectedSeparateCritic(FullyConnected):
 
     @torch.no_grad()
     def update_obs_normalizer(self, obs: Any) -> None:
-        """Merges both inputs into their running statistics (a no-op without ``normalize_obs``)."""
+        """Merges both inputs into their running statistics (a no-op without ``normalize_obs``); in a masked
+        input, the active agents' only."""
         if self.obs_normalizer is None:
             return
+        obs, _, active = split_masks(obs)
         actor, critic = split_inputs(obs)
-        self.obs_normalizer.update(self.flatten_obs(actor)[0])
+        self.obs_normalizer.update(self.flatten_obs(actor)[0], active)
         shape = self.critic_shape
-        self.critic_normalizer.update(critic.reshape(*critic.shape[: critic.dim() - len(shape)], -1))
+        self.critic_normalizer.update(critic.reshape(*critic.shape[: critic.dim() - len(shape)], -1), active)

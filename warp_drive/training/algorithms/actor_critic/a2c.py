@@ -27,6 +27,7 @@ import torch
 from warp_drive.errors import UsageError
 from warp_drive.training.models.distributions import HeadOutput, log_prob_and_entropy
 from warp_drive.training.algorithms.normalization import RewardNormalizer, ValueNormalizer, standardize
+from warp_drive.training.algorithms.sample_mask import masked_explained_variance, masked_mean, masked_moments
 from warp_drive.training.algorithms.actor_critic.returns import compute_gae
 from warp_drive.training.utils.param_scheduler import ParamScheduler, ScheduleLike
 
@@ -34,12 +35,10 @@ Tensor = torch.Tensor
 Metrics = dict[str, Tensor]
 
 
-def explained_variance(predictions: Tensor, targets: Tensor) -> Tensor:
-    """``max(-1, 1 - Var(targets - predictions) / Var(targets))`` as a 0-d tensor (detached)."""
-    predictions, targets = predictions.detach(), targets.detach()
-    var_t = targets.var(unbiased=False)
-    ev = 1.0 - (targets - predictions).var(unbiased=False) / (var_t + 1e-10)
-    return ev.clamp_min(-1.0)
+def explained_variance(predictions: Tensor, targets: Tensor, sample_mask: Tensor | None = None) -> Tensor:
+    """``max(-1, 1 - Var(targets - predictions) / Var(targets))`` as a 0-d tensor (detached), over the samples
+    of ``sample_mask`` when given (:mod:`~warp_drive.training.algorithms.sample_mask`)."""
+    return masked_explained_variance(predictions, targets, sample_mask)
 
 
 def value_loss(
@@ -47,21 +46,23 @@ def value_loss(
     value_targets: Tensor,
     old_values: Tensor | None = None,
     vf_clip_param: float | None = None,
+    sample_mask: Tensor | None = None,
 ) -> Tensor:
-    """Mean squared error of the value head, optionally PPO-clipped around ``old_values``.
+    """Mean squared error of the value head, optionally PPO-clipped around ``old_values``, over the samples of
+    ``sample_mask`` when given.
 
     With clipping the loss per sample is ``max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)``.
 
     Shapes:
-        values, value_targets, old_values: (N...) identical; output: ().
+        values, value_targets, old_values, sample_mask: (N...) identical; output: ().
     """
     unclipped = (values - value_targets).pow(2)
     if vf_clip_param is None:
-        return unclipped.mean()
+        return masked_mean(unclipped, sample_mask)
     if old_values is None:
         raise UsageError("value clipping (vf_clip_param) needs `old_values` from the rollout.")
     clipped = old_values + (values - old_values).clamp(-vf_clip_param, vf_clip_param)
-    return torch.maximum(unclipped, (clipped - value_targets).pow(2)).mean()
+    return masked_mean(torch.maximum(unclipped, (clipped - value_targets).pow(2)), sample_mask)
 
 
 def a2c_loss(
@@ -75,6 +76,7 @@ def a2c_loss(
     entropy_coeff: float | Tensor,
     normalize_advantage: bool = False,
     advantage_stats: tuple[Tensor, Tensor] | None = None,
+    sample_mask: Tensor | None = None,
 ) -> tuple[Tensor, Metrics]:
     """A2C loss: ``-mean(log_prob * A) + c_vf * MSE(V, R) - c_ent * mean(entropy)``.
 
@@ -87,6 +89,8 @@ def a2c_loss(
         normalize_advantage: Standardize advantages over the given samples first.
         advantage_stats: ``(mean, std)`` for that standardization instead of the given samples'
             own (the whole batch's, when the batch is processed in chunks).
+        sample_mask: True where the sample counts (its agent was in the game): every term and metric is then a
+            mean over those samples only (:mod:`~warp_drive.training.algorithms.sample_mask`); None: all count.
 
     Returns:
         ``(loss, metrics)``; metrics: policy_loss, value_loss, entropy, mean_advantage.
@@ -94,25 +98,32 @@ def a2c_loss(
     Shapes:
         all inputs: (N...) identical, e.g. (B, E, A) or a minibatch (M, A); loss: ().
     """
-    policy_loss = -(log_prob * loss_advantages(advantages, normalize_advantage, advantage_stats)).mean()
-    return combine_losses(policy_loss, value_loss(values, value_targets.detach()), entropy, advantages,
-                          vf_loss_coeff, entropy_coeff)
+    adv = loss_advantages(advantages, normalize_advantage, advantage_stats, sample_mask)
+    policy_loss = -masked_mean(log_prob * adv, sample_mask)
+    return combine_losses(policy_loss, value_loss(values, value_targets.detach(), sample_mask=sample_mask), entropy,
+                          advantages, vf_loss_coeff, entropy_coeff, sample_mask)
 
 
-def loss_advantages(advantages: Tensor, normalize: bool, stats: tuple[Tensor, Tensor] | None) -> Tensor:
-    """The advantages as the policy loss weighs them: constants, standardized when ``normalize``."""
+def loss_advantages(advantages: Tensor, normalize: bool, stats: tuple[Tensor, Tensor] | None,
+                    sample_mask: Tensor | None = None) -> Tensor:
+    """The advantages as the policy loss weighs them: constants, standardized when ``normalize`` (by ``stats``,
+    else by the moments of the samples of ``sample_mask``, else of all)."""
     adv = advantages.detach()
-    return standardize(adv, stats=stats) if normalize else adv
+    if not normalize:
+        return adv
+    return standardize(adv, stats=stats if stats is not None or sample_mask is None
+                       else masked_moments(adv, sample_mask))
 
 
 def combine_losses(policy_loss: Tensor, vf_loss: Tensor, entropy: Tensor, advantages: Tensor,
-                   vf_loss_coeff: float | Tensor, entropy_coeff: float | Tensor) -> tuple[Tensor, Metrics]:
+                   vf_loss_coeff: float | Tensor, entropy_coeff: float | Tensor,
+                   sample_mask: Tensor | None = None) -> tuple[Tensor, Metrics]:
     """``policy_loss + c_vf * vf_loss - c_ent * mean(entropy)`` and the metrics A2C and PPO share:
-    policy_loss, value_loss, entropy, mean_advantage."""
-    mean_entropy = entropy.mean()
+    policy_loss, value_loss, entropy, mean_advantage (means over the samples of ``sample_mask``, if given)."""
+    mean_entropy = masked_mean(entropy, sample_mask)
     loss = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
     return loss, {"policy_loss": policy_loss.detach(), "value_loss": vf_loss.detach(),
-                  "entropy": mean_entropy.detach(), "mean_advantage": advantages.detach().mean()}
+                  "entropy": mean_entropy.detach(), "mean_advantage": masked_mean(advantages.detach(), sample_mask)}
 
 
 class A2C:
@@ -209,6 +220,7 @@ class A2C:
         terminated: Tensor,
         truncated: Tensor | None = None,
         final_values: Tensor | None = None,
+        sample_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """GAE advantages and returns for a rollout, in reward units.
 
@@ -216,14 +228,16 @@ class A2C:
         normalization they are denormalized here, and the running statistics are then updated
         with the new returns. With reward normalization the rewards are scaled first (and the
         running reward scale updated). Call once per rollout. See :func:`compute_gae` for semantics.
+        ``sample_mask`` (True where an agent was in the game): only those samples' returns enter the
+        running statistics (the agents' own ends are in ``terminated``: :mod:`warp_drive.training.agent_masks`).
 
         Shapes:
-            rewards, values, final_values: (B, E, A); last_values: (E, A);
+            rewards, values, final_values, sample_mask: (B, E, A); last_values: (E, A);
             terminated, truncated: (B, E) or (B, E, A); outputs: (B, E, A).
         """
         to_reward_units = self.values_in_reward_units
         if self.reward_normalizer is not None:
-            rewards = self.reward_normalizer(rewards, terminated, truncated)
+            rewards = self.reward_normalizer(rewards, terminated, truncated, sample_mask)
         advantages, returns = compute_gae(
             rewards,
             to_reward_units(values),
@@ -235,7 +249,7 @@ class A2C:
             gae_lambda=self.gae_lambda,
         )
         if self.value_normalizer is not None:
-            self.value_normalizer.update(returns)
+            self.value_normalizer.update(returns, sample_mask)
         return advantages, returns
 
     def compute_loss(
@@ -251,6 +265,7 @@ class A2C:
         old_values: Tensor | None = None,
         advantage_stats: tuple[Tensor, Tensor] | None = None,
         coefficients: tuple[Tensor, Tensor] | None = None,
+        sample_mask: Tensor | None = None,
     ) -> tuple[Tensor, Metrics]:
         """Loss and metrics on a (mini)batch. ``old_*`` are accepted and ignored by A2C.
 
@@ -266,21 +281,24 @@ class A2C:
                 call sees one chunk of it (with ``normalize_advantage``); None: this batch's own.
             coefficients: ``(vf_loss_coeff, entropy_coeff)`` (0-d tensors) to use instead of the
                 schedules' values at ``timestep``.
+            sample_mask: True where the sample counts (its agent was in the game; bool): every loss term,
+                the advantage standardization and every metric is a mean over those samples only. None: all.
 
         Shapes:
-            values, advantages, returns: (N...), e.g. (B, E, A); actions: (N..., n_columns).
+            values, advantages, returns, sample_mask: (N...), e.g. (B, E, A); actions: (N..., n_columns).
         """
         log_prob, entropy = log_prob_and_entropy(head_outputs, actions)
         c_vf, c_ent = self.coefficients(timestep) if coefficients is None else coefficients
         targets = self.value_targets(returns)
         loss, metrics = self._loss(log_prob, old_log_probs, old_values, entropy, values, advantages, targets,
                                    vf_loss_coeff=c_vf, entropy_coeff=c_ent, normalize_advantage=self.normalize_advantage,
-                                   advantage_stats=advantage_stats)
+                                   advantage_stats=advantage_stats,
+                                   **({} if sample_mask is None else {"sample_mask": sample_mask}))
         metrics.update({
             "loss": loss.detach(),
-            "mean_return": returns.detach().mean(),
-            "mean_value": self.values_in_reward_units(values.detach()).mean(),
-            "explained_variance": explained_variance(values, targets),
+            "mean_return": masked_mean(returns.detach(), sample_mask),
+            "mean_value": masked_mean(self.values_in_reward_units(values.detach()), sample_mask),
+            "explained_variance": explained_variance(values, targets, sample_mask),
             "vf_loss_coeff": torch.as_tensor(c_vf, dtype=loss.dtype, device=loss.device).detach(),
             "entropy_coeff": torch.as_tensor(c_ent, dtype=loss.dtype, device=loss.device).detach(),
         })

@@ -17,6 +17,7 @@ from warp_drive.utils import checks as chk
 from warp_drive.config._yaml import load_defaults
 from warp_drive.config.algorithms import algorithm_entry
 from warp_drive.config.model import ModelConfig
+from warp_drive.training.agent_masks import parse_setting
 from warp_drive.training.network_inputs import ACTOR_INPUTS, CRITIC_INPUTS, parse_input
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ class ActorCriticConfig(chk.PlainDict):
 
     ``lr``, ``vf_loss_coeff`` and ``entropy_coeff`` are a float or a schedule: a tuple of
     ``(timestep, value)`` pairs (see ``warp_drive.training.utils.param_scheduler``). ``actor_input`` and
-    ``critic_input``: what each network sees (:mod:`warp_drive.training.network_inputs`).
+    ``critic_input``: what each network sees (:mod:`warp_drive.training.network_inputs`). ``action_mask`` and
+    ``mask_inactive``: ``auto`` / ``on`` / ``off``, whether the policy reads the env's ``action_mask`` and
+    ``active`` arrays (:mod:`warp_drive.training.agent_masks`).
     """
 
     to_train: bool
@@ -55,6 +58,8 @@ class ActorCriticConfig(chk.PlainDict):
     model: ModelConfig
     actor_input: str = "local"
     critic_input: str = "local"
+    action_mask: str = "auto"
+    mask_inactive: str = "auto"
 
     #: advice when the run config sets a ``trainer`` key that other algorithms read (``_check_run_settings``)
     INSTEAD_OF: ClassVar[dict[str, str]] = {
@@ -116,5 +121,7 @@ class ActorCriticConfig(chk.PlainDict):
             model=ModelConfig.from_dict(d["model"], key("model")),
             actor_input=parse_input(d["actor_input"], key("actor_input"), ACTOR_INPUTS),
             critic_input=parse_input(d["critic_input"], key("critic_input"), tuple(CRITIC_INPUTS)),
+            action_mask=parse_setting(d["action_mask"], key("action_mask")),
+            mask_inactive=parse_setting(d["mask_inactive"], key("mask_inactive")),
         )
 

@@ -20,6 +20,7 @@ import torch
 
 from warp_drive.vocab.constants import Constants
 from warp_drive.training.algorithms.actor_critic.a2c import A2C
+from warp_drive.training.agent_masks import check_model_takes_masks, trajectory_flags
 from warp_drive.errors import CheckpointError
 from warp_drive.training.algorithms.base import BuildContext, Policy, UpdateContext
 from warp_drive.training.algorithms.compiled import LossFunction
@@ -68,11 +69,14 @@ class ActorCriticPolicy(Policy):
 
     def finalize(self, last_values: Any, bootstrap: bool) -> None:
         """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
-        bootstrap values are read)."""
+        bootstrap values are read); an agent that left the game ends its trajectory there
+        (:mod:`warp_drive.training.agent_masks`)."""
         b = self.buffers
-        adv, ret = self.algorithm.compute_advantages(b.rewards, b.values, last_values, b.terminated,
+        terminated, active = trajectory_flags(b, None if self.inputs is None else self.inputs.masks)
+        adv, ret = self.algorithm.compute_advantages(b.rewards, b.values, last_values, terminated,
                                                      b.truncated if bootstrap else None,
-                                                     b.next_values if bootstrap else None)
+                                                     b.next_values if bootstrap else None,
+                                                     **({} if active is None else {"sample_mask": active}))
         b.advantages.copy_(adv)
         b.returns.copy_(ret)
 
@@ -197,6 +201,7 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
         obs_dims, critic_dims = inputs.dims(obs_dims, ctx.num_agents, state_shape(dm))
     model = ctx.model_factory.build(pc.model, obs_dims, action_spec, f"policy.{ctx.tag}.model",
                                     critic_dims=critic_dims).to(ctx.device)
+    check_model_takes_masks(model, None if inputs is None else inputs.masks, f"policy.{ctx.tag}")
     action_name = Constants.ACTIONS
     if not ctx.contiguous:
         action_name = f"{Constants.ACTIONS}_{ctx.tag}"
@@ -214,4 +219,6 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     columns = dm.get_shape(action_name)[2]
     action_dtype = dm.data_on_device_via_torch(action_name).dtype
     policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype)
+    if inputs is not None and inputs.masks is not None and inputs.masks.active:  # the agents' ends (agent_masks.py)
+        policy.buffers.active_after = torch.zeros_like(policy.buffers.rewards, dtype=torch.bool)
     return policy

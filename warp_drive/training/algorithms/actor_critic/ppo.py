@@ -13,6 +13,7 @@ import torch
 
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics, combine_losses, loss_advantages, value_loss
+from warp_drive.training.algorithms.sample_mask import masked_mean
 
 Tensor = torch.Tensor
 
@@ -32,6 +33,7 @@ def ppo_loss(
     old_values: Tensor | None = None,
     vf_clip_param: float | None = None,
     advantage_stats: tuple[Tensor, Tensor] | None = None,
+    sample_mask: Tensor | None = None,
 ) -> tuple[Tensor, Metrics]:
     """PPO-clip loss.
 
@@ -44,6 +46,7 @@ def ppo_loss(
         clip_param: Ratio clip epsilon.
         old_values: Rollout-time value outputs, needed for value clipping.
         vf_clip_param: Value clip range, or None for no value clipping (default).
+        sample_mask: True where the sample counts: every term and metric is a mean over those samples only.
         others: as for :func:`~warp_drive.training.algorithms.actor_critic.a2c.a2c_loss`.
 
     Returns:
@@ -54,17 +57,19 @@ def ppo_loss(
     Shapes:
         all tensor inputs: (N...) identical; loss: ().
     """
-    adv = loss_advantages(advantages, normalize_advantage, advantage_stats)
+    mask = sample_mask
+    adv = loss_advantages(advantages, normalize_advantage, advantage_stats, mask)
     log_ratio = log_prob - old_log_prob.detach()
     ratio = torch.exp(log_ratio)
     surrogate = torch.minimum(ratio * adv, ratio.clamp(1.0 - clip_param, 1.0 + clip_param) * adv)
     old_v = None if old_values is None else old_values.detach()
-    vf_loss = value_loss(values, value_targets.detach(), old_v, vf_clip_param)
-    loss, metrics = combine_losses(-surrogate.mean(), vf_loss, entropy, advantages, vf_loss_coeff, entropy_coeff)
+    vf_loss = value_loss(values, value_targets.detach(), old_v, vf_clip_param, mask)
+    loss, metrics = combine_losses(-masked_mean(surrogate, mask), vf_loss, entropy, advantages, vf_loss_coeff,
+                                   entropy_coeff, mask)
     with torch.no_grad():
-        metrics["approx_kl"] = ((ratio - 1.0) - log_ratio).mean()
-        metrics["clip_fraction"] = ((ratio - 1.0).abs() > clip_param).to(ratio.dtype).mean()
-        metrics["mean_ratio"] = ratio.mean()
+        metrics["approx_kl"] = masked_mean((ratio - 1.0) - log_ratio, mask)
+        metrics["clip_fraction"] = masked_mean(((ratio - 1.0).abs() > clip_param).to(ratio.dtype), mask)
+        metrics["mean_ratio"] = masked_mean(ratio, mask)
     return loss, metrics
 
 

@@ -13,6 +13,8 @@ from warp_drive.errors import ConfigError
 from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics, explained_variance
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.normalization import moments
+from warp_drive.training.algorithms.sample_mask import chunk_weight
+from warp_drive.training.models.masked_input import active_of
 from warp_drive.training.interrupt import check_abort
 from warp_drive.training.buffers import RolloutBatch
 
@@ -149,7 +151,8 @@ def accumulate_gradients(
     """Accumulates one minibatch's loss gradient into ``.grad``, ``chunk_rows`` rows at a time.
 
     Every loss term is a mean over samples, so the minibatch loss is the sum over chunks of
-    ``(rows_c / rows) * loss_c``; each chunk's forward and backward run on their own and only one
+    ``(rows_c / rows) * loss_c`` (with inactive agents, :mod:`~warp_drive.training.agent_masks`: each
+    chunk's share of the active samples); each chunk's forward and backward run on their own and only one
     chunk's activations are alive at a time. Advantage standardization
     (``normalize_advantage``) uses the whole minibatch's mean and std; the explained variance is
     computed over the whole minibatch; other metrics are the rows-weighted means of the chunks'.
@@ -161,7 +164,8 @@ def accumulate_gradients(
         The minibatch's metrics (0-d tensors), as :meth:`A2C.compute_loss` reports them.
     """
     rows = _num_rows(minibatch.obs)
-    stats = moments(minibatch.advantages) if getattr(algorithm, "normalize_advantage", False) else None
+    active = active_of(minibatch.obs)  # agents in the game: chunks weigh by their share of them (agent_masks.py)
+    stats = moments(minibatch.advantages, active) if getattr(algorithm, "normalize_advantage", False) else None
     no_sync = getattr(model, "no_sync", None)
     totals: dict[str, Tensor] = {}
     last: Metrics = {}
@@ -170,7 +174,7 @@ def accumulate_gradients(
         check_abort()  # a stop requested inside a slow iteration (warp_drive.training.interrupt)
         stop = min(start + chunk_rows, rows)
         chunk = minibatch.rows(start, stop)
-        weight = (stop - start) / rows
+        weight = chunk_weight(active, start, stop, rows)
         sync = stop == rows or no_sync is None
         with contextlib.nullcontext() if sync else no_sync():
             loss, last, values = minibatch_loss(model, algorithm, chunk, timestep, stats, autocast_dtype,
@@ -187,7 +191,7 @@ def accumulate_gradients(
     out.update((key, last[key]) for key in CONSTANT_METRICS & last.keys())
     if "explained_variance" in out and values_seen is not None:
         targets = algorithm.value_targets(minibatch.returns)
-        out["explained_variance"] = explained_variance(values_seen.view_as(targets), targets)
+        out["explained_variance"] = explained_variance(values_seen.view_as(targets), targets, active)
     return out
 
 
