@@ -92,9 +92,11 @@ class RolloutBuffers:
     truncated: Tensor
     advantages: Tensor
     returns: Tensor
-    #: (B, E, A) bool, each agent's active flag right after each step (before resets), for a policy that masks
-    #: inactive agents (warp_drive/training/agent_masks.py; :meth:`SharedBuffers.finalize` fills it); else None
-    active_after: Tensor | None = None
+    #: (B, E, A) bool, each agent's active flag right after each step (before resets): an instance attribute of a
+    #: policy that masks inactive agents (warp_drive/training/agent_masks.py; :meth:`SharedBuffers.finalize` fills
+    #: it), not a field (records without it keep their fields; no annotation, so no ``__dataclass_fields__`` entry);
+    #: None otherwise
+    active_after = None
 
     @classmethod
     def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
@@ -285,7 +287,7 @@ class SharedBuffers:
                 torch.index_select(self.actions, 2, p.agent_index, out=b.actions)
             b.terminated.copy_(terminated)
             b.truncated.copy_(truncated)
-            if getattr(b, "active_after", None) is not None and self.active is not None:
+            if getattr(b, "active_after", None) is not None and self.active is not None:  # agent_masks.py
                 torch.index_select(self.active, 2, p.agent_index, out=b.active_after)
             p.stats.update_from_batch(b.rewards, done)
             if p.to_train:

@@ -28,6 +28,7 @@ from gymnasium import spaces
 
 from example_envs.mpe.simple_spread.simple_spread import MpeSimpleSpreadEnv
 from example_envs.tag_continuous.tag_continuous import TagContinuous
+from tests.helpers.corridor_env import Corridor
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
@@ -115,6 +116,8 @@ ENVS = {
     "network inputs": (MpeSimpleSpreadEnv, dict(num_agents=4, episode_length=4, seed=3),
                        {"a": _policy(critic_input="global_state"),
                         "b": _policy(algorithm="MAPPO", actor_input="obs_agent_id")}),
+    # action masks and agents leaving the game (issue 38 item 2): the env's `action_mask` and `active`, per part
+    "agent masks": (Corridor, dict(num_agents=6, episode_length=5), {"a": _policy(), "b": _policy(algorithm="PPO")}),
 }
 
 

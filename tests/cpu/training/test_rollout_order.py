@@ -27,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from example_envs.mpe.simple_spread.simple_spread import MpeSimpleSpreadEnv
 from example_envs.tag_continuous.tag_continuous import TagContinuous
 from tests.cpu.training.test_cpu_pipeline import DriftLine, PooledLine, _policy, _separable
+from tests.helpers.corridor_env import Corridor
 from tests.helpers.threads import torch_threads
 from tests.helpers.toy_env import ToyLine
 from tests.helpers.training_state import same_to_float_rounding, trainer_state
@@ -72,6 +73,9 @@ ENVS = {
     "network_inputs": (MpeSimpleSpreadEnv, dict(num_agents=4, episode_length=4, seed=3, fresh_start_states=False),
                        {"a": _policy(critic_input="global_state"),
                         "b": _policy(algorithm="MAPPO", actor_input="obs_agent_id")}),
+    # action masks and active flags (issue 38 item 2): from the reset copies in the bootstrap order, from the live
+    # arrays after the reset in the reset-first order
+    "agent_masks": (Corridor, dict(num_agents=6, episode_length=5), {"a": _policy(), "b": _policy(algorithm="PPO")}),
 }
 
 
