@@ -11,6 +11,7 @@ well as an unmasked one. Envs without the arrays: tests/cpu/training/test_networ
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -113,8 +114,9 @@ def test_masked_logits_give_zero_probability_and_argmax_a_legal_action():
 @pytest.mark.parametrize("order", ["reset_first", "bootstrap"])
 @pytest.mark.parametrize("case", ["ppo gather", "mappo two heads", "parts"])
 def test_no_illegal_action_is_ever_sampled(tmp_path, case, order):
-    """Over 12 iterations x 10 steps x 8 envs x 3 agents (and greedy evaluation episodes), StrictCorridor's step
-    sees only legal actions; agents do leave the game, and the masks do forbid actions."""
+    """Over 12 iterations x 10 steps x 8 envs x 3 agents, and evaluation episodes (greedy, and the uniform-random
+    baseline's draws among the legal actions), StrictCorridor's step sees only legal actions; agents do leave the
+    game, and the masks do forbid actions."""
     from tests.helpers.threads import torch_threads
     from warp_drive.training.engine.cpu_pipeline import why_not_parts
 
@@ -131,7 +133,7 @@ def test_no_illegal_action_is_ever_sampled(tmp_path, case, order):
             for p in t.policies.values():
                 left += int((~p.buffers.obs[ACTIVE]).sum())
                 forbidden += int((~p.buffers.obs[Constants.ACTION_MASK]).sum())
-        t.evaluate(deterministic=True, num_episodes=2, random_baseline=False, fresh_starts=False)
+        t.evaluate(deterministic=True, num_episodes=2, fresh_starts=False)  # greedy, and the uniform-random baseline
         parts = why_not_parts(t.rollout) is None
     assert left > 0 and forbidden > 0 and t.env_wrapper.env.steps >= 120
     assert parts == (case == "parts")
@@ -418,3 +420,25 @@ def test_a_masked_policy_learns_at_least_as_well_as_an_unmasked_one(tmp_path):
             greedy[setting] = float(np.mean(ev["episode_return"]))
         assert mean_reward["auto"] > mean_reward["off"], (seed, mean_reward)
         assert greedy["auto"] == pytest.approx(0.94, abs=1e-5), (seed, greedy)
+
+
+def test_the_corridor_kernel_takes_its_step_kernel_args(tmp_path):
+    """The guide's CUDA side: CudaCorridorStep writes `action_mask` and `active` like any other array; its
+    parameters are the env's step_kernel_args (parsed without a GPU), and nvcc builds it where it is installed."""
+    import shutil
+    import subprocess
+
+    from warp_drive.cuda.compiler import render_source
+    from warp_drive.cuda.signature import parse_kernel_signatures
+
+    env = Corridor(heads=2, source_dir=str(tmp_path))
+    step = parse_kernel_signatures(env.cuda_source.read_text())["CudaCorridorStep"]
+    names = [a if isinstance(a, str) else a[0] for a in env.step_kernel_args]
+    assert [p.name.removesuffix("_arr").strip("_") for p in step] == [n.strip("_") for n in names]
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH (the signature was checked)")
+    source = tmp_path / "module.cu"
+    source.write_text(render_source(4, env.num_agents, 1, env_source=env.cuda_source, constants=env.cuda_constants()))
+    core = Path(__file__).resolve().parents[3] / "warp_drive" / "cuda" / "core"
+    subprocess.run([nvcc, "-arch=sm_90", "-c", "-I", str(core), str(source), "-o", str(tmp_path / "m.o")], check=True)

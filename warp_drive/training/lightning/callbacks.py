@@ -290,16 +290,19 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
 
     Raises:
         ConfigError: A policy has a Gaussian (Box) action head (host rollouts here are categorical), or reads the
-            env's ``state`` (``global_state``: host rollouts see only observations).
+            env's ``state`` (``global_state``), ``action_mask`` or ``active`` arrays (host rollouts see only
+            observations).
     """
     policies = list(engine.policies.values())
     for p in policies:
         if p.action_spec.is_gaussian:
             raise ConfigError(f"policy '{p.tag}' has continuous actions; numpy_policy supports categorical heads only")
         if p.inputs is not None and p.inputs.store_names:
-            raise ConfigError(f"policy '{p.tag}' reads the env's {', '.join(p.inputs.store_names)} (critic_input "
-                              "global_state); numpy_policy's host rollouts see only observations: render a policy "
-                              "trained with critic_input all_obs (or local) instead")
+            fix = ("(critic_input global_state); numpy_policy's host rollouts see only observations: render a policy "
+                   "trained with critic_input all_obs (or local) instead") if p.inputs.masks is None else (
+                   "(action_mask / mask_inactive); numpy_policy's host rollouts see only observations: render the "
+                   "episode on the device instead, or with a policy built with action_mask: off and mask_inactive: off")
+            raise ConfigError(f"policy '{p.tag}' reads the env's {', '.join(p.inputs.store_names)} {fix}")
     heads = max(len(p.action_spec.categorical) for p in policies)
     num_agents = engine.env_wrapper.n_agents
     device = torch.device(engine.device)

@@ -1,6 +1,8 @@
 """The uniform-random policy that evaluation compares trained policies against.
 
-Discrete and MultiDiscrete heads draw every action with equal probability. A Box draws every
+Discrete and MultiDiscrete heads draw every action with equal probability; a policy that reads the env's
+``action_mask`` (:mod:`warp_drive.training.agent_masks`) draws every *legal* action of each head with equal
+probability (every action where a head's mask allows none). A Box draws every
 element uniformly within its bounds; an unbounded element (an infinite bound) draws uniformly
 from an interval of width 2 instead: ``[-1, 1]`` when both bounds are infinite, ``[low, low + 2]``
 or ``[high - 2, high]`` when one is.
@@ -101,6 +103,23 @@ class UniformRandomActions:
             self.offset = torch.zeros(len(self.spec.categorical), device=dev)
             self.scale = torch.as_tensor(self.spec.categorical, dtype=torch.float32, device=dev)
         self.shape = (self.placeholder.shape[0], policy.num_agents, self.spec.num_columns)
+        masks = getattr(getattr(policy, "inputs", None), "masks", None)  # the env's legal actions, if read
+        self.mask = None
+        if not self.spec.is_gaussian and masks is not None and masks.num_logits is not None:
+            self.mask = wrapper.cuda_data_manager.data_on_device_via_torch(Constants.ACTION_MASK)
+
+    def _legal(self, u: torch.Tensor) -> torch.Tensor:
+        """Per categorical head, the ``floor(u * n)``-th of its ``n`` legal actions (``(E, A, heads)`` float)."""
+        mask = self.mask if self.policy.contiguous_all else self.mask.index_select(1, self.policy.agent_index)
+        mask = mask[..., : self.spec.num_logits] != 0
+        cols = []
+        for h, legal in enumerate(torch.split(mask, list(self.spec.categorical), -1)):
+            count = legal.sum(-1)
+            legal = legal | (count == 0)[..., None]  # a head whose mask allows nothing: every action
+            n = legal.sum(-1)
+            k = (u[..., h] * n).floor().clamp_(max=n - 1)
+            cols.append((legal.cumsum(-1) <= k[..., None]).sum(-1))  # index of the (k + 1)-th legal action
+        return torch.stack(cols, -1).to(torch.float32)
 
     @torch.no_grad()
     def write(self, episode: torch.Tensor | None = None, step: torch.Tensor | None = None) -> None:
@@ -113,7 +132,9 @@ class UniformRandomActions:
         else:
             u = torch.rand(self.shape, generator=self.generator, device=self.placeholder.device)
         a = self.offset + u * self.scale
-        if not self.spec.is_gaussian:  # floor(u * n) is uniform over 0..n-1 (u < 1)
+        if self.mask is not None:
+            a = self._legal(u)
+        elif not self.spec.is_gaussian:  # floor(u * n) is uniform over 0..n-1 (u < 1)
             a = a.floor().clamp_(max=self.scale - 1)
         a = a.to(self.placeholder.dtype)
         if self.policy.contiguous_all and self.spec.num_columns == self.placeholder.shape[2]:
