@@ -108,6 +108,14 @@ def test_masked_logits_give_zero_probability_and_argmax_a_legal_action():
         assert m.gather(-1, probs.argmax(-1, keepdim=True)).all()
     assert split_masks(with_masks(obs, mask, active))[0] is obs
     assert split_masks({"actor": obs, "critic": obs, ACTIVE: active})[0].keys() == {"actor", "critic"}
+    # Dict observations: the masks join the observation's keys
+    dict_model = FullyConnected({"pos": 3, "vel": 2}, [4, 2], fc_dims=(8,), normalize_obs=True)
+    seen = {"pos": obs[..., :3], "vel": obs[..., 3:]}
+    heads, _ = dict_model(with_masks(seen, mask, active))
+    assert all((probs[~m] == 0).all() for probs, m in zip(heads, torch.split(mask, [4, 2], -1)))
+    dict_model.update_obs_normalizer(with_masks(seen, mask, active))  # the active agents' rows only
+    rows = torch.cat([obs[..., :3], obs[..., 3:]], -1)[active].double()
+    torch.testing.assert_close(dict_model.obs_normalizer.mean, rows.mean(0) * len(rows) / (len(rows) + 1e-4))
 
 
 # ---------------------------------------------------------------------------------------------- rollouts
