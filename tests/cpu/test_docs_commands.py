@@ -64,6 +64,7 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/bench_end_to_end\.py --iters 8 --reference-runs 3 --configs [\w ]+ --variant trainer\.update_precision=bf16",
      "gpu:test_end_to_end_benchmark_command_runs"),
     (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
+    (r"python benchmarks/bench_time_to_policy\.py --seeds 0 1", "gpu:test_time_to_policy_command_runs"),
     (r"bash benchmarks/learner_call\.sh", "gpu:test_learner_benchmark_command_runs"),
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
     (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
