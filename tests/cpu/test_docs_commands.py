@@ -65,6 +65,7 @@ HANDLERS: list[tuple[str, str]] = [
      "gpu:test_end_to_end_benchmark_command_runs"),
     (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
     (r"python benchmarks/bench_time_to_policy\.py --seeds 0 1", "gpu:test_time_to_policy_command_runs"),
+    (r"python tools/reset_pool_test_odds\.py", "test_reset_pool_odds_command_runs"),
     (r"bash benchmarks/learner_call\.sh", "gpu:test_learner_benchmark_command_runs"),
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
     (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
@@ -443,3 +444,9 @@ def test_line_count_commands_run():
              if "algorithms/sac/" not in p.as_posix() and p.name != "squashed_gaussian.py"]
     total = sum(p.read_text().count("\n") for p in files)
     assert m and int(m.group(1)) == total and int(m.group(3)) == len(files) and 0 < int(m.group(2)) < total
+
+
+def test_reset_pool_odds_command_runs():
+    """The migration guide's odds of 2.7.1's statistical reset-pool test, with fewer trials."""
+    res = run_ok([sys.executable, "tools/reset_pool_test_odds.py", "--trials", "200"], cwd=ROOT, timeout=300)
+    assert "test_cartpole.py" in res.stdout and "passes" in res.stdout
