@@ -48,12 +48,13 @@ def unroll(cell: nn.GRUCell, x: Tensor, state: Tensor, starts: Tensor | None) ->
     """
     lead, width = state.shape[:-1], state.shape[-1]
     h = state.reshape(-1, width)
-    xs = x.reshape(x.shape[0], -1, x.shape[-1])
+    xs = x.reshape(x.shape[0], -1, x.shape[-1]).unbind(0)  # one backward for all steps (indexing: one per step)
+    resets = [None] * len(xs) if starts is None else starts.reshape(len(xs), -1, 1).unbind(0)
     steps = []
-    for t in range(xs.shape[0]):
-        if starts is not None:
-            h = h.masked_fill(starts[t].reshape(-1, 1), 0.0)
-        h = cell(xs[t], h)
+    for x_t, reset in zip(xs, resets):
+        if reset is not None:
+            h = h.masked_fill(reset, 0.0)
+        h = cell(x_t, h)
         steps.append(h)
     return torch.stack(steps).reshape(x.shape[0], *lead, width), h.reshape(*lead, width)
 
