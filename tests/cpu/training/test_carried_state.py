@@ -31,7 +31,8 @@ def gru_policy(**kw) -> dict:
 
 
 def spread(tmp_path: Path, policies: dict, policy_map: dict | None = None, bootstrap: bool = False,
-           trainer: dict | None = None, envs: int = E, steps: int = STEPS) -> Trainer:
+           trainer: dict | None = None, envs: int = E, steps: int = STEPS, model_factory: ModelFactory | None = None
+           ) -> Trainer:
     env = get_example_env_class("mpe_simple_spread")(num_agents=N, seed=1)
     cfg = {"name": "spread", "trainer": {"num_envs": envs, "train_batch_size": envs * steps, "num_episodes": 1000,
                                          "env_backend": "cpu", "seed": 1, "bootstrap_at_time_limit": bootstrap,
@@ -40,7 +41,7 @@ def spread(tmp_path: Path, policies: dict, policy_map: dict | None = None, boots
                                           "basedir": str(tmp_path)}}
     pmap = policy_map or {tag: list(range(N)) for tag in policies}
     t = Trainer(EnvWrapper(env, num_envs=envs, env_backend="cpu"), cfg, pmap, verbose=False,
-                results_dir=str(tmp_path / "run"))
+                results_dir=str(tmp_path / "run"), model_factory=model_factory)
     t.env_wrapper.reset_all_envs()
     return t
 
@@ -193,3 +194,49 @@ def test_settings_a_recurrent_policy_cannot_take_are_refused_by_name(tmp_path, c
     t.train(1)  # the PyTorch forward runs, with one line saying why
     lines = [r.getMessage() for r in caplog.records if "runs MLP models only" in r.getMessage()]
     assert len(lines) == 2 and "trainer.fused_update" in lines[1] and "(gru)" in lines[1]
+
+
+# ---------------------------------------------------------------------------------------------- a model from outside
+class ElmanActorCritic(torch.nn.Module):
+    """A recurrent model of a user's own, written against the contract of warp_drive.training.models only: an
+    Elman RNN cell under a softmax head and a value head."""
+
+    recurrent = True
+
+    def __init__(self, obs_dims, action_spec, hidden: int = 6):
+        super().__init__()
+        self.action_spec = action_spec
+        self.cell = torch.nn.RNNCell(obs_dims[0], hidden)
+        self.pi = torch.nn.Linear(hidden, action_spec.categorical[0])
+        self.v = torch.nn.Linear(hidden, 1)
+
+    def initial_state(self, lead):
+        return torch.zeros(*lead, self.cell.hidden_size)
+
+    def forward(self, obs, state, starts=None):
+        seq = obs if starts is not None else obs[None]
+        h, outs = state, []
+        for t in range(seq.shape[0]):
+            if starts is not None:
+                h = torch.where(starts[t][..., None], 0.0, h)
+            h = self.cell(seq[t].reshape(-1, seq.shape[-1]), h.reshape(-1, h.shape[-1])).reshape(h.shape)
+            outs.append(h)
+        hs = torch.stack(outs) if starts is not None else outs[0]
+        return ([torch.softmax(self.pi(hs), -1)], self.v(hs).squeeze(-1)), h
+
+
+def test_a_recurrent_model_from_outside_touches_no_library_file(tmp_path):
+    """The file count of docs/architecture.md: a recurrent model registered with ModelFactory.add trains, its
+    state carried by the rollout and its sequences re-run by the update, with no library file edited."""
+    factory = ModelFactory()
+    factory.add("elman", ElmanActorCritic)
+    t = spread(tmp_path, {"a": gru_policy(model={"type": "elman", "kwargs": {"hidden": 5}})}, model_factory=factory)
+    p = t.policies["a"]
+    assert type(p.model) is ElmanActorCritic and p.carried.shape == (E, N, 5)
+    t.train(2)
+    t.generate_rollout()
+    mb = next(p.batch().minibatches(2, generator=torch.Generator().manual_seed(0)))
+    with torch.no_grad():
+        heads, values = LossFunction(p.model, p.algorithm, None, compile=False)._sequence_forward(mb)
+    torch.testing.assert_close(log_prob_and_entropy(heads, mb.actions)[0], mb.old_log_probs, rtol=0, atol=1e-5)
+    torch.testing.assert_close(values, mb.old_values, rtol=0, atol=1e-5)
