@@ -70,8 +70,8 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
     (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
      "test_simple_spread_commands_run"),
-    (r"python benchmarks/ours_simple_spread\.py (--algo (ippo|mappo) --seeds 1 2 3 --env-steps 2000000|--merge [\w/. ]+)",
-     "test_ours_simple_spread_commands_run"),
+    (r"python benchmarks/ours_simple_spread\.py (--algo (ippo|mappo) --seeds 1 2 3 --env-steps 2000000|--merge [\w/. ]+"
+     r"|--algo mappo_gru --seeds 1 --env-steps 1000000 --threads 1)", "test_ours_simple_spread_commands_run"),
 ]
 
 
@@ -272,12 +272,12 @@ def test_simple_spread_commands_run(tmp_path):
 
 
 def test_ours_simple_spread_commands_run(tmp_path):
-    """docs/results.md's simple_spread runs against JaxMARL (issue 38 item 4): each algo's command cut to one
-    seed of 3 updates into a temporary file; the documented ``--merge`` of the committed files into another, and of the
-    two short runs."""
+    """docs/results.md's simple_spread runs against JaxMARL (issue 38 item 4), MAPPO-GRU's included: each algo's
+    command cut to one seed of 3 updates into a temporary file; the documented ``--merge`` of the committed files
+    into another, and of the two short MLP runs."""
     commands = commands_for("test_ours_simple_spread_commands_run")
     runs = [c for c in commands if "--algo" in c]
-    assert sorted(c.split("--algo ")[1].split()[0] for c in set(runs)) == ["ippo", "mappo"]
+    assert sorted(c.split("--algo ")[1].split()[0] for c in set(runs)) == ["ippo", "mappo", "mappo_gru"]
     outs = {}
     for command in sorted(set(runs)):
         algo = command.split("--algo ")[1].split()[0]

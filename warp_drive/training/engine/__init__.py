@@ -29,7 +29,7 @@ from warp_drive.errors import ConfigError, UsageError
 from warp_drive.services.numba_services import service_manager
 from warp_drive.training.carried_state import carried_state_entry, load_carried_states, reset_carried_states
 from warp_drive.training.engine.counters import RunCounters
-from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
+from warp_drive.training.distributed import sync_each, unwrap, wrap_model
 from warp_drive.training.engine.env_subset import env_subset
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.engine.phase_timer import EAGER, PhaseTimer
@@ -56,12 +56,6 @@ CPU_CHUNK_SAMPLES = 4096
 def rank_seed_of(seed: int, rank: int) -> int:
     """The env and sampler seed of ``rank``: the streams differ per rank, the weights do not."""
     return (seed + 1000 * rank) & 0x7FFFFFFF
-
-
-def _sync_each(normalizers: list[Any]) -> None:
-    """Average every return normalizer's statistics over the torch.distributed ranks (if any)."""
-    for normalizer in normalizers:
-        sync_buffers(normalizer)
 
 
 class Engine:
@@ -319,7 +313,7 @@ class Engine:
                 timer.start("training")
             for p in self.policies.values():
                 p.timestep += self.config.trainer.train_batch_size
-            (sync_normalizers or _sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
+            (sync_normalizers or sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
             for p in trained:
                 given = None if optimizers is None else optimizers.get(p.tag, {})  # {}: a policy with no optimizer
                 context = UpdateContext(
@@ -380,8 +374,9 @@ class Engine:
         the sampling mode and force-reset again, so training continues from fresh episodes.
 
         Yields:
-            The :class:`~warp_drive.training.engine.rollout.Rollout` to step (its policy outputs are those of the
-            reset observations)."""
+            The :class:`~warp_drive.training.engine.rollout.Rollout` to step (its policy outputs are
+            those of the reset observations).
+        """
         saved = self.rollout.set_greedy(greedy)
         try:
             self.env_wrapper.reset_all_envs()
