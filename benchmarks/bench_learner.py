@@ -26,6 +26,7 @@ Per config and variant (a variant is a list of dotted overrides on top of the co
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 from typing import Any
 
@@ -108,8 +109,9 @@ def env_step_ms(t: Any, repeats: int) -> float:
     """``steps_per_iter`` env steps + resets of every env, captured like the rollout (median ms)."""
     try:
         from warp_drive.training.engine.cuda_graph import GraphedRollout
-    except ImportError:  # an earlier tree (aeeede7, the issue's baseline) kept it in training/
-        from warp_drive.training.cuda_graph import GraphedRollout
+    except ImportError:  # an earlier tree (aeeede7, the issue's baseline) kept it in training/ (by name: in this
+        # tree that path is a moved-module alias, which the project's own code does not import)
+        GraphedRollout = importlib.import_module("warp_drive.training.cuda_graph").GraphedRollout
 
     w = t.env_wrapper
 

@@ -235,15 +235,18 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
             out[tags[0]]["difference_interval"] = paired_difference(game[tags[0]], randoms[tags[0]])
             _play_start(engine, out, tags[0], game[tags[0]], start_weights, lambda: play(()))
             return out
+        solos = {}
         for tag in tags:
-            solo = play([t for t in tags if t != tag])
+            solos[tag] = solo = play([t for t in tags if t != tag])
             _add(out, "episode_return_vs_random_others", "return_interval_vs_random_others", {tag: solo[tag]})
             out[tag]["difference_interval"] = paired_difference(solo[tag], randoms[tag])
             alone = play([tag])
             _add(out, "random_episode_return_vs_trained_others", "random_return_interval_vs_trained_others",
                  {tag: alone[tag]})
             out[tag]["difference_interval_vs_trained_others"] = paired_difference(game[tag], alone[tag])
-            _play_start(engine, out, tag, solo[tag], start_weights, lambda: play([t for t in tags if t != tag]))
+        for tag in tags:  # last: the plays above draw the same random numbers as without start weights
+            others = [t for t in tags if t != tag]
+            _play_start(engine, out, tag, solos[tag][tag], start_weights, lambda others=others: play(others))
     return out
 
 
