@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from warp_drive.errors import CheckpointError
+from warp_drive.training.checkpoint_files import checkpoint_error
 
 #: The key of the start weights in a trainer checkpoint.
 STATE_KEY = "start_weights"
@@ -80,9 +80,10 @@ def from_checkpoint(entry: Any, policies: Mapping[str, Any], path: str | Path) -
         return None
     out: Weights = {}
 
-    def bad(field: str, why: str) -> CheckpointError:
-        return CheckpointError(f"checkpoint {str(path)!r}: '{STATE_KEY}{field}' {why}; resume from another checkpoint "
-                               "or start a new run")
+    def bad(field: str, why: str) -> CheckpointError:  # the wording and exit code (4) of the other checkpoint fields
+        return checkpoint_error(f"checkpoint {str(path)!r}: `{STATE_KEY}{field}` {why} (not what a run writes: a "
+                                "tampered or foreign file); resume from another checkpoint of the run, or start a new run",
+                                "corrupt", Path(path))
 
     if not isinstance(entry, Mapping) or set(entry) != set(policies):
         raise bad("", f"must hold the weights of the policies {sorted(policies)}")
@@ -94,15 +95,16 @@ def from_checkpoint(entry: Any, policies: Mapping[str, Any], path: str | Path) -
         out[tag] = {}
         for role, now in current.items():
             state = roles[role]
+            where = f".{tag}" + (f".{role}" if role else "")  # role "": the policy's model
             if not isinstance(state, Mapping) or set(state) != set(now):
-                raise bad(f".{tag}.{role}", "must hold the model's parameter and buffer names")
+                raise bad(where, "must hold the model's parameter and buffer names")
             for name, ref in now.items():
                 value = state[name]
                 if not isinstance(value, torch.Tensor) or value.shape != ref.shape or value.dtype != ref.dtype:
                     got = f"{type(value).__name__}" if not isinstance(value, torch.Tensor) else \
                         f"{value.dtype} {tuple(value.shape)}"
-                    raise bad(f".{tag}.{role}.{name}", f"is {got}, not the model's {ref.dtype} {tuple(ref.shape)}")
+                    raise bad(f"{where}.{name}", f"is {got}, not the model's {ref.dtype} {tuple(ref.shape)}")
                 if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-                    raise bad(f".{tag}.{role}.{name}", "holds NaN or infinite values")
+                    raise bad(f"{where}.{name}", "holds NaN or infinite values")
             out[tag][role] = {k: v.detach().to(now[k].device) for k, v in state.items()}
     return out
