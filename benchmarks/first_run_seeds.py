@@ -16,8 +16,10 @@ the seed, plus ``--unseeded N`` runs without any seed override (as a user runs i
 
 Usage::
 
-    # the committed figures (benchmarks/results/first_run_cpu.json): 10 seeds and 1 unseeded run each
-    python benchmarks/first_run_seeds.py --seeds 1 2 3 4 5 6 7 8 9 10 --unseeded 1
+    # the committed figures (benchmarks/results/first_run_cpu.json): 10 seeds and 2 unseeded runs each
+    python benchmarks/first_run_seeds.py --seeds 1 2 3 4 5 6 7 8 9 10 --unseeded 2
+    # held out from the choice of the CPU-sized settings (benchmarks/results/first_run_cpu_heldout.json)
+    python benchmarks/first_run_seeds.py --envs tag_continuous --seeds 11 12 13 14 15 16 17 18 19 20 --unseeded 0
     # a quick look, or candidate settings (dotted overrides on top of the CPU-sized ones), 4 at a time
     python benchmarks/first_run_seeds.py --envs tag_continuous --seeds 1 2 3 --set policy.tagger.lr=0.003 --jobs 4
 
