@@ -257,9 +257,10 @@ def _play_start(engine: Any, out: dict[str, dict[str, Any]], tag: str, final: di
     where the policy still holds them."""
     from warp_drive.training.run.start_weights import playing, same_as_current
 
-    if not start_weights or tag not in start_weights or same_as_current(engine.policies[tag], start_weights[tag]):
+    policies = _playing(engine)[1]
+    if not start_weights or tag not in start_weights or same_as_current(policies[tag], start_weights[tag]):
         return
-    with playing(engine.policies, {tag: start_weights[tag]}):
+    with playing(policies, {tag: start_weights[tag]}):
         start = play()[tag]
     _add(out, "start_episode_return", "start_return_interval", {tag: start})
     out[tag]["learned_interval"] = paired_difference(final, start)
