@@ -218,6 +218,10 @@ def test_main_command_runs(tmp_path):
     assert "difference (paired)" in next(line for line in lines if line.startswith("policy "))
     verdict = next(line for line in lines if line.startswith("verdict: "))
     assert "paired over the same" in verdict, verdict
+    # README: the number that moves the right way for each team (initial -> final weights against random opponents)
+    learned = next(i for i, line in enumerate(lines) if line.startswith("learned (each team against uniform-random "
+                                                                         "opponents, initial -> final weights): runner "))
+    assert " | tagger " in lines[learned] and "rises as a team learns" in lines[learned + 1]
 
 
 @pytest.mark.slow
