@@ -22,6 +22,9 @@ Usage::
     python benchmarks/ours_simple_spread.py --algo ippo --seeds 1 2 3 --env-steps 2000000
     python benchmarks/ours_simple_spread.py --algo mappo --seeds 1 2 3 --env-steps 2000000
     python benchmarks/ours_simple_spread.py --merge benchmarks/results/ours_ippo_simple_spread_cpu.json benchmarks/results/ours_mappo_simple_spread_cpu.json
+    nice python benchmarks/ours_simple_spread.py --algo mappo_gru --seeds 1 --env-steps 300000 --threads 2
+
+``mappo_gru`` / ``ippo_gru``: the recurrent configs (``<algo>_simple_spread.yaml``, GRU actor and critic).
 
 Results: ``benchmarks/results/ours_<algo>_simple_spread_cpu.json`` per algo; ``--merge`` writes
 ``benchmarks/results/ours_simple_spread_cpu.json`` (both algos, with the peer's finals for comparison).
@@ -50,7 +53,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 ENV = "mpe_simple_spread"
 NUM_AGENTS = 3
 PEER_EPISODE_STEPS, OUR_EPISODE_STEPS = 26, 25
-PEER_FILES = {"ippo": "jaxmarl_ippo_ff_simple_spread_cpu.json", "mappo": "jaxmarl_mappo_rnn_simple_spread_cpu.json"}
+PEER_FILES = {"ippo": "jaxmarl_ippo_ff_simple_spread_cpu.json", "mappo": "jaxmarl_mappo_rnn_simple_spread_cpu.json",
+              "mappo_gru": "jaxmarl_mappo_rnn_simple_spread_cpu.json", "ippo_gru": "jaxmarl_ippo_ff_simple_spread_cpu.json"}
 
 
 def to_peer(ours: float, steps26: bool = False) -> float:
@@ -207,7 +211,7 @@ def merge(files: list[str], out: str | None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--algo", choices=("ippo", "mappo"), default="ippo")
+    p.add_argument("--algo", choices=tuple(PEER_FILES), default="ippo")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--env-steps", type=float, default=2e6)
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: two algos side by side on 2 cores)")

@@ -161,8 +161,19 @@ def reject_unknown_kwargs(env_name: str, unknown: Mapping[str, Any], accepted: I
         raise ConfigError(f"{env_name}: unknown argument {key}={value!r}; {hint}")
 
 
+def whole_number(value: Any) -> Any:
+    """``value`` as an int where it is a finite float with an integral value (``1e3``, ``10.0``: how YAML and
+    JSON may write an integer), else unchanged (the config keys' rule, :func:`warp_drive.utils.checks.as_int`)."""
+    if isinstance(value, float) or (_is_numpy_real(value) and value.dtype.kind == "f"):
+        if math.isfinite(value) and float(value).is_integer():
+            return int(value)
+    return value
+
+
 def check_int(env_name: str, key: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An integer (bools refused) within ``[minimum, maximum]``."""
+    """An integer (bools refused; a float with an integral value, e.g. ``1e3``, is taken as that integer)
+    within ``[minimum, maximum]``."""
+    value = whole_number(value)
     if isinstance(value, bool) or not isinstance(value, (int,)) and not _is_numpy_int(value):
         raise ConfigError(f"{env_name}: {key}={value!r} must be an integer; pass a whole number")
     value = int(value)

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from example_envs import check_backend
+from example_envs import check_backend, whole_number
 from warp_drive.utils.checks import closest_match
 from warp_drive.env import ArraySpec, Constants, CUDAEnvironmentContext, DataFeed
 from warp_drive.vocab.start_state import StartKey, uniform_in
@@ -121,6 +121,7 @@ def _check_value(env: str, key: str, value: Any, rule: Any) -> Any:
 
 
 def _check_int(env: str, key: str, value: Any, minimum: int) -> int:
+    value = whole_number(value)  # 1e3 or 10.0: that integer
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{env}: {key}={value!r} must be an integer >= {minimum}")
     return int(value)

@@ -5,11 +5,13 @@ the bad values of issue 26 item 8 must all be refused."""
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 from contextlib import contextmanager
 
 import pytest
+import yaml
 
 from warp_drive.config import load_run_config
 from warp_drive.errors import WarpDriveError
@@ -48,7 +50,15 @@ NULL_SECTIONS = {"trainer:\n": "`trainer` is null", "trainer: null\n": "write `t
                  "policy:\n  shared:\n": "`policy.shared` is null",
                  "policy:\n  shared:\n    model:\n": "`policy.shared.model` is null"}
 VALUES = ["", "null", "-3", "0", "1e308", "-1e308", "1e18", "10**9", "[1000000000]", "[]", "{}", "nan", ".inf",
-          "'x'", "[[1, 2], [3]]", "true", "{a: 1}", "~", "&a [1, *a]", "'" + "é" * 300 + "'", "1" * 5000]
+          "'x'", "[[1, 2], [3]]", "true", "{a: 1}", "~", "&a [1, *a]", "'" + "é" * 300 + "'", "1" * 5000,
+          "1e3", "2.0", "2.5e0", "1e-3", "-1e3", "1e400"]
+#: Integer keys written in scientific or float notation (issue 39's appendix: `trainer.num_envs=1e3` ended in an
+#: IndexError): an integral value is that integer, any other a typed error naming the key, the value and the fix.
+INT_KEYS = ["trainer.num_envs", "trainer.train_batch_size", "trainer.num_episodes", "trainer.seed", "env.seed",
+            "trainer.eval_episodes", "policy.shared.num_epochs", "policy.shared.num_minibatches",
+            "saving.metrics_log_freq", "saving.model_params_save_freq"]
+WHOLE = {"1e1": 10, "1.0e1": 10, "10.0": 10, "1E1": 10, "+1e1": 10}
+NOT_WHOLE = {"1.55e1": "15.5", "2.5": "2.5", "1e-3": "0.001", "1e400": "inf", ".nan": "nan", "'1e1'": "'1e1'"}
 KEYS = ["trainer.num_envs", "trainer.train_batch_size", "trainer.num_episodes", "trainer.seed", "trainer.num_gpus",
         "trainer.env_backend", "env.seed", "env.episode_length", "policy.shared.lr", "policy.shared.gamma",
         "policy.shared.model.fc_dims", "policy.shared.model.kwargs", "policy.shared.model.kwargs.x",
@@ -98,6 +108,74 @@ def test_each_failure_of_issue_39_is_a_typed_error_naming_the_key(override, mess
     with pytest.raises(WarpDriveError, match=None) as info:
         load_run_config(GOOD, [*extra, override])
     assert message in str(info.value) and outcome(lambda: load_run_config(GOOD, [*extra, override])) == "error", str(info.value)
+
+
+def _value(config, key):
+    node = config.to_dict()
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+@pytest.mark.parametrize("key", INT_KEYS)
+def test_an_integer_key_takes_an_integral_float_as_that_integer_and_refuses_others(key, tmp_path):
+    extra = ["trainer.num_episodes=100"] if key == "trainer.train_batch_size" else []  # 10 steps, 10 episodes of 10
+    for text, whole in WHOLE.items():
+        overrides = [*extra, f"{key}={text}"] + (["trainer.train_batch_size=20"] if key == "trainer.num_envs" else [])
+        value = _value(load_run_config(GOOD, overrides), key)
+        assert value == whole and type(value) is int, (text, value)
+    for text, shown in NOT_WHOLE.items():
+        with pytest.raises(WarpDriveError) as info:
+            load_run_config(GOOD, [f"{key}={text}"])
+        message = str(info.value)
+        assert f"`{key}`={shown}" in message and "whole number" in message, message
+        assert outcome(lambda t=text: load_run_config(GOOD, [f"{key}={t}"])) == "error"
+    # the same in a YAML file: `key: 1e1` (PyYAML alone reads 1e1 as a string; warp_drive's loader as a number)
+    raw = json.loads(json.dumps(GOOD))
+    node = raw
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = "@@"
+    if key == "trainer.num_envs":
+        raw["trainer"]["train_batch_size"] = 20
+    if key == "trainer.train_batch_size":
+        raw["trainer"]["num_episodes"] = 100
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(raw).replace("'@@'", "1e1"))
+    value = _value(load_run_config(path), key)
+    assert value == 10 and type(value) is int, value
+
+
+def test_num_envs_1e3_through_the_command_line_builds_and_trains(tmp_path):
+    """The appendix's `trainer.num_envs=1e3` (an IndexError at aeeede7), at a CPU-friendly 1e1: the command line
+    plans, builds and trains an iteration with 10 env replicas."""
+    argv = ["--env", "dummy_env", "--backend", "cpu", "--quiet", "trainer.num_envs=1e1", "trainer.train_batch_size=1e2",
+            "env.episode_length=1e1", "trainer.num_episodes=1e1", "--results_dir", str(tmp_path / "run")]
+    args = script.parse_args(argv)
+    plan = script.plan_run(args, announce=False)
+    assert plan.config.trainer.num_envs == 10 and type(plan.config.trainer.num_envs) is int
+    trainer = script.build(args, plan)
+    assert trainer.engine.env_wrapper.n_envs == 10
+    trainer.train(1)
+    assert trainer.engine.iteration == 1
+    trainer.graceful_close()
+
+
+@pytest.mark.parametrize("text,ok", [("1e1", 10), ("10.0", 10), ("1.55e1", None), ("1e400", None), ("'10'", None)])
+def test_an_example_env_takes_an_integral_float_for_an_integer_argument(text, ok):
+    from example_envs.classic_control.cartpole.cartpole import ClassicControlCartPoleEnv as CartPole
+    from example_envs.tag_continuous.tag_continuous import TagContinuous
+    from warp_drive.config.load import yaml_loads
+
+    value = yaml_loads(f"v: {text}")["v"]
+    for make in (lambda v: TagContinuous(num_runners=v).num_runners, lambda v: CartPole(episode_length=v).episode_length):
+        if ok is None:
+            with pytest.raises(WarpDriveError, match="must be an integer"):
+                make(value)
+        else:
+            got = make(value)
+            assert got == ok and type(got) is int
 
 
 def test_a_missing_trainer_section_is_a_notice_with_the_defaults(caplog):

@@ -64,12 +64,14 @@ HANDLERS: list[tuple[str, str]] = [
     (r"python benchmarks/bench_end_to_end\.py --iters 8 --reference-runs 3 --configs [\w ]+ --variant trainer\.update_precision=bf16",
      "gpu:test_end_to_end_benchmark_command_runs"),
     (r"python benchmarks/bench_env_step\.py --steps 300", "gpu:test_env_step_benchmark_command_runs"),
+    (r"python benchmarks/bench_time_to_policy\.py --seeds 0 1", "gpu:test_time_to_policy_command_runs"),
+    (r"python tools/reset_pool_test_odds\.py", "test_reset_pool_odds_command_runs"),
     (r"bash benchmarks/learner_call\.sh", "gpu:test_learner_benchmark_command_runs"),
     (r"python benchmarks/first_run_seeds\.py", "test_first_run_seeds_command_runs"),
     (re.escape(SCRIPT) + r" --config warp_drive/training/run_configs/(mappo|ippo)_simple_spread\.yaml",
      "test_simple_spread_commands_run"),
-    (r"python benchmarks/ours_simple_spread\.py (--algo (ippo|mappo) --seeds 1 2 3 --env-steps 2000000|--merge [\w/. ]+)",
-     "test_ours_simple_spread_commands_run"),
+    (r"python benchmarks/ours_simple_spread\.py (--algo (ippo|mappo) --seeds 1 2 3 --env-steps 2000000|--merge [\w/. ]+"
+     r"|--algo mappo_gru --seeds 1 --env-steps 1000000 --threads 1)", "test_ours_simple_spread_commands_run"),
 ]
 
 
@@ -216,6 +218,10 @@ def test_main_command_runs(tmp_path):
     assert "difference (paired)" in next(line for line in lines if line.startswith("policy "))
     verdict = next(line for line in lines if line.startswith("verdict: "))
     assert "paired over the same" in verdict, verdict
+    # README: the number that moves the right way for each team (initial -> final weights against random opponents)
+    learned = next(i for i, line in enumerate(lines) if line.startswith("learned (each team against uniform-random "
+                                                                         "opponents, initial -> final weights): runner "))
+    assert " | tagger " in lines[learned] and "rises as a team learns" in lines[learned + 1]
 
 
 @pytest.mark.slow
@@ -270,12 +276,12 @@ def test_simple_spread_commands_run(tmp_path):
 
 
 def test_ours_simple_spread_commands_run(tmp_path):
-    """docs/results.md's simple_spread runs against JaxMARL (issue 38 item 4): each algo's command cut to one
-    seed of 3 updates into a temporary file; the documented ``--merge`` of the committed files into another, and of the
-    two short runs."""
+    """docs/results.md's simple_spread runs against JaxMARL (issue 38 item 4), MAPPO-GRU's included: each algo's
+    command cut to one seed of 3 updates into a temporary file; the documented ``--merge`` of the committed files
+    into another, and of the two short MLP runs."""
     commands = commands_for("test_ours_simple_spread_commands_run")
     runs = [c for c in commands if "--algo" in c]
-    assert sorted(c.split("--algo ")[1].split()[0] for c in set(runs)) == ["ippo", "mappo"]
+    assert sorted(c.split("--algo ")[1].split()[0] for c in set(runs)) == ["ippo", "mappo", "mappo_gru"]
     outs = {}
     for command in sorted(set(runs)):
         algo = command.split("--algo ")[1].split()[0]
@@ -442,3 +448,9 @@ def test_line_count_commands_run():
              if "algorithms/sac/" not in p.as_posix() and p.name != "squashed_gaussian.py"]
     total = sum(p.read_text().count("\n") for p in files)
     assert m and int(m.group(1)) == total and int(m.group(3)) == len(files) and 0 < int(m.group(2)) < total
+
+
+def test_reset_pool_odds_command_runs():
+    """The migration guide's odds of 2.7.1's statistical reset-pool test, with fewer trials."""
+    res = run_ok([sys.executable, "tools/reset_pool_test_odds.py", "--trials", "200"], cwd=ROOT, timeout=300)
+    assert "test_cartpole.py" in res.stdout and "passes" in res.stdout

@@ -58,3 +58,14 @@ def test_learner_benchmark_command_runs(tmp_path):
         row = doc["results"]["tag_tutorial_100envs/default"]
         assert "error" not in row, row
         assert row["env_steps_per_s"] > 0 and row["update_flops"] > 0 and 0 < row["update_peak_fraction"] < 1
+
+
+def test_time_to_policy_command_runs(tmp_path):
+    """README's time-to-a-good-policy figure, CartPole only, one seed, within its 2 s target's budget."""
+    (command,) = set(commands_for("gpu:test_time_to_policy_command_runs"))
+    argv = python_argv(command)
+    argv = [*argv[: argv.index("--seeds")], "--seeds", "0", "--configs", "cartpole", "--max-seconds-factor", "1"]
+    run_ok(argv, cwd=ROOT, timeout=600, WARP_DRIVE_BENCH_RESULTS=str(tmp_path), OUT=str(tmp_path / "out"))
+    (row,) = json.loads((tmp_path / "out" / "time_to_policy.json").read_text())["rows"]
+    assert row["config"] == "cartpole" and row["seed"] == 0
+    assert row["train_seconds"] > 0 and row["final_return"] > 0

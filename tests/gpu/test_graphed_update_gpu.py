@@ -158,3 +158,48 @@ def test_trainer_replays_graphed_updates_and_checkpoints_load_on_cpu(tmp_path):
     t.train(2)
     assert runner.graphed is not None and t.iteration == 5
     assert all(torch.isfinite(p).all() for p in runner.model.parameters())
+
+
+def test_graphed_step_of_a_recurrent_policy_trains_the_eager_weights(no_tf32):
+    """A GRU policy's minibatch step over env x agent sequences (training/carried_state.py), its start states and
+    episode starts views of the batch, captured once and replayed: the eager update's weights, also after the
+    buffers (advantages, start states) changed in place."""
+    from warp_drive.training.algorithms.actor_critic.graphed_update import GraphedUpdate, match_device_form
+    from warp_drive.training.algorithms.actor_critic.ppo import PPO
+    from warp_drive.training.algorithms.actor_critic.update import update_policy
+    from warp_drive.training.buffers import RolloutBatch
+    from warp_drive.training.models.gru import GRUActorCritic
+
+    steps, envs, agents, obs = 8, 16, 5, 23
+    g = torch.Generator().manual_seed(0)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g).cuda()
+
+    model = GRUActorCritic(obs, [4, 3], (32,), hidden_size=16, critic_dims=(3 * obs,), activation="tanh").cuda()
+    batch = RolloutBatch(
+        obs={"actor": rand(steps, envs, agents, obs), "critic": rand(steps, envs, agents, 3 * obs)},
+        actions=torch.cat([torch.randint(0, n, (steps, envs, agents, 1), generator=g) for n in (4, 3)], -1).int().cuda(),
+        advantages=rand(steps, envs, agents), returns=rand(steps, envs, agents),
+        old_log_probs=(-torch.rand(steps, envs, agents, generator=g) * 2).cuda(), old_values=rand(steps, envs, agents),
+        start_state=rand(envs, agents, model.state_size),
+        episode_starts=(torch.rand(steps, envs, agents, generator=g) < 0.2).cuda())
+    algorithm = PPO(clip_param=0.2, vf_loss_coeff=0.5, entropy_coeff=0.01, normalize_advantage=True).to("cuda")
+    twin, twin_algorithm = copy.deepcopy(model), copy.deepcopy(algorithm)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    twin_opt = torch.optim.Adam(twin.parameters(), lr=1e-3)
+    match_device_form(opt)
+    gen_a = torch.Generator("cuda").manual_seed(3)
+    gen_b = torch.Generator("cuda").manual_seed(3)
+    graphed = None
+    for timestep in (0, 500):
+        update_policy(model, opt, algorithm, batch, timestep=timestep, num_epochs=2, num_minibatches=4, max_grad_norm=0.5,
+                      generator=gen_a)
+        if graphed is None:
+            graphed = GraphedUpdate(twin, twin_opt, twin_algorithm, batch, num_minibatches=4, max_grad_norm=0.5,
+                                    autocast_dtype=None)
+        graphed.run(timestep=timestep, num_epochs=2, generator=gen_b)
+        batch.advantages.mul_(1.1)
+        batch.start_state.mul_(0.9)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -20,6 +20,8 @@ def trainer_state(t: Any, skip_buffers: Iterable[str] = ()) -> dict[str, torch.T
             if field in skip:
                 continue
             value = getattr(p.buffers, field)
+            if value is None:  # a record field the policy does not keep (a stateless model's start_state)
+                continue
             for k, v in (value.items() if isinstance(value, dict) else [("", value)]):
                 out[f"{tag}.{field}{k}"] = v.clone()
         for k, v in p.model.state_dict().items():

@@ -57,9 +57,11 @@ REFERENCE_ENV_NAMES = {
     "single_mountain_car_fast": "mountain_car",
     "single_pendulum_fast": "pendulum",
     "single_continuous_mountain_car_fast": "continuous_mountain_car",
-    # this project's MAPPO and IPPO configs, sized for the CPU (run_configs/{mappo,ippo}_simple_spread.yaml)
+    # this project's MAPPO and IPPO configs, sized for the CPU (run_configs/{mappo,ippo}[_gru]_simple_spread.yaml)
     "mappo_simple_spread": "mpe_simple_spread",
     "ippo_simple_spread": "mpe_simple_spread",
+    "mappo_gru_simple_spread": "mpe_simple_spread",
+    "ippo_gru_simple_spread": "mpe_simple_spread",
 }
 
 #: example env -> its CPU-sized settings (``cpu_sized.yaml`` in the env's folder), applied on the cpu backend

@@ -233,6 +233,10 @@ def build(args: argparse.Namespace, plan: RunPlan | None = None) -> Any:
     config = plan.config
     run_dir = _same_on_every_rank(plan.run_dir, plan.world_size)
     env_class = (plan.env or resolve_env(args.env or config.name, getattr(args, "env_imports", None))).env_class
+    if plan.backend == "cpu":  # no GPU kernels in this process: the optimizers' Dynamo import skips Triton (73 MB)
+        from warp_drive.utils.lean_imports import import_dynamo_without_triton
+
+        import_dynamo_without_triton()
     trainer = build_trainer(config, env_class, backend=plan.backend, rank=plan.rank,
                             world_size=plan.world_size,
                             device_id=plan.local_rank if uses_gpu(plan.backend) and plan.world_size > 1 else None,

@@ -350,12 +350,11 @@ class RunConfig:
             logger.warning("no policy has `to_train: true`; training will not update any model.")
         env = dict(chk.require_mapping(raw.get("env"), "env"))
         chk.check_free_section(env, "env")
-        if env.get("seed") is not None:  # None or an integer in [0, 2**31)
-            chk.as_int(env["seed"], "env.seed", minimum=0)
+        if env.get("seed") is not None:  # None or an integer in [0, 2**31); 1e3 or 1000.0: 1000, for any env class
+            env["seed"] = chk.as_int(env["seed"], "env.seed", minimum=0)
         if "episode_length" in env:
-            trainer.num_iterations(
-                chk.as_int(env["episode_length"], "env.episode_length", minimum=1)
-            )
+            env["episode_length"] = chk.as_int(env["episode_length"], "env.episode_length", minimum=1)
+            trainer.num_iterations(env["episode_length"])
         return cls(
             name=chk.as_str(raw.get("name", defaults["name"]), "name"),
             env=copy.deepcopy(env),

@@ -18,7 +18,8 @@ import torch
 
 from warp_drive.vocab.constants import Constants
 from warp_drive.vocab.done import split_done
-from warp_drive.training.utils.minibatch import index_tree, iterate_minibatches, slice_rows
+from warp_drive.training.utils.minibatch import (index_tree, iterate_minibatches, iterate_sequence_minibatches,
+                                                 slice_rows)
 
 Tensor = torch.Tensor
 
@@ -76,10 +77,14 @@ class RolloutBuffers:
     time limits, the next values; :meth:`SharedBuffers.finalize` writes rewards and the episode-end
     flags, the policy's ``finalize`` the advantages and returns.
 
+    A recurrent policy's record also keeps what its update needs to run the sequences again
+    (:mod:`warp_drive.training.carried_state`): the carried state at the rollout's first step and the steps
+    whose state was reset; both are None for any other policy.
+
     Shapes:
         obs: ``(B, E, A, *obs)`` (or a dict of those); actions: (B, E, A, columns);
         log_probs, values, rewards, next_values, advantages, returns: (B, E, A);
-        terminated, truncated: (B, E).
+        terminated, truncated: (B, E); start_state: ``(E, A, *S)``; episode_starts: (B, E, A) bool.
     """
 
     obs: Any
@@ -92,16 +97,18 @@ class RolloutBuffers:
     truncated: Tensor
     advantages: Tensor
     returns: Tensor
-    #: (B, E, A) bool, each agent's active flag right after each step (before resets): an instance attribute of a
-    #: policy that masks inactive agents (warp_drive/training/agent_masks.py; :meth:`SharedBuffers.finalize` fills
-    #: it), not a field (records without it keep their fields; no annotation, so no ``__dataclass_fields__`` entry);
-    #: None otherwise
-    active_after = None
+    start_state: Tensor | None = None
+    episode_starts: Tensor | None = None
+    #: (B, E, A) bool, each agent's active flag right after each step (before resets), for a policy that masks
+    #: inactive agents (warp_drive/training/agent_masks.py; :meth:`SharedBuffers.finalize` fills it); else None
+    active_after: Tensor | None = None
 
     @classmethod
-    def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype) -> "RolloutBuffers":
+    def allocate(cls, steps: int, obs_example: Any, num_agents: int, columns: int, action_dtype: torch.dtype,
+                 state_example: Tensor | None = None) -> "RolloutBuffers":
         """Rows for ``steps`` env steps; ``obs_example``: one step's ``(E, A, *obs)`` observations
-        (or a dict of those)."""
+        (or a dict of those); ``state_example``: a recurrent policy's ``(E, A, *S)`` carried state (None: the
+        record keeps none)."""
         def like(x: Tensor) -> Tensor:
             return torch.empty((steps, *x.shape), dtype=x.dtype, device=x.device)
 
@@ -110,8 +117,12 @@ class RolloutBuffers:
         E, dev = ref.shape[0], ref.device
         f = lambda: torch.zeros((steps, E, num_agents), dtype=torch.float32, device=dev)  # noqa: E731
         flags = lambda: torch.zeros((steps, E), dtype=torch.bool, device=dev)  # noqa: E731
-        return cls(obs, torch.zeros((steps, E, num_agents, columns), dtype=action_dtype, device=dev), f(), f(), f(), f(),
-                   flags(), flags(), f(), f())
+        buffers = cls(obs, torch.zeros((steps, E, num_agents, columns), dtype=action_dtype, device=dev), f(), f(), f(),
+                      f(), flags(), flags(), f(), f())
+        if state_example is not None:
+            buffers.start_state = torch.zeros_like(state_example)
+            buffers.episode_starts = torch.zeros((steps, E, num_agents), dtype=torch.bool, device=dev)
+        return buffers
 
     def log_probs_row(self, step: int, rows: slice = slice(None)) -> Tensor:
         """Row ``step`` (envs ``rows``) of the log-probabilities, (E, A): the sampler writes it."""
@@ -130,7 +141,8 @@ class RolloutBuffers:
 
     def batch(self) -> "RolloutBatch":
         """What an actor-critic update trains on (views of these buffers)."""
-        return RolloutBatch(self.obs, self.actions, self.advantages, self.returns, self.log_probs, self.values)
+        return RolloutBatch(self.obs, self.actions, self.advantages, self.returns, self.log_probs, self.values,
+                            self.start_state, self.episode_starts)
 
 
 @dataclass(eq=False)
@@ -143,7 +155,10 @@ class RolloutBatch:
 
     Shapes: obs ``(B, E, A, *obs)`` (or a dict of those); actions (B, E, A, columns); advantages,
     returns, old_log_probs, old_values (B, E, A). A minibatch (:meth:`minibatches`) has the time
-    and env axes merged into one sample axis: ``(M, A, ...)``.
+    and env axes merged into one sample axis: ``(M, A, ...)``. A recurrent policy's batch also has
+    start_state ``(E, A, *S)`` and episode_starts (B, E, A); its minibatches hold whole env x agent
+    sequences, sequence first: ``(M, B, ...)``, start_state ``(M, *S)``
+    (:func:`~warp_drive.training.utils.minibatch.iterate_sequence_minibatches`).
     """
 
     obs: Any
@@ -152,6 +167,8 @@ class RolloutBatch:
     returns: Tensor
     old_log_probs: Tensor | None = None
     old_values: Tensor | None = None
+    start_state: Tensor | None = None
+    episode_starts: Tensor | None = None
 
     @classmethod
     def of(cls, batch: Any) -> "RolloutBatch":
@@ -188,7 +205,12 @@ class RolloutBatch:
 
     def env_subset(self, envs: Tensor) -> "RolloutBatch":
         """The batch of envs ``envs`` (a long index of the env axis) only."""
-        return RolloutBatch.of(index_tree(dict(self), envs, dim=1))
+        fields_ = dict(self)
+        start = fields_.pop("start_state", None)  # (E, A, *S): its env axis is the first
+        subset = index_tree(fields_, envs, dim=1)
+        if start is not None:
+            subset["start_state"] = start.index_select(0, envs)
+        return RolloutBatch.of(subset)
 
     def rows(self, start: int, stop: int) -> "RolloutBatch":
         """Samples ``start:stop`` (first axis) of a minibatch: views, no copies."""
@@ -196,8 +218,11 @@ class RolloutBatch:
 
     def minibatches(self, num_minibatches: int, generator: torch.Generator | None = None) -> Iterator["RolloutBatch"]:
         """Shuffled minibatches over the (time, env) samples (every agent of a sample stays
-        together); ``num_minibatches`` must divide ``B * E``. One minibatch: the whole batch, flat."""
-        for mb in iterate_minibatches(dict(self), num_minibatches, generator=generator):
+        together); ``num_minibatches`` must divide ``B * E``. One minibatch: the whole batch, flat.
+        A recurrent policy's batch (with ``start_state``): minibatches of whole env x agent sequences;
+        ``num_minibatches`` must divide ``E * A``."""
+        iterate = iterate_minibatches if self.start_state is None else iterate_sequence_minibatches
+        for mb in iterate(dict(self), num_minibatches, generator=generator):
             yield RolloutBatch.of(mb)
 
 

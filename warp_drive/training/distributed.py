@@ -108,6 +108,12 @@ def sync_buffers(module: torch.nn.Module | None) -> None:
             buf.copy_(all_reduce_mean(buf))
 
 
+def sync_each(modules: Sequence[torch.nn.Module | None]) -> None:
+    """:func:`sync_buffers` on each module (the engine's default for every trained policy's return normalizers)."""
+    for module in modules:
+        sync_buffers(module)
+
+
 def barrier() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()

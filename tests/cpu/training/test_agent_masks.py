@@ -120,7 +120,7 @@ def test_masked_logits_give_zero_probability_and_argmax_a_legal_action():
 
 # ---------------------------------------------------------------------------------------------- rollouts
 @pytest.mark.parametrize("order", ["reset_first", "bootstrap"])
-@pytest.mark.parametrize("case", ["ppo gather", "mappo two heads", "parts"])
+@pytest.mark.parametrize("case", ["ppo gather", "mappo two heads", "parts", "gru"])
 def test_no_illegal_action_is_ever_sampled(tmp_path, case, order):
     """Over 12 iterations x 10 steps x 8 envs x 3 agents, and evaluation episodes (greedy, and the uniform-random
     baseline's draws among the legal actions), StrictCorridor's step sees only legal actions; agents do leave the
@@ -133,6 +133,9 @@ def test_no_illegal_action_is_ever_sampled(tmp_path, case, order):
     kw = {}
     if case == "mappo two heads":
         policies, pmap, kw = {"m": _policy(algorithm="MAPPO", actor_input="obs_agent_id")}, None, {"heads": 2}
+    if case == "gru":  # a recurrent policy (models/gru.py) with a critic of its own
+        gru = {"type": "gru", "fc_dims": [16], "kwargs": {"hidden_size": 16}}
+        policies, pmap = {"g": _policy(algorithm="MAPPO", model=gru, normalize_return=True)}, None
     with torch_threads(2 if case == "parts" else 1):
         t = _trainer(tmp_path, policies, pmap, trainer={"bootstrap_at_time_limit": order == "bootstrap"}, **kw)
         left = forbidden = 0

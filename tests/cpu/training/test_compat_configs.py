@@ -184,6 +184,7 @@ SHIPPED_FROM = {
 #: this project's own shipped configs (2.7.1 had no SAC; the *_fast configs of benchmarks/bench_time_to_policy.py):
 #: no example-folder twin
 SHIPPED_HERE = ("single_continuous_mountain_car_sac", "single_pendulum_sac", "mappo_simple_spread", "ippo_simple_spread",
+                "mappo_gru_simple_spread", "ippo_gru_simple_spread",
                 *(f"single_{env}_fast" for env in ("cartpole", "acrobot", "mountain_car", "pendulum",
                                                    "continuous_mountain_car")))
 

@@ -44,7 +44,7 @@ def test_counted_flops_equal_torch_flop_counter(tmp_path, bench, algorithm, epoc
     assert counted["policies"]["b"]["update_flops"] == 0
     assert counted["policies"]["a"]["linear_shapes"] == [(1, 24), (24, 16), (16, 3), (16, 1)]
     assert bench.rollout_buffer_bytes(t) == sum(
-        x.numel() * x.element_size() for p in t.policies.values() for x in vars(p.buffers).values()
+        x.numel() * x.element_size() for p in t.policies.values() for x in vars(p.buffers).values() if x is not None
     ) + sum(x.numel() * x.element_size() for x in (t.rollout.shared.done, t.rollout.shared.timestep,
                                                    t.rollout.shared.rewards))
 

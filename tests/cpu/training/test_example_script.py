@@ -78,6 +78,10 @@ def test_output_results_folder_first_then_progress_lines_then_a_summary(tmp_path
                                   "episodes", "better"]
     verdict = next(line for line in lines if line.startswith("verdict: "))
     assert "paired over the same" in verdict or "trained − random, paired over the same start states" in verdict
+    # the run's initial weights against its final ones over the same episodes, and what that number means
+    learned = next(i for i, line in enumerate(lines) if line.startswith("learned (greedy return, initial -> final "
+                                                                         "weights): shared "))
+    assert " -> " in lines[learned] and " ± " in lines[learned] and "rises as the policy learns" in lines[learned + 1]
     assert lines[-1] == f"results: {tmp_path / 'run'}"
 
 

@@ -9,6 +9,7 @@ Per iteration, for every policy ``p``::
 
     obs = p.observe(store, obs_names)         # what its networks see (network_inputs.py), recorded
     outputs = p.model(obs)                    # no grad, every env at once (the rollout, each step)
+                                              # recurrent: p.model(obs, state), p.carried (carried_state.py)
     p.act(outputs, greedy) -> (E, A, d)       # unless p.samples_in_kernel: the sampler kernels do it
     p.record_next_obs(step, obs)              # if p.records_next_obs: after the env step, before resets
     p.finalize(last_values, bootstrap)        # once, after the rollout copied rewards and flags
@@ -19,6 +20,11 @@ and for checkpoints ``p.state_dict()`` / ``p.load_state_dict(state)`` (the entry
 ``<tag>[_<role>]_<timestep>.state_dict`` files).
 
 Hooks marked *on-policy* have defaults that suit policies that keep no state between rollouts.
+
+The rollout's two hooks are named here: **what a network sees** (:meth:`Policy.observe`,
+:mod:`warp_drive.training.network_inputs`) and **carried state** (:attr:`Policy.carried`, a
+:class:`~warp_drive.training.carried_state.CarriedState` for a recurrent model: the rollout feeds the model its
+state, keeps the next one and resets it where an env is done; None for a stateless model).
 
 The contract is checked: :func:`check_policy_class` when an algorithm is registered
 (:func:`warp_drive.config.algorithms.register_algorithm`), :func:`check_policy` when the engine
@@ -36,6 +42,7 @@ from torch import nn
 
 from warp_drive.errors import ConfigError, PolicyContractError
 from warp_drive.training.distributed import unwrap
+from warp_drive.training.carried_state import CarriedState
 from warp_drive.training.network_inputs import NetworkInputs, own_observations
 from warp_drive.training.policy_state import EpisodeStats, agent_index
 
@@ -180,6 +187,9 @@ class Policy:
     #: what the networks see besides each agent's own observation (``policy.<tag>.actor_input`` /
     #: ``critic_input``, :func:`~warp_drive.training.network_inputs.build_network_inputs`); None: only that
     inputs: NetworkInputs | None = None
+    #: a recurrent model's hidden state per env and agent, which the rollout feeds it and carries from step to
+    #: step (:func:`~warp_drive.training.carried_state.build_carried_state`); None: the model keeps no state
+    carried: CarriedState | None = None
 
     def __init__(self, ctx: BuildContext) -> None:
         for name, value in self.common_state(ctx).items():

@@ -101,15 +101,16 @@ class ActingForward:
         #: not inside a compiled function, whose guards would see a new tensor every rollout
         self.caches_head_weights = not (compile and can_compile(device))
 
-    def _forward(self, obs: Any) -> Any:
+    def _forward(self, obs: Any, *state: Tensor) -> Any:
         if self.dtype is None:
-            return self.model(obs)
+            return self.model(obs, *state)
         with autocast(self.device, self.dtype):
-            out = self.model(obs)
+            out = self.model(obs, *state)
         return float32(out)
 
-    def __call__(self, obs: Any) -> Any:
-        return self._fn(obs)
+    def __call__(self, obs: Any, *state: Tensor) -> Any:
+        """``model(obs)``, or for a recurrent model ``model(obs, state) -> (outputs, new state)``."""
+        return self._fn(obs, *state)
 
 
 class LossFunction:
@@ -134,10 +135,13 @@ class LossFunction:
     def _loss(self, batch: dict[str, Any], index: Tensor | None, c_vf: Tensor | float, c_ent: Tensor | float,
               stats: tuple[Tensor, Tensor] | None) -> tuple[Tensor, dict[str, Tensor], Tensor]:
         rows = RolloutBatch.of(batch if index is None else index_tree(batch, index))
-        with autocast(self.device, self.dtype):
-            head_outputs, values = self.model(rows.obs)
-        if self.dtype is not None:
-            head_outputs, values = float32(head_outputs), float32(values)
+        if rows.start_state is not None:  # a recurrent policy's sequences, sequence first: (M, B, ...)
+            head_outputs, values = self._sequence_forward(rows)
+        else:
+            with autocast(self.device, self.dtype):
+                head_outputs, values = self.model(rows.obs)
+            if self.dtype is not None:
+                head_outputs, values = float32(head_outputs), float32(values)
         active = active_of(rows.obs)  # agents in the game (agent_masks.py); None: every sample counts
         loss, metrics = self.algorithm.compute_loss(
             head_outputs, values, rows.actions, rows.advantages, rows.returns, timestep=0,
@@ -145,6 +149,16 @@ class LossFunction:
             **({} if stats is None else {"advantage_stats": stats}),
             **({} if active is None else {"sample_mask": active}))
         return loss, metrics, values
+
+    def _sequence_forward(self, rows: RolloutBatch) -> tuple[Any, Tensor]:
+        """The recurrent model over every sequence's time axis from its start state, reset at the recorded
+        episode starts (truncated back-propagation through time over the rollout chunk); outputs sequence first."""
+        time_first = lambda t: t.transpose(0, 1)  # noqa: E731
+        with autocast(self.device, self.dtype):
+            (head_outputs, values), _ = self.model(map_tensors(time_first, rows.obs), rows.start_state,
+                                                   time_first(rows.episode_starts))
+        head_outputs, values = map_tensors(time_first, head_outputs), time_first(values)
+        return (float32(head_outputs), float32(values)) if self.dtype is not None else (head_outputs, values)
 
     def __call__(self, batch: RolloutBatch | dict[str, Any], coefficients: tuple[Any, Any], *,
                  advantage_stats: tuple[Tensor, Tensor] | None = None,

@@ -27,8 +27,9 @@ import torch
 from warp_drive.config import RunConfig, load_run_config
 from warp_drive.errors import ConfigError, UsageError
 from warp_drive.services.numba_services import service_manager
+from warp_drive.training.carried_state import carried_state_entry, load_carried_states, reset_carried_states
 from warp_drive.training.engine.counters import RunCounters
-from warp_drive.training.distributed import sync_buffers, unwrap, wrap_model
+from warp_drive.training.distributed import sync_each, unwrap, wrap_model
 from warp_drive.training.engine.env_subset import env_subset
 from warp_drive.training.models.factory import ModelFactory
 from warp_drive.training.engine.phase_timer import EAGER, PhaseTimer
@@ -55,12 +56,6 @@ CPU_CHUNK_SAMPLES = 4096
 def rank_seed_of(seed: int, rank: int) -> int:
     """The env and sampler seed of ``rank``: the streams differ per rank, the weights do not."""
     return (seed + 1000 * rank) & 0x7FFFFFFF
-
-
-def _sync_each(normalizers: list[Any]) -> None:
-    """Average every return normalizer's statistics over the torch.distributed ranks (if any)."""
-    for normalizer in normalizers:
-        sync_buffers(normalizer)
 
 
 class Engine:
@@ -123,6 +118,7 @@ class Engine:
         self.env_wrapper.reset_all_envs()
         for p in self.policies.values():
             p.stats.reset_running()
+        reset_carried_states(self.policies.values())
         self.started = True
 
     def end_iteration(self, since: float | None = None) -> None:
@@ -317,7 +313,7 @@ class Engine:
                 timer.start("training")
             for p in self.policies.values():
                 p.timestep += self.config.trainer.train_batch_size
-            (sync_normalizers or _sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
+            (sync_normalizers or sync_each)([n for p in trained for n in p.running_statistics()])  # same statistics on every rank
             for p in trained:
                 given = None if optimizers is None else optimizers.get(p.tag, {})  # {}: a policy with no optimizer
                 context = UpdateContext(
@@ -334,8 +330,8 @@ class Engine:
 
     def _minibatch_rows(self) -> list[tuple[int, int]]:
         """``(rows per env, num_minibatches)`` of every trained policy whose batch has an env axis."""
-        return [(self.steps_per_iter * p.num_agents, p.config.num_minibatches)
-                for p in self.policies.values() if p.to_train and p.batch_has_env_axis]
+        return [(p.num_agents if p.carried is not None else self.steps_per_iter * p.num_agents, p.config.num_minibatches)
+                for p in self.policies.values() if p.to_train and p.batch_has_env_axis]  # recurrent: A sequences per env
 
     def cpu_chunk_rows(self, num_agents: int) -> int | None:
         """cpu backend: rows (envs per rollout forward, (time, env) samples per update chunk) of
@@ -374,8 +370,8 @@ class Engine:
 
     @contextlib.contextmanager
     def evaluation_episodes(self, greedy: bool) -> Iterator[Any]:
-        """Force-reset every env and play with greedy (or sampled) actions; on exit restore the
-        sampling mode and force-reset again, so training continues from fresh episodes.
+        """Force-reset every env (and carried states) and play with greedy (or sampled) actions; on exit restore
+        the sampling mode and force-reset again, so training continues from fresh episodes.
 
         Yields:
             The :class:`~warp_drive.training.engine.rollout.Rollout` to step (its policy outputs are
@@ -384,6 +380,7 @@ class Engine:
         saved = self.rollout.set_greedy(greedy)
         try:
             self.env_wrapper.reset_all_envs()
+            reset_carried_states(self.policies.values())
             self.rollout.begin()
             yield self.rollout
         finally:
@@ -419,7 +416,7 @@ class Engine:
         }
 
     def rank_state_dict(self) -> dict[str, Any]:
-        """What differs between ranks: env replicas, reset-pool and sampler counters, episode statistics."""
+        """What differs between ranks: env replicas, reset-pool and sampler counters, episode statistics, carried states."""
         return {
             "sampler_counters": self.sampler.counters_state(),
             # the env replicas themselves, so a resumed run continues the same episodes
@@ -429,6 +426,7 @@ class Engine:
             # episodes completed since the last metrics row (a checkpoint between logging iterations)
             "episode_sums": {tag: [p.stats.return_sum, p.stats.length_sum, p.stats.count] for tag, p in self.policies.items()},
             "started": self.started,
+            **carried_state_entry(self.policies.values()),  # recurrent policies only
         }
 
     def load_state_dict(self, state: Mapping[str, Any], source: str = "checkpoint") -> None:
@@ -470,6 +468,7 @@ class Engine:
             stats = self.policies[tag].stats
             for target, value in zip((stats.return_sum, stats.length_sum, stats.count), sums):
                 target.copy_(value)
+        load_carried_states(self.policies, rank_state.get("carried_state"))
         self.started = bool(rank_state["started"])
 
     def load_progress(self, iteration: int, timesteps: Mapping[str, int], perf: Mapping[str, Any] | None = None) -> None:

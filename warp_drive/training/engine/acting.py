@@ -59,8 +59,11 @@ def observe(dm: Any, policy: Policy, obs_names: list[str], step: int | None,
 
 def forward_in_chunks(model: Any, obs: Any, chunk_envs: int | None) -> Any:
     """``model(obs)``, run on at most ``chunk_envs`` envs (first axis) at a time when given, the outputs
-    concatenated back (the cpu backend's chunks: :data:`~warp_drive.training.engine.CPU_CHUNK_SAMPLES`)."""
-    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+    concatenated back (the cpu backend's chunks: :data:`~warp_drive.training.engine.CPU_CHUNK_SAMPLES`).
+    ``obs`` may be a tuple too (a recurrent model's ``(observations, state)``)."""
+    first = obs
+    while not isinstance(first, Tensor):
+        first = next(iter(first.values())) if isinstance(first, dict) else first[0]
     num_envs = first.shape[0]
     if chunk_envs is None or chunk_envs >= num_envs:
         return model(obs)

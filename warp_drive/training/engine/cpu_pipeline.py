@@ -18,9 +18,10 @@ GEMM on AVX2, for calls of 4 rows or more in multiples of 4), else to float roun
   head only; a part passes its first row (:func:`~warp_drive.managers.cpu_kernels.sample_action_rows`),
   so which thread draws a row does not change the draw. Resets likewise pass their first env
   (:func:`~warp_drive.managers.cpu_kernels.reset_env_rows`) for the reset-pool draws;
-* the policy is row-wise (an MLP): a forward of a part gives the rows the whole forward gives, as
-  for the env chunks that :meth:`Rollout.forward` already uses on the cpu. Layers whose forward
-  changes state (batch-norm statistics, dropout draws) keep the rollout in one thread.
+* the policy is row-wise (an MLP, or a recurrent model whose carried state is kept per row): a forward
+  of a part gives the rows the whole forward gives, as for the env chunks that :meth:`Rollout.forward`
+  already uses on the cpu. Layers whose forward changes state (batch-norm statistics, dropout draws) keep
+  the rollout in one thread.
 
 Everything before the first step (:meth:`Rollout.begin`) and after the last
 (:meth:`Rollout.finalize`) runs once, on every core, as in the plain loop.
@@ -267,6 +268,7 @@ class EnvPartsRollout:
                         part.shared.record(step, part.dm)
                         self._reset(part)
                         mark("policy")
+                        R.carry_state(part.shared.done[step], part)
                         R.forward_policies(R.next_obs_row(step), part)
                         continue
                     mark("policy")  # Rollout.step_bootstrap

@@ -27,6 +27,11 @@ episode's final observation):
 Per step the reset-first order launches, per policy, one gather fewer, no ``torch.where`` and no
 copy of the bootstrap values, and records neither timesteps nor truncation flags (read only to
 split episode ends for bootstrapping).
+
+A policy whose model is recurrent carries its state from step to step (:mod:`~warp_drive.training.carried_state`):
+each forward reads the state and writes the next one, and after the resets :meth:`Rollout.carry_state` starts
+the done envs' states afresh; in the bootstrap order its outputs after the reset come from one more forward
+(its state differs per env, so no outputs of the reset observations are kept).
 """
 
 from __future__ import annotations
@@ -169,6 +174,7 @@ class Rollout:
         self.record_next_obs(step)
         self.spec.env_wrapper.reset_only_done_envs()
         mark("policy")
+        self.carry_state(self.shared.done[step])
         self.forward_policies(self.next_obs_row(step))
 
     @torch.no_grad()
@@ -195,13 +201,34 @@ class Rollout:
         rows = self.spec.cpu_chunk_rows
         return rows(p.num_agents) if rows is not None else None
 
-    def forward(self, p: Policy, obs: Any) -> tuple[Any, Tensor | None]:
+    def forward(self, p: Policy, obs: Any, rows: slice = slice(None), final: bool = False) -> tuple[Any, Tensor | None]:
         """``(outputs, values)`` of the policy's model on (E, A, ...) observations (in env chunks on
         the cpu backend): the head outputs and values of a policy the kernels sample, else the
-        model's outputs (what :meth:`Policy.act` reads) and None."""
-        if not p.samples_in_kernel:
-            return forward_in_chunks(p.model, obs, self.chunk_envs(p)), None
-        return forward_in_chunks(self._forwards[p.tag], obs, self.chunk_envs(p))
+        model's outputs (what :meth:`Policy.act` reads) and None.
+
+        A recurrent model reads the carried state of envs ``rows`` and writes the next one
+        (:class:`~warp_drive.training.carried_state.CarriedState`); ``final``: the observations are an
+        episode's last before its reset (the bootstrap order's forward): it reads the state the last forward
+        wrote and keeps none."""
+        model = p.model if not p.samples_in_kernel else self._forwards[p.tag]
+        carried = p.carried
+        if carried is None:
+            out = forward_in_chunks(model, obs, self.chunk_envs(p))
+        else:
+            state = carried.next[rows] if final else carried.inputs(rows)
+            out, new_state = forward_in_chunks(lambda x: model(*x), (obs, state), self.chunk_envs(p))
+            if not final:
+                carried.set_next(new_state, rows)
+        return out if p.samples_in_kernel else (out, None)
+
+    def carry_state(self, done: Tensor, part: Any = None) -> None:
+        """After an env step's resets: every recurrent policy's state for the next observations, the initial
+        state where ``done`` ((E,) flags of ``part``'s envs) is set (:meth:`CarriedState.advance
+        <warp_drive.training.carried_state.CarriedState.advance>`)."""
+        rows = (part or self).rows
+        for p in self.spec.policies.values():
+            if p.carried is not None:
+                p.carried.advance(done, rows)
 
     def _caches_head_weights(self, p: Policy) -> bool:
         forward = self._forwards.get(p.tag)
@@ -225,9 +252,12 @@ class Rollout:
                 "act on the saved start observations; set it before building the trainer (env config "
                 "fresh_start_states: true)"
             )
+        for p in self.spec.policies.values():
+            if record and p.carried is not None:
+                p.buffers.start_state.copy_(p.carried.hidden)
         self.forward_policies(row)
         for p in self.spec.policies.values():
-            if self.spec.reset_obs_known and not self.reset_first:
+            if self.spec.reset_obs_known and not self.reset_first and p.carried is None:
                 self.reset_heads[p.tag], self.reset_values[p.tag] = self.forward(
                     p, policy_obs(self.dm, p, self.spec.obs_names, at_reset=True))
 
@@ -304,7 +334,11 @@ class Rollout:
     def end_step(self, step: None = None) -> None:
         """Everything after an env step that records nothing (evaluation): reset the done envs and
         set the policy outputs for the next step, always reset first (no bootstrap values are needed)."""
+        carries = any(p.carried is not None for p in self.spec.policies.values())
+        done = self.dm.data_on_device_via_torch(Constants.DONE) > 0 if carries else None
         self.spec.env_wrapper.reset_only_done_envs()
+        if done is not None:
+            self.carry_state(done)
         self.forward_policies(None)
 
     def forward_policies(self, row: int | None, part: Any = None) -> None:
@@ -320,7 +354,7 @@ class Rollout:
 
         def forward(p: Policy) -> None:
             obs = observe(part.dm, p, self.spec.obs_names, row, part.rows)
-            part.heads[p.tag], part.values[p.tag] = self.forward(p, obs)
+            part.heads[p.tag], part.values[p.tag] = self.forward(p, obs, part.rows)
 
         policies = list(self.spec.policies.values())
         side = self._side_streams(len(policies) - 1) if part is self else []
@@ -354,7 +388,7 @@ class Rollout:
         next_out = {}
         for p in t.policies.values():
             obs = policy_obs(dm, p, t.obs_names)
-            next_out[p.tag] = self.forward(p, obs)
+            next_out[p.tag] = self.forward(p, obs, part.rows, final=True)
             if step is not None and p.samples_in_kernel:
                 p.buffers.record_next_values(step, next_out[p.tag][1], part.rows)
             if step is not None and p.records_next_obs:
@@ -371,19 +405,22 @@ class Rollout:
     @torch.no_grad()
     def set_next_outputs(self, done: Tensor, next_out: dict[str, Any], part: Any = None) -> None:
         """Bootstrap order, after the reset: the policy outputs for the next step (those on the
-        saved reset observations where ``done`` (E,), else ``next_out``)."""
+        saved reset observations where ``done`` (E,), else ``next_out``; a recurrent policy's from one
+        more forward, after :meth:`carry_state`)."""
         t, part = self.spec, part or self
+        if any(p.carried is not None for p in t.policies.values()):
+            self.carry_state(done, part)
         for p in t.policies.values():
             heads, values = next_out[p.tag]
-            if t.reset_obs_known:
+            if t.reset_obs_known and p.carried is None:
                 reset_heads, reset_values = self.reset_heads[p.tag], self.reset_values[p.tag]
                 if part is not self:
                     reset_heads = slice_rows(reset_heads, part.rows.start, part.rows.stop)
                     reset_values = reset_values[part.rows]
                 part.heads[p.tag] = where_done(done, reset_heads, heads)
                 part.values[p.tag] = where_done(done, reset_values, values)
-            else:  # reset observations unknown: one more forward on the post-reset observations
-                part.heads[p.tag], part.values[p.tag] = self.forward(p, policy_obs(part.dm, p, t.obs_names))
+            else:  # reset observations unknown (or a carried state): one more forward on the post-reset observations
+                part.heads[p.tag], part.values[p.tag] = self.forward(p, policy_obs(part.dm, p, t.obs_names), part.rows)
 
     @torch.no_grad()
     def finalize(self) -> None:

@@ -287,6 +287,7 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
 
     A policy whose networks see more than their own observations (``actor_input`` / ``critic_input``) gets them
     composed from ``obs`` as one env (:meth:`NetworkInputs.compose <warp_drive.training.network_inputs.NetworkInputs.compose>`).
+    A recurrent policy's state is carried from call to call, from its initial state at ``t == 0``.
 
     Raises:
         ConfigError: A policy has a Gaussian (Box) action head (host rollouts here are categorical), or reads the
@@ -307,6 +308,7 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
     num_agents = engine.env_wrapper.n_agents
     device = torch.device(engine.device)
     generator = torch.Generator(device=device).manual_seed(seed)
+    states: dict[str, torch.Tensor] = {}  # recurrent policies' carried states: (A, *S)
 
     @torch.no_grad()
     def policy(obs: np.ndarray, t: int) -> np.ndarray:
@@ -318,7 +320,12 @@ def numpy_policy(engine: Engine, deterministic: bool = True, seed: int = 0) -> C
             if p.inputs is not None:  # as one env: (1, A, ...), whose store holds its observations
                 store = SimpleNamespace(data_on_device_via_torch={Constants.OBSERVATIONS: x[None]}.__getitem__)
                 own = map_tensors(lambda t: t[0], p.inputs.compose(own[None], store, False, False))
-            head_outputs, _ = p.model(own)
+            if p.carried is None:
+                head_outputs, _ = p.model(own)
+            else:
+                if t == 0 or p.tag not in states:
+                    states[p.tag] = p.carried.initial[0].clone()
+                (head_outputs, _), states[p.tag] = p.model(own, states[p.tag])
             cols = [probs.argmax(-1) if deterministic else torch.multinomial(probs, 1, generator=generator).squeeze(-1)
                     for probs in head_outputs]
             out[p.agent_ids, : len(cols)] = torch.stack(cols, -1).cpu().numpy()

@@ -24,6 +24,7 @@ _BUILTINS: dict[str, ModelRef] = {
     "fully_connected_actor": "warp_drive.training.models.actor_critic:FullyConnectedActor",
     "fully_connected_action_value_critic": "warp_drive.training.models.actor_critic:FullyConnectedActionValueCritic",
     "squashed_gaussian_actor": "warp_drive.training.models.squashed_gaussian:SquashedGaussianActor",
+    "gru": "warp_drive.training.models.gru:GRUActorCritic",
 }
 
 #: model type -> the class it builds when the critic sees another input than the actor (``critic_dims`` given)
@@ -38,7 +39,9 @@ class ModelFactory:
     Built-in: ``fully_connected`` -> :class:`FullyConnected` (with a separate critic input:
     :class:`~warp_drive.training.models.separate_critic.FullyConnectedSeparateCritic`); DDPG's ``fully_connected_actor`` and
     ``fully_connected_action_value_critic`` (:mod:`~warp_drive.training.models.actor_critic`); SAC's
-    ``squashed_gaussian_actor`` (:mod:`~warp_drive.training.models.squashed_gaussian`). See ``warp_drive.training.models``
+    ``squashed_gaussian_actor`` (:mod:`~warp_drive.training.models.squashed_gaussian`); the recurrent A2C/PPO model
+    ``gru`` (:class:`~warp_drive.training.models.gru.GRUActorCritic`, its critic network of its own when given
+    ``critic_dims``). See ``warp_drive.training.models``
     for the contract a custom model follows.
     """
 

@@ -102,6 +102,29 @@ class FullyConnected(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
+        self._init_io(obs_dims, action_spec, action_scale=action_scale, action_bias=action_bias,
+                      normalize_obs=normalize_obs, activation=activation)
+        action_spec = self.action_spec
+        self.trunk, width = hidden_layers(self.obs_size, fc_dims, activation)
+        if action_spec.is_gaussian:
+            self.policy_heads = nn.ModuleList([nn.Linear(width, action_spec.gaussian_dim)])
+            self.log_std: nn.Parameter | None = nn.Parameter(
+                torch.full((action_spec.gaussian_dim,), float(log_std_init))
+            )
+        else:
+            self.policy_heads = nn.ModuleList(nn.Linear(width, n) for n in action_spec.categorical)
+            self.log_std = None
+        self.value_head = nn.Linear(width, 1)
+        self._head_weights: tuple[Tensor, Tensor] | None = None  # see cache_head_weights
+        init_linear_layers(self, init_method, {**{head: 0.01 for head in self.policy_heads}, self.value_head: 1.0})
+
+    def _init_io(self, obs_dims: ObsDims, action_spec: ActionSpec | Sequence[int], *, action_scale: float | None,
+                 action_bias: float | None, normalize_obs: bool, activation: str) -> None:
+        """What the model reads and writes, set before any layer (no parameters, so the weights' draws do not
+        move): the checked ``activation`` and ``normalize_obs``, the action spec and Gaussian bounds, the
+        observation layout (``obs_keys``, ``obs_shapes``, ``obs_size``) and the observation normalizer. A model
+        built on this class's observation and head handling
+        (:class:`~warp_drive.training.models.gru.GRUActorCritic`) calls it in its own constructor."""
         if not isinstance(normalize_obs, (bool, np.bool_)):
             raise ConfigError(f"normalize_obs={normalize_obs!r} must be true or false (model.kwargs.normalize_obs)")
         if activation not in ACTIVATIONS:
@@ -136,19 +159,6 @@ class FullyConnected(nn.Module):
             self.obs_shapes = {"": feature_shape(obs_dims)}
         self.obs_size = sum(math.prod(s) for s in self.obs_shapes.values())
         self.obs_normalizer = ObsNormalizer(self.obs_size) if normalize_obs else None
-
-        self.trunk, width = hidden_layers(self.obs_size, fc_dims, activation)
-        if action_spec.is_gaussian:
-            self.policy_heads = nn.ModuleList([nn.Linear(width, action_spec.gaussian_dim)])
-            self.log_std: nn.Parameter | None = nn.Parameter(
-                torch.full((action_spec.gaussian_dim,), float(log_std_init))
-            )
-        else:
-            self.policy_heads = nn.ModuleList(nn.Linear(width, n) for n in action_spec.categorical)
-            self.log_std = None
-        self.value_head = nn.Linear(width, 1)
-        self._head_weights: tuple[Tensor, Tensor] | None = None  # see cache_head_weights
-        init_linear_layers(self, init_method, {**{head: 0.01 for head in self.policy_heads}, self.value_head: 1.0})
 
     @classmethod
     def from_config(

@@ -25,7 +25,9 @@ class Comparison:
     and, with several policies, the same opponents' random draws; :func:`evaluate`). With several
     policies also, against the other policies playing their models: ``game`` (this policy playing
     its model too), ``random_in_game`` (this policy uniformly random) and ``difference_in_game``.
-    ``fresh_starts``: the episodes started from fresh start states.
+    ``fresh_starts``: the episodes started from fresh start states. ``start``: the weights the run
+    started from, playing as ``trained`` does over the same episodes, and ``learned`` the paired
+    difference trained − start (None where not played: no start weights, or nothing learned).
 
     ``better`` (the verdict): against the uniformly random other policies, the same fixed opponents
     in every run, the 95% interval of the paired difference lies above 0
@@ -44,6 +46,8 @@ class Comparison:
     greedy: bool = True
     difference: Interval | None = None
     difference_in_game: Interval | None = None
+    start: Interval | None = None
+    learned: Interval | None = None
 
     @property
     def better_vs_random_others(self) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -170,7 +170,7 @@ def paired_difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> Int
 @torch.no_grad()
 def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None = None, *,
              total_episodes: int = DEFAULT_EVAL_EPISODES, random_baseline: bool = True,
-             fresh_starts: bool = True) -> dict[str, dict[str, Any]]:
+             fresh_starts: bool = True, start_weights: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Play episodes from fresh start states with the current policies and with the uniform-random
     policy, every play over the same start states (paired: :func:`common_start_states`); report each
     with its 95% Student t interval over episodes and the paired per-episode differences.
@@ -186,6 +186,11 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
         fresh_starts: turn the wrapper's ``fresh_start_states`` on for these episodes (where the
             env supports it); False plays the start states as the wrapper is set (2.7.1's: the
             saved start state).
+        start_weights: ``{tag: {role: state_dict}}``, the weights a run started from
+            (:mod:`~warp_drive.training.run.start_weights`); with ``random_baseline``, each named policy
+            whose weights differ from them also plays them over the same episodes, against the same
+            opponents as its verdict's play (uniformly random other policies; alone with one policy),
+            and its own weights come back after.
 
     Returns:
         ``{tag: {...}}`` with ``episode_return``, ``episode_length`` and ``episode_key`` (arrays, one
@@ -199,7 +204,11 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
         ``episode_return_vs_random_others`` and ``return_interval_vs_random_others``,
         ``random_episode_return_vs_trained_others`` and ``random_return_interval_vs_trained_others``
         (this policy uniformly random, the others playing their models) and
-        ``difference_interval_vs_trained_others`` (the all-model play minus that one).
+        ``difference_interval_vs_trained_others`` (the all-model play minus that one). With
+        ``start_weights``, each policy that learned also has ``start_episode_return``,
+        ``start_return_interval`` (its start weights' play) and ``learned_interval``: the paired
+        difference, episode by episode, of its verdict's play (``difference_interval``'s first term)
+        minus that one.
 
     Raises:
         ConfigError: ``num_episodes`` or ``total_episodes`` below 1 (or not an integer).
@@ -224,16 +233,37 @@ def evaluate(engine: Any, deterministic: bool = True, num_episodes: int | None =
         _add(out, "random_episode_return", "random_return_interval", randoms)
         if len(tags) == 1:
             out[tags[0]]["difference_interval"] = paired_difference(game[tags[0]], randoms[tags[0]])
+            _play_start(engine, out, tags[0], game[tags[0]], start_weights, lambda: play(()))
             return out
+        solos = {}
         for tag in tags:
-            solo = play([t for t in tags if t != tag])
+            solos[tag] = solo = play([t for t in tags if t != tag])
             _add(out, "episode_return_vs_random_others", "return_interval_vs_random_others", {tag: solo[tag]})
             out[tag]["difference_interval"] = paired_difference(solo[tag], randoms[tag])
             alone = play([tag])
             _add(out, "random_episode_return_vs_trained_others", "random_return_interval_vs_trained_others",
                  {tag: alone[tag]})
             out[tag]["difference_interval_vs_trained_others"] = paired_difference(game[tag], alone[tag])
+        for tag in tags:  # last: the plays above draw the same random numbers as without start weights
+            others = [t for t in tags if t != tag]
+            _play_start(engine, out, tag, solos[tag][tag], start_weights, lambda others=others: play(others))
     return out
+
+
+def _play_start(engine: Any, out: dict[str, dict[str, Any]], tag: str, final: dict[str, np.ndarray],
+                start_weights: Mapping[str, Any] | None, play: Callable[[], dict[str, dict[str, np.ndarray]]]) -> None:
+    """``tag``'s start weights over the episodes (and opponents) of ``final``, its verdict's play: the
+    ``start_*`` and ``learned_interval`` entries of :func:`evaluate`; nothing without start weights or
+    where the policy still holds them."""
+    from warp_drive.training.run.start_weights import playing, same_as_current
+
+    policies = _playing(engine)[1]
+    if not start_weights or tag not in start_weights or same_as_current(policies[tag], start_weights[tag]):
+        return
+    with playing(policies, {tag: start_weights[tag]}):
+        start = play()[tag]
+    _add(out, "start_episode_return", "start_return_interval", {tag: start})
+    out[tag]["learned_interval"] = paired_difference(final, start)
 
 
 def _add(out: dict[str, dict[str, Any]], returns_key: str, interval_key: str, played: dict[str, dict[str, np.ndarray]]) -> None:
@@ -243,7 +273,8 @@ def _add(out: dict[str, dict[str, Any]], returns_key: str, interval_key: str, pl
 
 
 def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES,
-                        fresh_starts: bool = True, greedy: bool | None = None) -> dict[str, Comparison]:
+                        fresh_starts: bool = True, greedy: bool | None = None,
+                        start_weights: Mapping[str, Any] | None = None) -> dict[str, Comparison]:
     """Each policy's return against the uniform-random policy's (the learning summary's numbers).
 
     ``greedy``: the trained policies play greedily (argmax / Gaussian mean) or sample their actions
@@ -256,6 +287,9 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
     fixed opponents, the other policies uniformly random; the all-trained game against the all-random game
     cannot serve, since in a zero-sum game both teams cannot beat the all-random game at once.
 
+    ``start_weights`` (the weights the run started from): each policy that learned also plays them in its
+    verdict's play, over the same episodes (:attr:`Comparison.start`, :attr:`Comparison.learned`).
+
     Raises:
         ConfigError: ``total_episodes`` below 1.
         UsageError: the engine has no :meth:`evaluation_episodes` (DDPG trainers).
@@ -265,13 +299,16 @@ def compare_with_random(engine: Any, total_episodes: int = DEFAULT_EVAL_EPISODES
                          "the learning summary needs an A2C/PPO trainer")
     if greedy is None:
         greedy = len(engine.policies) == 1
-    res = evaluate(engine, deterministic=greedy, total_episodes=total_episodes, fresh_starts=fresh_starts)
+    res = evaluate(engine, deterministic=greedy, total_episodes=total_episodes, fresh_starts=fresh_starts,
+                   start_weights=start_weights)
     if len(res) == 1:
         return {tag: Comparison(tag, r["return_interval"], r["random_return_interval"], None, r["fresh_start_states"],
-                                greedy=greedy, difference=r["difference_interval"]) for tag, r in res.items()}
+                                greedy=greedy, difference=r["difference_interval"], start=r.get("start_return_interval"),
+                                learned=r.get("learned_interval")) for tag, r in res.items()}
     return {tag: Comparison(tag, r["return_interval_vs_random_others"], r["random_return_interval"], r["return_interval"],
                             r["fresh_start_states"], r["random_return_interval_vs_trained_others"], greedy,
-                            r["difference_interval"], r["difference_interval_vs_trained_others"])
+                            r["difference_interval"], r["difference_interval_vs_trained_others"],
+                            r.get("start_return_interval"), r.get("learned_interval"))
             for tag, r in res.items()}
 
 

@@ -73,7 +73,8 @@ def probe_iteration_seconds(engine: Any) -> float:
                 continue
             start = time.perf_counter()
             leaves: list[torch.Tensor] = []
-            map_tensors(leaves.append, p.model(obs_row(p.buffers, 0)))
+            carried = () if p.carried is None else (p.carried.inputs(),)  # a recurrent model's state
+            map_tensors(leaves.append, p.model(obs_row(p.buffers, 0), *carried))
             sum(o.float().sum() for o in leaves).backward()
             update_s += (time.perf_counter() - start) * p.config.num_epochs
             p.model.zero_grad(set_to_none=True)

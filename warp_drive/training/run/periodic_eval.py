@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from warp_drive.training.run.start_weights import policy_weights
+
 logger = logging.getLogger(__name__)
 
 #: The metric of a periodic evaluation, logged per policy as ``<tag>/eval_return``.
@@ -99,7 +101,7 @@ class PeriodicEvaluation:
             self.last[tag] = (iteration, score)
             best = self.best.get(tag)
             if self.keep_best and (best is None or score >= best.score):
-                self.best[tag] = BestWeights(iteration, score, _weights(engine.policies[tag]))
+                self.best[tag] = BestWeights(iteration, score, policy_weights(engine.policies[tag]))
         return scores
 
     def restore_best(self, engine: Any) -> dict[str, BestWeights]:
@@ -146,11 +148,3 @@ class PeriodicEvaluation:
         except (TypeError, ValueError, KeyError, AttributeError) as err:
             raise CheckpointError(f"the checkpoint's '{STATE_KEY}' entry is malformed ({err!r}); resume from "
                                   "another checkpoint or start a new run") from None
-
-
-def _weights(policy: Any) -> dict[str, dict[str, torch.Tensor]]:
-    """A detached copy of ``policy``'s weights, ``{role: state_dict}`` (its weight files' modules)."""
-    from warp_drive.training.distributed import unwrap
-
-    return {role: {k: v.detach().clone() for k, v in unwrap(m).state_dict().items()}
-            for role, m in policy.weight_files().items()}

@@ -7,19 +7,21 @@ its training episode return early and late in the run; with ``trainer.keep_best`
 the final policy holds; then the learning summary: the final policies against the uniform-random
 policy over the same fresh start states, each with its 95% Student t interval and episode count,
 and the paired per-episode difference trained − random with its interval, which decides the verdict
-(:func:`warp_drive.training.run.evaluation.compare_with_random` gives the numbers).
+(:func:`warp_drive.training.run.evaluation.compare_with_random` gives the numbers); last, the "learned"
+line (:func:`learned_lines`): each policy's return with the run's initial weights and with its final
+ones over the same episodes, against the same fixed opponents, a number that rises as a policy learns.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from warp_drive.errors import ConfigError, UsageError
-from warp_drive.training.run.comparison import comparison_table
+from warp_drive.training.run.comparison import Comparison, comparison_table
 from warp_drive.training.run.evaluation import DEFAULT_EVAL_EPISODES, compare_with_random
 from warp_drive.training.run.metrics import read_metrics
 from warp_drive.training.run.periodic_eval import EVAL_METRIC, PeriodicEvaluation
@@ -60,7 +62,7 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
     :func:`~warp_drive.training.run.comparison.comparison_table`."""
     start = time.perf_counter()
     try:
-        comparisons = compare_with_random(trainer.engine, episodes)
+        comparisons = compare_with_random(trainer.engine, episodes, start_weights=getattr(trainer, "start_weights", None))
     except UsageError as err:
         print(f"evaluation against random: skipped ({err})", flush=True)
         return
@@ -70,6 +72,33 @@ def print_random_comparison(trainer: Any, episodes: int) -> None:
           f"return ± 95% Student t interval over episodes, and of the per-episode difference trained − random "
           f"({time.perf_counter() - start:.1f} s)")
     print(comparison_table(comparisons), flush=True)
+    for line in learned_lines(comparisons):
+        print(line, flush=True)
+
+
+def learned_lines(comparisons: Mapping[str, Comparison]) -> list[str]:
+    """The summary's number that moves the right way for every policy, and one line saying what it means:
+    each policy's mean return with the run's initial weights and with its final ones, over the same
+    episodes against the same opponents as its verdict (uniformly random other policies: a fixed
+    opponent), with the paired difference final − initial and its 95% interval. Empty where no policy
+    has a start play (:attr:`Comparison.learned`)."""
+    played = [c for c in comparisons.values() if c.start is not None and c.learned is not None]
+    if not played:
+        return []
+    parts = [f"{c.tag} {c.start.mean:.4g} -> {c.trained.mean:.4g} ({c.learned.mean:+.4g} ± {c.learned.half_width:.3g})"
+             for c in played]  # type: ignore[union-attr]
+    n = min(c.learned.n for c in played)  # type: ignore[union-attr]
+    if len(comparisons) > 1:
+        return ["learned (each team against uniform-random opponents, initial -> final weights): " + " | ".join(parts),
+                f"  (a team's mean return over the same {n} sampled episodes (start states and opponent draws) with the "
+                "run's initial weights and with its final ones, the other teams uniformly random: a fixed opponent; "
+                "then the paired difference ± its 95% interval. It rises as a team learns, even where its training "
+                "return falls because the other team learns too)"]
+    mode = "greedy" if played[0].greedy else "sampled"
+    return [f"learned ({mode} return, initial -> final weights): " + " | ".join(parts),
+            f"  (the policy's mean {mode} return over the same {n} episodes (start states) with the run's initial "
+            "weights and with its final ones, then the paired difference ± its 95% interval: it rises as the "
+            "policy learns)"]
 
 
 def learning_lines(run_dir: Path, policies: Sequence[str], eval_episodes: int = 0) -> list[str]:
@@ -101,7 +130,9 @@ def learning_lines(run_dir: Path, policies: Sequence[str], eval_episodes: int = 
         if several:
             lines.append("learning (return against uniform-random opponents): " + " | ".join(parts))
             lines.append(f"  (each policy's mean return over {episodes}sampled episodes from fresh start states with the "
-                         "other policies uniformly random: a fixed opponent, so it rises as the policy learns)")
+                         "other policies uniformly random: a fixed opponent, so it rises as the policy learns, within "
+                         "the noise of that many episodes from different start states; the learned line after the "
+                         "evaluation compares the initial and final weights over the same episodes)")
         else:
             lines.append("learning (greedy evaluation return): " + " | ".join(parts))
             lines.append(f"  (the policy's mean return over {episodes}greedy episodes from fresh start states, "

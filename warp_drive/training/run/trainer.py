@@ -32,6 +32,7 @@ from warp_drive.training.run import long_runs
 from warp_drive.training.run.checkpoint_check import check_against_run
 from warp_drive.training.run.evaluation import evaluate_per_agent
 from warp_drive.training.run.finite_checks import check_iteration
+from warp_drive.training.run import start_weights
 from warp_drive.training.run.periodic_eval import EVAL_METRIC, STATE_KEY, PeriodicEvaluation
 
 logger = logging.getLogger(__name__)
@@ -128,11 +129,17 @@ class Trainer:
         self.periodic_eval = PeriodicEvaluation.from_config(config.trainer)
         policies = self.engine.policies  # the config's model_ckpt_filepath entries, if any
         checkpoint_files.load_policy_weights(policies, checkpoint_files.configured_weight_files(policies), self.engine.device)
+        #: the weights the run started from (:mod:`warp_drive.training.run.start_weights`; kept in checkpoints;
+        #: None after resuming from a checkpoint written without them)
+        self.start_weights: start_weights.Weights | None = start_weights.capture(policies)
 
     def state_dict(self) -> dict[str, Any]:
-        """:meth:`Engine.state_dict` plus the run folder (``run_dir``) and, with ``trainer.eval_every``, the
-        periodic evaluation's best weights so far (``"periodic_eval"``)."""
+        """:meth:`Engine.state_dict` plus the run folder (``run_dir``), the weights the run started from
+        (``"start_weights"``) and, with ``trainer.eval_every``, the periodic evaluation's best weights so far
+        (``"periodic_eval"``)."""
         extra = {STATE_KEY: self.periodic_eval.state_dict()} if self.periodic_eval.enabled else {}
+        if self.start_weights is not None:
+            extra[start_weights.STATE_KEY] = self.start_weights
         return {**self.engine.state_dict(), "run_dir": str(self.save_dir), **extra}
 
     #: While :meth:`train` runs in the main thread, SIGINT/SIGTERM stop it at the next iteration
@@ -314,8 +321,10 @@ class Trainer:
         path, state = ckpt.read_checkpoint(path, state, self.engine.config, list(self.engine.policies), self.rank, self.num_devices)
         check_against_run(state, path, self.engine.env_wrapper.cuda_data_manager.state_dict(),
                           {tag: p.agent_ids for tag, p in self.engine.policies.items()}, self.num_devices)
+        start = start_weights.from_checkpoint(state.get(start_weights.STATE_KEY), self.engine.policies, path)  # checked first
         self.engine.load_state_dict(state, source=f"checkpoint {str(path)!r}")
         self.periodic_eval.load_state_dict(state.get(STATE_KEY), self.engine.policies)
+        self.start_weights = start
         if self.rank == 0:
             self._metrics_log.restart_at(self.engine.iteration, self.engine.iteration * self.engine.config.trainer.train_batch_size)
         self._last_checkpoint_time = time.monotonic()

@@ -305,6 +305,7 @@ class Trainer271(Trainer):
                                     "timestep": old["timestep"], "agent_ids": p.agent_ids}
             rank_state["episode_carry"][tag] = list(old["episode_carry"])
         self.engine.load_state_dict(new, source=f"checkpoint {str(path)!r}")
+        self.start_weights = None  # not in that format: the run's initial weights are unknown
         logger.debug("resumed from %s (a %s checkpoint) at iteration %d", path, LEGACY_FORMAT, self.engine.iteration)
         return path
 

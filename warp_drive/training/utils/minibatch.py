@@ -108,3 +108,48 @@ def iterate_minibatches(
         return
     for index in minibatch_indices(n, num_minibatches, device=device, generator=generator):
         yield index_tree(flat, index)
+
+
+#: the fields of a recurrent policy's batch that have no time axis: ``(E, A, *S)`` start states
+SEQUENCE_START_FIELDS = ("start_state",)
+
+
+def sequence_layout(batch: Mapping[str, Any]) -> dict[str, Any]:
+    """A recurrent policy's time-first batch as env x agent sequences, sequence first: views, no copies.
+
+    Shapes:
+        each tensor ``(B, E, A, *rest)`` -> ``(E * A, B, *rest)``; ``start_state`` ``(E, A, *S)`` -> ``(E * A, *S)``.
+    """
+    def seq(t: Tensor) -> Tensor:
+        return t.movedim(0, 2).reshape(t.shape[1] * t.shape[2], t.shape[0], *t.shape[3:])
+
+    out = {k: map_tensors(seq, v) for k, v in batch.items() if k not in SEQUENCE_START_FIELDS}
+    for k in SEQUENCE_START_FIELDS:
+        if k in batch:
+            out[k] = batch[k].reshape(-1, *batch[k].shape[2:])
+    return out
+
+
+def iterate_sequence_minibatches(
+    batch: Mapping[str, Any],
+    num_minibatches: int,
+    *,
+    generator: torch.Generator | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yields shuffled minibatches of whole env x agent sequences of a recurrent policy's batch
+    (:func:`sequence_layout`): every time step of a sequence, and its start state, in the same minibatch.
+
+    Raises:
+        DataShapeError: If ``num_minibatches`` does not divide the ``E * A`` sequences.
+
+    Shapes:
+        yields: each tensor ``(M, B, *rest)``, ``start_state`` ``(M, *S)``, with M = E * A // num_minibatches.
+    """
+    seqs = sequence_layout(batch)
+    n, device = seqs["start_state"].shape[0], seqs["start_state"].device
+    if num_minibatches == 1:
+        check_minibatches(n, 1)
+        yield seqs
+        return
+    for index in minibatch_indices(n, num_minibatches, device=device, generator=generator):
+        yield index_tree(seqs, index)

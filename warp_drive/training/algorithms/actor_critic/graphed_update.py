@@ -17,6 +17,10 @@ the normalizers' statistics (updated in place), Adam's state (its step count on 
 metrics of every step are summed inside the graph; the update returns their means, like the eager
 path. Loading an optimizer state replaces Adam's state tensors, so the owner drops the graph then
 (:meth:`ActorCriticPolicy.load_state_dict`) and the next update captures a new one.
+
+A recurrent policy's step is captured the same way: its rows are whole env x agent sequences (views of the
+buffers, :func:`~warp_drive.training.utils.minibatch.sequence_layout`, start states included), the index picks
+sequences, and the loss runs the model over the rollout's B steps, a fixed loop.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from warp_drive.training.algorithms.actor_critic.a2c import A2C, Metrics
 from warp_drive.training.algorithms.compiled import LossFunction
 from warp_drive.training.algorithms.actor_critic.update import grad_norm_and_clip, update_obs_statistics
 from warp_drive.training.buffers import RolloutBatch
-from warp_drive.training.utils.minibatch import check_minibatches, flatten_leading, map_tensors, minibatch_indices
+from warp_drive.training.utils.minibatch import (check_minibatches, flatten_leading, map_tensors, minibatch_indices,
+                                                 sequence_layout)
 
 Tensor = torch.Tensor
 
@@ -103,7 +108,9 @@ class GraphedUpdate:
         self.loss_fn = loss_fn or LossFunction(model, algorithm, autocast_dtype, compile=False)
         self.num_minibatches = num_minibatches
         batch = RolloutBatch.of(batch)
-        self.obs, self.flat = batch.obs, flatten_leading(dict(batch))
+        # the rows a minibatch draws: (time, env) samples, or a recurrent policy's env x agent sequences (views)
+        self.obs = batch.obs
+        self.flat = flatten_leading(dict(batch)) if batch.start_state is None else sequence_layout(dict(batch))
         leaves: list[Tensor] = []
         map_tensors(leaves.append, self.flat)
         self.num_samples, self.device = leaves[0].shape[0], leaves[0].device

@@ -29,6 +29,7 @@ from warp_drive.training.algorithms.actor_critic.update import update_policy
 from warp_drive.training.distributed import unwrap
 from warp_drive.training.models.action_spec import ActionSpec, action_heads_from_space, obs_dims_from_space
 from warp_drive.training.buffers import RolloutBatch, RolloutBuffers
+from warp_drive.training.carried_state import CarriedState, build_carried_state, episode_starts
 from warp_drive.training.network_inputs import NetworkInputs, build_network_inputs, state_shape
 from warp_drive.training.policy_state import EpisodeStats
 from warp_drive.training.utils.param_scheduler import ParamScheduler, set_optimizer_lr
@@ -66,6 +67,7 @@ class ActorCriticPolicy(Policy):
     graphed: GraphedUpdate | None = None  # the captured minibatch step, once an update replays one
     loss_fn: LossFunction | None = None  # the update's forward + loss (compiled with trainer.compile)
     inputs: NetworkInputs | None = None  # what the networks see besides the own observations (actor_input, critic_input)
+    carried: CarriedState | None = None  # a recurrent model's hidden state per env and agent (carried_state.py)
 
     def finalize(self, last_values: Any, bootstrap: bool) -> None:
         """Advantages and returns of the rollout (without bootstrapping nothing is truncated, so no
@@ -79,6 +81,8 @@ class ActorCriticPolicy(Policy):
                                                      **({} if active is None else {"sample_mask": active}))
         b.advantages.copy_(adv)
         b.returns.copy_(ret)
+        if self.carried is not None:
+            episode_starts(b.terminated, b.truncated, b.episode_starts)
 
     def batch(self) -> RolloutBatch:
         """Shapes: obs ``(B, E, A, *obs)`` (or a dict of those); actions (B, E, A, columns);
@@ -92,7 +96,8 @@ class ActorCriticPolicy(Policy):
         match_device_form(self.optimizer)  # on CUDA the captured step's Adam arithmetic, graphed or not
         set_optimizer_lr(self.optimizer, self.lr_schedule.get_param_value(self.timestep))
         loss_fn = self._loss_function(context)
-        if self._graphable(batch, context):
+        chunk_rows = self._chunk_rows(context)
+        if self._graphable(batch, context, chunk_rows):
             if self.graphed is None:
                 self.graphed = GraphedUpdate(self.model, self.optimizer, self.algorithm, batch,
                                              num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
@@ -104,7 +109,7 @@ class ActorCriticPolicy(Policy):
             self.train_model, optimizer, self.algorithm, batch, timestep=self.timestep,
             num_epochs=pc.num_epochs, num_minibatches=pc.num_minibatches, max_grad_norm=max_norm,
             generator=context.generator, backward=context.backward, clip_gradients=clip,
-            track_grad_norm=context.track_grad_norm, chunk_rows=context.chunk_rows,
+            track_grad_norm=context.track_grad_norm, chunk_rows=chunk_rows,
             autocast_dtype=context.autocast_dtype, loss_fn=loss_fn)
 
     def _loss_function(self, context: UpdateContext) -> LossFunction:
@@ -115,15 +120,24 @@ class ActorCriticPolicy(Policy):
             fn = self.loss_fn = LossFunction(self.train_model, self.algorithm, context.autocast_dtype, context.compile)
         return fn
 
-    def _graphable(self, batch: RolloutBatch, context: UpdateContext) -> bool:
+    def _chunk_rows(self, context: UpdateContext) -> int | None:
+        """The update's chunk (``context.chunk_rows``, (time, env) rows of A agent-samples each) in this policy's
+        minibatch rows: the same, or for a recurrent policy whole env x agent sequences of B agent-samples each."""
+        chunk = context.chunk_rows
+        if self.carried is None or chunk is None:
+            return chunk
+        return max(1, chunk * self.num_agents // self.buffers.advantages.shape[0])
+
+    def _graphable(self, batch: RolloutBatch, context: UpdateContext, chunk_rows: int | None) -> bool:
         """Whether this update replays a captured step (:mod:`.graphed_update`). A minibatch must fit twice in
         ``chunk_rows`` (the memory budget): the capture's warm-up and the graph's own pool each hold its activations."""
         b = self.buffers
-        rows = b.advantages.shape[0] * b.advantages.shape[1] // self.config.num_minibatches
+        B, E, A = b.advantages.shape
+        rows = (E * A if self.carried is not None else B * E) // self.config.num_minibatches
         return (context.cuda_graph and b.advantages.is_cuda and isinstance(batch, RolloutBatch)
                 and batch.advantages is b.advantages and batch.obs is b.obs
                 and context.optimizers is None and context.backward is None and context.clip_gradients is None
-                and self.train_model is self.model and (context.chunk_rows is None or context.chunk_rows >= 2 * rows))
+                and self.train_model is self.model and (chunk_rows is None or chunk_rows >= 2 * rows))
 
     def running_statistics(self) -> list[Any]:
         return list(self.algorithm.running_statistics())
@@ -135,10 +149,14 @@ class ActorCriticPolicy(Policy):
         return {OPTIMIZER: self.optimizer}
 
     def state_dict(self) -> dict[str, Any]:
-        """``{model, optimizer, algorithm, timestep, agent_ids, network_inputs}``."""
-        return {"model": unwrap(self.model).state_dict(), "optimizer": portable_optimizer_state(self.optimizer.state_dict()),
-                "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids,
-                "network_inputs": self.network_input_names()}
+        """``{model, optimizer, algorithm, timestep, agent_ids, network_inputs}``, and ``recurrent: True`` for a
+        recurrent model (its carried states are the engine's, per rank)."""
+        state = {"model": unwrap(self.model).state_dict(), "optimizer": portable_optimizer_state(self.optimizer.state_dict()),
+                 "algorithm": self.algorithm.state_dict(), "timestep": self.timestep, "agent_ids": self.agent_ids,
+                 "network_inputs": self.network_input_names()}
+        if self.carried is not None:
+            state["recurrent"] = True
+        return state
 
     def network_input_names(self) -> dict[str, str]:
         """``{"actor": actor_input, "critic": critic_input}`` of this policy."""
@@ -154,6 +172,14 @@ class ActorCriticPolicy(Policy):
                 f"{saved.get('critic')}; this run has actor_input={self.network_input_names()['actor']}, critic_input="
                 f"{self.network_input_names()['critic']}. Set `policy.{self.tag}.actor_input` / `critic_input` to the "
                 "checkpoint's values, or start from fresh weights.")
+        recurrent = bool(state.get("recurrent", False))
+        if recurrent != (self.carried is not None):
+            saved_kind, own_kind = ("a recurrent", "an MLP") if recurrent else ("an MLP", "a recurrent")
+            raise CheckpointError(
+                f"policy '{self.tag}': the checkpoint holds {saved_kind} model (one that carries a hidden state from "
+                f"step to step is recurrent, e.g. model.type gru); this run's model.type={self.config.model.type} is "
+                f"{own_kind} model. Set `policy.{self.tag}.model.type` (and its fc_dims and kwargs) to the "
+                "checkpoint's, or start from fresh weights.")
         own = {k: tuple(v.shape) for k, v in unwrap(self.model).state_dict().items()}
         shapes = {k: tuple(v.shape) for k, v in state["model"].items()}
         differ = [k for k in own if own[k] != shapes.get(k)] + [k for k in shapes if k not in own]
@@ -213,12 +239,13 @@ def build_policy(ctx: BuildContext, loss: type[A2C]) -> ActorCriticPolicy:
     policy = ActorCriticPolicy(
         **Policy.common_state(ctx), model=model, optimizer=torch.optim.Adam(model.parameters(), lr=lr.get_param_value(0)),
         algorithm=loss.from_config(pc).to(ctx.device), action_spec=action_spec, action_name=action_name, lr_schedule=lr,
-        inputs=inputs)
+        inputs=inputs, carried=build_carried_state(model, ctx))
     policy.train_model = ctx.wrap_model(model)  # DDP across ranks; rollouts use `model`
     example = ctx.observe(policy)
     columns = dm.get_shape(action_name)[2]
     action_dtype = dm.data_on_device_via_torch(action_name).dtype
-    policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype)
+    state = None if policy.carried is None else policy.carried.hidden
+    policy.buffers = RolloutBuffers.allocate(ctx.steps_per_iter, example, len(ctx.agent_ids), columns, action_dtype, state)
     if inputs is not None and inputs.masks is not None and inputs.masks.active:  # the agents' ends (agent_masks.py)
         policy.buffers.active_after = torch.zeros_like(policy.buffers.rewards, dtype=torch.bool)
     return policy
