@@ -59,7 +59,7 @@ env x agent sequences (``num_minibatches`` must divide ``E * A``) and refuses ``
 Masked input (:mod:`warp_drive.training.agent_masks`): when a policy reads the env's ``action_mask`` or
 ``active`` arrays, ``obs`` is a flat mapping of the input (a tensor under the key ``"_input_"``, or a mapping's
 own keys) and the masks (:mod:`.masked_input`); a model takes it when its class sets ``takes_agent_masks =
-True`` (``fully_connected`` does), splits it with ``split_masks`` and gives illegal actions probability exactly 0
+True`` (``fully_connected`` and ``gru`` do), splits it with ``split_masks`` and gives illegal actions probability exactly 0
 (``mask_logits``). A policy reading masks with a model that does not take them is refused at build time.
 
 A model's parts live here too, so models import no algorithm: the head outputs and their log-probabilities
