@@ -68,12 +68,7 @@ def parse_setting(value: Any, key: str) -> str:
     """
     if isinstance(value, bool):
         return ON if value else OFF
-    text = chk.as_str(value, key)
-    if text in SETTINGS:
-        return text
-    match = chk.closest_match(text, SETTINGS)
-    hint = f"; did you mean `{key}: {match}`?" if match else ""
-    raise ConfigError(f"`{key}`={chk.brief(value)} is unknown; expected one of {', '.join(SETTINGS)}{hint}")
+    return chk.as_choice(value, key, SETTINGS)
 
 
 @dataclass(frozen=True)

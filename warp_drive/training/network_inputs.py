@@ -65,12 +65,7 @@ def parse_input(value: Any, key: str, allowed: tuple[str, ...] | list[str]) -> s
     Raises:
         ConfigError: naming the value, the allowed ones and the closest.
     """
-    text = chk.as_str(value, key)
-    if text in allowed:
-        return text
-    match = chk.closest_match(text, allowed)
-    hint = f"; did you mean `{key}: {match}`?" if match else ""
-    raise ConfigError(f"`{key}`={chk.brief(value)} is unknown; expected one of {', '.join(allowed)}{hint}")
+    return chk.as_choice(value, key, allowed)
 
 
 def own_observations(dm: Any, policy: Any, obs_names: list[str], at_reset: bool = False) -> Any:

@@ -118,6 +118,16 @@ def as_str(value: Any, key: str) -> str:
     return value
 
 
+def as_choice(value: Any, key: str, allowed: Sequence[str]) -> str:
+    """``value``, a string among ``allowed``; a :class:`ConfigError` naming it, the allowed values and the closest."""
+    text = as_str(value, key)
+    if text in allowed:
+        return text
+    match = closest_match(text, allowed)
+    hint = f"; did you mean `{key}: {match}`?" if match else ""
+    raise ConfigError(f"`{key}`={brief(value)} is unknown; expected one of {', '.join(allowed)}{hint}")
+
+
 def as_path(value: Any, key: str) -> str:
     """Checks a file or folder path: a string without NUL bytes that the file system can hold (valid
     text, at most :data:`MAX_PATH_BYTES` bytes, each name in it at most :data:`MAX_NAME_BYTES`)."""

@@ -29,7 +29,7 @@ from warp_drive.training.models.distributions import HeadOutput
 from warp_drive.training.models.fully_connected import FullyConnected, first_mask, hidden_layers
 from warp_drive.training.models.masked_input import split_masks
 from warp_drive.training.models.obs_normalizer import ObsNormalizer
-from warp_drive.training.models.separate_critic import split_inputs
+from warp_drive.training.models.separate_critic import FullyConnectedSeparateCritic, split_inputs
 
 Tensor = torch.Tensor
 
@@ -174,13 +174,7 @@ class GRUActorCritic(FullyConnected):
             return h, h
         return unroll(cell, x, state, starts)
 
-    def _critic_features(self, critic: Tensor) -> Tensor:
-        shape = self.critic_shape
-        if tuple(critic.shape[critic.dim() - len(shape):]) != shape:
-            raise DataShapeError(f"critic input shape {tuple(critic.shape)} does not end in the model's critic "
-                                 f"dims {shape}.")
-        c = critic.reshape(*critic.shape[: critic.dim() - len(shape)], -1).to(self.value_head.weight.dtype)
-        return c if self.critic_normalizer is None else self.critic_normalizer(c)
+    _critic_features = FullyConnectedSeparateCritic._critic_features
 
     def _concat_head_weights(self) -> tuple[Tensor, Tensor]:
         """The heads on the actor's state: the policy heads, and the value head with one trunk."""

@@ -89,6 +89,8 @@ class FullyConnectedSeparateCritic(FullyConnected):
         return self.head_outputs(outputs, first_mask(action_mask, input_mask, obs_mask)), values
 
     def _critic_features(self, critic: Tensor) -> Tensor:
+        """The critic input flattened to ``(*lead, features)`` in the value head's dtype, normalized if asked
+        (shared with :class:`~warp_drive.training.models.gru.GRUActorCritic`)."""
         shape = self.critic_shape
         if tuple(critic.shape[critic.dim() - len(shape):]) != shape:
             raise DataShapeError(f"critic input shape {tuple(critic.shape)} does not end in the model's critic "
